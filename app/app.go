@@ -1,0 +1,97 @@
+// Package app holds the use cases: one command handler per file. Each runs
+// in one transaction: idempotency lookup, load state, decide (pure, in
+// domain), append, inline projections, commit, then wake the subscribers.
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
+)
+
+// App runs commands against the event store.
+type App struct {
+	Pool     *pgxpool.Pool
+	Notifier *eventstore.Notifier
+	Log      *slog.Logger
+	// MaxAttempts bounds the retries of a command that lost a race.
+	MaxAttempts int
+	inline      []projections.Projector
+}
+
+// New wires an App with the inline projectors.
+func New(pool *pgxpool.Pool, notifier *eventstore.Notifier, log *slog.Logger) *App {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 8, inline: projections.Inline()}
+}
+
+// Meta says who asked for a command; it is stored with every event.
+type Meta = eventstore.Metadata
+
+// Result is what a command created or changed, and whether it was an
+// idempotent replay of an earlier request.
+type Result struct {
+	ID       string
+	Secret   string // a newly minted key's secret, shown once
+	Replayed bool
+}
+
+// run executes fn in a transaction, retrying with jittered backoff when it
+// lost a race (stream version conflict, serialization failure, deadlock).
+func (a *App) run(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	backoff := 2 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, a.Pool, func(tx pgx.Tx) error { return fn(ctx, tx) })
+		if err == nil {
+			a.Notifier.Notify()
+			return nil
+		}
+		if !retryable(err) || attempt >= a.MaxAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff)))):
+		}
+		backoff = min(backoff*2, 200*time.Millisecond)
+	}
+}
+
+func retryable(err error) bool {
+	if errors.Is(err, eventstore.ErrVersionConflict) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return true
+		}
+	}
+	return false
+}
+
+// appendAndProject appends events to a stream and applies the inline
+// projectors to them in the same transaction.
+func (a *App) appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stream, expected int64, meta Meta, events []domain.Event) ([]eventstore.RecordedEvent, error) {
+	recs, err := eventstore.Append(ctx, tx, s, expected, meta, events...)
+	if err != nil {
+		return nil, err
+	}
+	return recs, projections.ApplyAll(ctx, tx, a.inline, recs)
+}
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

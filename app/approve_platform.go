@@ -1,0 +1,22 @@
+package app
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/platform"
+)
+
+// ApprovePlatform is the pilot approval: it provisions the sandbox key.
+// The Result carries the new key's id and secret.
+func (a *App) ApprovePlatform(ctx context.Context, meta Meta, platformID string) (Result, error) {
+	key, secret := mintKey(domain.Sandbox, "Default sandbox key")
+	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		return a.updatePlatform(ctx, tx, meta, platformID, func(s platform.State) ([]domain.Event, error) {
+			return platform.Decide(s, platform.Approve{SandboxKey: key, At: now()})
+		})
+	})
+	return Result{ID: key.ID, Secret: secret}, err
+}

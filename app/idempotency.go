@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/opentreasury/treasury/domain"
+)
+
+// Idempotency identifies a request that may be repeated safely. Scope is
+// the platform (or "operator"); RequestHash is the hash of the canonical
+// request, so that the same key with another request is a conflict.
+type Idempotency struct {
+	Scope       string
+	Environment string
+	Key         string
+	Operation   string
+	RequestHash string
+}
+
+// MaxIdempotencyKeyLen bounds client keys.
+const MaxIdempotencyKeyLen = 255
+
+// runIdempotent runs a command at most once per idempotency key. The key
+// is looked up first (a replay costs one read); a concurrent duplicate
+// blocks on the key's primary key at insert, then replays the winner.
+func (a *App) runIdempotent(ctx context.Context, idem *Idempotency, fn func(ctx context.Context, tx pgx.Tx) (Result, error)) (Result, error) {
+	var res Result
+	if idem == nil {
+		err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
+			res, err = fn(ctx, tx)
+			return err
+		})
+		return res, err
+	}
+	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if prior, found, err := lookupIdempotency(ctx, tx, idem); err != nil || found {
+			res = prior
+			return err
+		}
+		r, err := fn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
+            VALUES ($1, $2, $3, $4, $5, $6, 201) ON CONFLICT DO NOTHING`,
+			idem.Scope, idem.Environment, idem.Key, idem.Operation, idem.RequestHash, r.ID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errLostIdempotencyRace
+		}
+		res = r
+		return nil
+	})
+	if errors.Is(err, errLostIdempotencyRace) {
+		// The concurrent duplicate committed first: answer with its result.
+		return a.replay(ctx, idem)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
+		return Result{}, domain.Errorf(domain.CodeIdempotencyInProgress, "a request with this idempotency key is in progress; retry shortly")
+	}
+	return res, err
+}
+
+var errLostIdempotencyRace = errors.New("idempotency key taken by a concurrent request")
+
+func (a *App) replay(ctx context.Context, idem *Idempotency) (Result, error) {
+	res, found, err := lookupIdempotency(ctx, a.Pool, idem)
+	if err == nil && !found {
+		// It rolled back after all: the client may simply retry.
+		err = domain.Errorf(domain.CodeIdempotencyInProgress, "a request with this idempotency key is in progress; retry shortly")
+	}
+	return res, err
+}
+
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func lookupIdempotency(ctx context.Context, db queryRower, idem *Idempotency) (Result, bool, error) {
+	var op, hash, resourceID string
+	err := db.QueryRow(ctx, `SELECT operation, request_hash, resource_id FROM idempotency_keys
+        WHERE scope = $1 AND environment = $2 AND key = $3`, idem.Scope, idem.Environment, idem.Key).Scan(&op, &hash, &resourceID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, err
+	}
+	if op != idem.Operation || hash != idem.RequestHash {
+		return Result{}, true, &domain.Error{Code: domain.CodeIdempotencyConflict, ResourceID: resourceID,
+			Message: "this idempotency key was already used with a different request"}
+	}
+	return Result{ID: resourceID, Replayed: true}, true, nil
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	apihttp "github.com/opentreasury/treasury/http"
+)
+
+// config is everything read from the environment (API.md §9).
+type config struct {
+	DatabaseURL      string
+	Addr             string
+	OperatorKey      string
+	RoutingNumber    string
+	WebhookAllowPriv bool
+	RateLimitOff     bool
+	RateLimit        *apihttp.RateLimit
+	LogLevel         slog.Level
+	MigrateOnStart   bool
+}
+
+func loadConfig() (config, error) {
+	c := config{
+		DatabaseURL:    os.Getenv("DATABASE_URL"),
+		Addr:           envOr("TREASURY_ADDR", ":8080"),
+		OperatorKey:    os.Getenv("TREASURY_OPERATOR_KEY"),
+		RoutingNumber:  envOr("TREASURY_ROUTING_NUMBER", "110000000"),
+		MigrateOnStart: os.Getenv("TREASURY_MIGRATE") != "false",
+	}
+	var err error
+	if c.WebhookAllowPriv, err = envBool("TREASURY_WEBHOOK_ALLOW_PRIVATE"); err != nil {
+		return c, err
+	}
+	switch rl := strings.TrimSpace(os.Getenv("TREASURY_RATE_LIMIT")); rl {
+	case "", "default":
+	case "off":
+		c.RateLimitOff = true
+	default:
+		per, burst, ok := strings.Cut(rl, ":")
+		p, err1 := strconv.Atoi(per)
+		b, err2 := strconv.Atoi(burst)
+		if !ok || err1 != nil || err2 != nil || p < 1 || b < 1 {
+			return c, fmt.Errorf("TREASURY_RATE_LIMIT must be off or PER_SECOND:BURST (e.g. 100:200), not %q", rl)
+		}
+		c.RateLimit = &apihttp.RateLimit{PerSecond: p, Burst: b}
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(envOr("TREASURY_LOG_LEVEL", "info"))); err != nil {
+		return c, fmt.Errorf("TREASURY_LOG_LEVEL must be debug, info, warn or error")
+	}
+	if !validABA(c.RoutingNumber) {
+		return c, fmt.Errorf("TREASURY_ROUTING_NUMBER %q is not a 9-digit ABA routing number with a valid checksum", c.RoutingNumber)
+	}
+	return c, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envBool(name string) (bool, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s must be true or false", name)
+	}
+	return b, nil
+}
+
+// validABA checks the ABA routing number checksum (3-7-1 weights).
+func validABA(s string) bool {
+	if len(s) != 9 {
+		return false
+	}
+	w := []int{3, 7, 1, 3, 7, 1, 3, 7, 1}
+	sum := 0
+	for i, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+		sum += int(r-'0') * w[i]
+	}
+	return sum%10 == 0
+}
+
+func newLogger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// openPool connects with settings that keep transactions short: a
+// transaction left idle holds back every log reader, so PostgreSQL ends it.
+func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	rp["application_name"] = "treasury"
+	rp["idle_in_transaction_session_timeout"] = "60000"
+	if cfg.MaxConns < 16 {
+		cfg.MaxConns = 16
+	}
+	cfg.HealthCheckPeriod = 5 * time.Second
+	return pgxpool.NewWithConfig(ctx, cfg)
+}

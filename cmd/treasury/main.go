@@ -1,0 +1,23 @@
+// Command treasury runs the Treasury service and its operator tools.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "treasury",
+		Short:         "Treasury: embedded treasury accounts, payments and ledger over an event log",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(serveCmd(), migrateCmd(), devCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "treasury:", err)
+		os.Exit(1)
+	}
+}

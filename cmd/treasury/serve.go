@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/eventstore"
+	apihttp "github.com/opentreasury/treasury/http"
+	"github.com/opentreasury/treasury/migrations"
+)
+
+func serveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API and the log subscribers (migrates first unless TREASURY_MIGRATE=false)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if cfg.DatabaseURL == "" {
+				return errors.New("DATABASE_URL is not set (for a local sandbox, run `treasury dev` or `make run`)")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			log := newLogger(cfg.LogLevel)
+			pool, err := openPool(ctx, cfg.DatabaseURL)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			ln, err := net.Listen("tcp", cfg.Addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s (TREASURY_ADDR): %w", cfg.Addr, err)
+			}
+			return serve(ctx, cfg, pool, ln, log)
+		},
+	}
+}
+
+// serve runs the API on ln until ctx ends. It starts answering at once:
+// /healthz is up, and /v1 answers 503 until the migrations are applied
+// (retried while the database is unreachable).
+func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener, log *slog.Logger) error {
+	var ready atomic.Bool
+	if !cfg.MigrateOnStart {
+		ready.Store(true)
+	} else {
+		go migrateUntilDone(ctx, pool, log, &ready)
+	}
+	notifier := eventstore.NewNotifier(pool, log)
+	go notifier.Run(ctx)
+	a := app.New(pool, notifier, log)
+	api := apihttp.New(a, apihttp.Config{
+		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit,
+		Ready: ready.Load,
+	})
+	if cfg.OperatorKey == "" {
+		log.Warn("TREASURY_OPERATOR_KEY is not set: operator routes answer 401")
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("treasury listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+func migrateUntilDone(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, ready *atomic.Bool) {
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		n, err := migrations.Up(ctx, pool)
+		if err == nil {
+			log.Info("migrations current", "applied", n)
+			ready.Store(true)
+			return
+		}
+		log.Warn("migrations not applied yet; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}

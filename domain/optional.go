@@ -1,0 +1,27 @@
+package domain
+
+import "encoding/json"
+
+// Optional is a PATCH field: Set tells whether the request named it at all,
+// Value is nil when it was set to null.
+type Optional[T any] struct {
+	Set   bool
+	Value *T
+}
+
+func (o *Optional[T]) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.Value = nil
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	o.Value = &v
+	return nil
+}
+
+// Some returns a set Optional holding v.
+func Some[T any](v T) Optional[T] { return Optional[T]{Set: true, Value: &v} }

@@ -1,0 +1,212 @@
+// Package eventstore is the append-only event log on PostgreSQL: append
+// with an expected version, load a stream, read the whole log in commit
+// order, and subscriptions that checkpoint in their own transaction.
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/opentreasury/treasury/domain"
+)
+
+// ErrVersionConflict means the stream moved past the expected version: the
+// command loaded stale state and must be retried.
+var ErrVersionConflict = errors.New("eventstore: stream version conflict")
+
+// DB is what the store needs of a connection, pool or transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Stream names a stream and the owner its events belong to.
+type Stream struct {
+	ID          string
+	Type        string
+	PlatformID  string
+	Environment string
+}
+
+// Metadata travels with every event: who caused it and why.
+type Metadata struct {
+	RequestID      string `json:"request_id,omitempty"`
+	Actor          string `json:"actor,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	CausationID    string `json:"causation_id,omitempty"`
+}
+
+// RecordedEvent is an event as stored.
+type RecordedEvent struct {
+	GlobalPosition int64
+	TransactionID  uint64 // zero for events returned by Append (not yet known)
+	EventID        string
+	StreamID       string
+	StreamVersion  int64
+	Type           string
+	SchemaVersion  int
+	PlatformID     string
+	Environment    string
+	Data           json.RawMessage
+	Metadata       json.RawMessage
+	RecordedAt     time.Time
+	// Event is the decoded value, set by Append and by Decode.
+	Event domain.Event
+}
+
+// Decode decodes Data into Event (once).
+func (r *RecordedEvent) Decode() (domain.Event, error) {
+	if r.Event != nil {
+		return r.Event, nil
+	}
+	e, err := domain.DecodeEvent(r.Type, r.Data)
+	if err != nil {
+		return nil, err
+	}
+	r.Event = e
+	return e, nil
+}
+
+// Position is a place in the commit-ordered log.
+type Position struct {
+	TransactionID  uint64
+	GlobalPosition int64
+}
+
+// The append is one statement (one round trip): it creates the stream when
+// expected is 0, or moves its version from expected, and inserts the events
+// only if one of the two happened.
+const appendSQL = `
+WITH created AS (
+    INSERT INTO streams (stream_id, stream_type, platform_id, environment, version)
+    SELECT $1, $2, NULLIF($3, ''), NULLIF($4, ''), $6 WHERE $5 = 0
+    ON CONFLICT (stream_id) DO NOTHING
+    RETURNING 1
+), moved AS (
+    UPDATE streams SET version = $6 WHERE stream_id = $1 AND version = $5 AND $5 > 0
+    RETURNING 1
+)
+INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, platform_id, environment, data, metadata)
+SELECT e.event_id, $1, $5 + e.ord, e.event_type, 1, NULLIF($3, ''), NULLIF($4, ''), e.data, $7
+FROM unnest($8::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS e(event_id, event_type, data, ord)
+WHERE EXISTS (SELECT 1 FROM created UNION ALL SELECT 1 FROM moved)
+ORDER BY e.ord
+RETURNING global_position, event_id, stream_version, recorded_at`
+
+// Append writes events to a stream whose current version must be expected
+// (0 for a new stream). It returns ErrVersionConflict otherwise.
+func Append(ctx context.Context, db DB, s Stream, expected int64, meta Metadata, events ...domain.Event) ([]RecordedEvent, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(events))
+	types := make([]string, len(events))
+	datas := make([]string, len(events))
+	recs := make([]RecordedEvent, len(events))
+	for i, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", e.EventType(), err)
+		}
+		ids[i], types[i], datas[i] = domain.NewID(domain.PrefixEvent), e.EventType(), string(b)
+		recs[i] = RecordedEvent{EventID: ids[i], StreamID: s.ID, Type: types[i], SchemaVersion: 1,
+			PlatformID: s.PlatformID, Environment: s.Environment, Data: b, Event: e}
+	}
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, appendSQL, s.ID, s.Type, s.PlatformID, s.Environment,
+		expected, expected+int64(len(events)), metaJSON, ids, types, datas)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byID := make(map[string]int, len(recs))
+	for i := range recs {
+		byID[recs[i].EventID] = i
+	}
+	n := 0
+	for rows.Next() {
+		var id string
+		var r RecordedEvent
+		if err := rows.Scan(&r.GlobalPosition, &id, &r.StreamVersion, &r.RecordedAt); err != nil {
+			return nil, err
+		}
+		i := byID[id]
+		recs[i].GlobalPosition, recs[i].StreamVersion, recs[i].RecordedAt = r.GlobalPosition, r.StreamVersion, r.RecordedAt
+		recs[i].Metadata = metaJSON
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, ErrVersionConflict
+	}
+	return recs, nil
+}
+
+const selectColumns = `global_position, transaction_id::text::bigint, event_id, stream_id, stream_version,
+    event_type, schema_version, coalesce(platform_id, ''), coalesce(environment, ''), data, metadata, recorded_at`
+
+func scanEvents(rows pgx.Rows) ([]RecordedEvent, error) {
+	defer rows.Close()
+	var out []RecordedEvent
+	for rows.Next() {
+		var r RecordedEvent
+		var txid int64
+		if err := rows.Scan(&r.GlobalPosition, &txid, &r.EventID, &r.StreamID, &r.StreamVersion, &r.Type,
+			&r.SchemaVersion, &r.PlatformID, &r.Environment, &r.Data, &r.Metadata, &r.RecordedAt); err != nil {
+			return nil, err
+		}
+		r.TransactionID = uint64(txid)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Load returns a stream's events in version order and its version.
+func Load(ctx context.Context, db DB, streamID string) ([]RecordedEvent, int64, error) {
+	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events WHERE stream_id = $1 ORDER BY stream_version`, streamID)
+	if err != nil {
+		return nil, 0, err
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	var version int64
+	if n := len(evs); n > 0 {
+		version = evs[n-1].StreamVersion
+	}
+	return evs, version, nil
+}
+
+// ReadAll returns up to limit events after pos in commit order. It only
+// returns events of transactions older than every transaction still
+// running, so an event whose transaction commits late is never skipped: it
+// is returned after the events that committed before it, never lost.
+func ReadAll(ctx context.Context, db DB, after Position, limit int) ([]RecordedEvent, error) {
+	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events
+        WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
+          AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY transaction_id, global_position
+        LIMIT $3`, fmt.Sprint(after.TransactionID), after.GlobalPosition, limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanEvents(rows)
+}
+
+// PositionOf is the log position just after e.
+func PositionOf(e RecordedEvent) Position {
+	return Position{TransactionID: e.TransactionID, GlobalPosition: e.GlobalPosition}
+}

@@ -1,0 +1,127 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Handler processes a batch of events inside the subscription's
+// transaction; its writes commit together with the new checkpoint, so each
+// event is handled exactly once as far as the database is concerned.
+type Handler func(ctx context.Context, tx pgx.Tx, events []RecordedEvent) error
+
+// Subscription reads the log in commit order from its checkpoint.
+type Subscription struct {
+	Name         string
+	Pool         *pgxpool.Pool
+	Handle       Handler
+	BatchSize    int           // default 500
+	PollInterval time.Duration // fallback when no wake-up arrives; default 500ms
+	Wake         <-chan struct{}
+	Log          *slog.Logger
+}
+
+// ErrNotOwner means another process holds this subscription's checkpoint.
+var ErrNotOwner = errors.New("eventstore: subscription is owned by another process")
+
+// Step processes at most one batch and returns how many events it handled.
+func (s *Subscription) Step(ctx context.Context) (int, error) {
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.Background())
+
+	var pos Position
+	var txid int64
+	// SKIP LOCKED: with several replicas, one owns the subscription at a
+	// time and the others wait their turn instead of double-processing.
+	err = tx.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints
+        WHERE name = $1 FOR UPDATE SKIP LOCKED`, s.Name).Scan(&txid, &pos.GlobalPosition)
+	if errors.Is(err, pgx.ErrNoRows) {
+		tag, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, s.Name)
+		if err != nil {
+			return 0, err
+		}
+		if tag.RowsAffected() == 0 {
+			return 0, ErrNotOwner
+		}
+	} else if err != nil {
+		return 0, err
+	}
+	pos.TransactionID = uint64(txid)
+
+	batch := s.BatchSize
+	if batch <= 0 {
+		batch = 500
+	}
+	events, err := ReadAll(ctx, tx, pos, batch)
+	if err != nil || len(events) == 0 {
+		return 0, err
+	}
+	if err := s.Handle(ctx, tx, events); err != nil {
+		return 0, err
+	}
+	last := PositionOf(events[len(events)-1])
+	if _, err := tx.Exec(ctx, `UPDATE subscription_checkpoints
+        SET transaction_id = $2::text::xid8, global_position = $3, updated_at = now() WHERE name = $1`,
+		s.Name, last.TransactionID, last.GlobalPosition); err != nil {
+		return 0, err
+	}
+	return len(events), tx.Commit(ctx)
+}
+
+// CatchUp processes batches until the log has nothing more to give now.
+func (s *Subscription) CatchUp(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := s.Step(ctx)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// Run processes events until ctx ends, waking on notifications and polling
+// as a fallback. Errors are logged and retried with backoff.
+func (s *Subscription) Run(ctx context.Context) {
+	poll := s.PollInterval
+	if poll <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		n, err := s.Step(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !errors.Is(err, ErrNotOwner) && s.Log != nil {
+				s.Log.Warn("subscription step failed", "subscription", s.Name, "error", err)
+			}
+			sleep(ctx, backoff+time.Duration(rand.Int64N(int64(backoff))))
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		case n > 0:
+			backoff = 50 * time.Millisecond
+			continue // more may be waiting
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.Wake:
+		case <-time.After(poll):
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

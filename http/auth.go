@@ -1,0 +1,124 @@
+package http
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/projections"
+)
+
+// principal is who a request acts for: the operator, or one platform in
+// one environment through one key.
+type principal struct {
+	operator   bool
+	platformID string
+	env        domain.Environment
+	keyID      string
+	rateLimit  *projections.RateLimitView
+}
+
+const principalKey = "principal"
+
+func principalOf(c echo.Context) *principal {
+	p, _ := c.Get(principalKey).(*principal)
+	return p
+}
+
+var errUnauthorized = &domain.Error{Code: domain.CodeUnauthorized,
+	Message: "missing or invalid API key: send Authorization: Bearer <key>"}
+
+// touchEvery bounds how often last_used_at is written for a key.
+const touchEvery = time.Minute
+
+// authenticate resolves the bearer key. Unknown, malformed, revoked and
+// expired keys all get the same 401, with no hint which.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		token, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		token = strings.TrimSpace(token)
+		if !ok || token == "" || len(token) > 200 {
+			return errUnauthorized
+		}
+		if s.isOperatorKey(token) {
+			c.Set(principalKey, &principal{operator: true})
+			return next(c)
+		}
+		if !wellFormedKey(token) {
+			return errUnauthorized
+		}
+		ctx := c.Request().Context()
+		cred, found, err := projections.CredentialByHash(ctx, s.pool, app.HashSecret(token))
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errUnauthorized
+		}
+		now := time.Now()
+		if cred.LastUsedAt == nil || now.Sub(*cred.LastUsedAt) > touchEvery {
+			if err := projections.TouchAPIKey(ctx, s.pool, cred.KeyID, now); err != nil {
+				s.log.Warn("could not record key use", "key_id", cred.KeyID, "error", err)
+			}
+		}
+		p := &principal{platformID: cred.PlatformID, env: cred.Environment, keyID: cred.KeyID, rateLimit: cred.RateLimit}
+		c.Set(principalKey, p)
+		if err := s.limiter.allow(c, p); err != nil {
+			return err
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) isOperatorKey(token string) bool {
+	if s.cfg.OperatorKey == "" {
+		return false
+	}
+	a := sha256.Sum256([]byte(token))
+	b := sha256.Sum256([]byte(s.cfg.OperatorKey))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+func wellFormedKey(token string) bool {
+	rest, ok := strings.CutPrefix(token, "sk_live_")
+	if !ok {
+		rest, ok = strings.CutPrefix(token, "sk_sandbox_")
+	}
+	if !ok || len(rest) != app.KeySecretLen {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+var errOperatorOnly = &domain.Error{Code: domain.CodeForbidden, Message: "this route needs the operator key"}
+var errPlatformOnly = &domain.Error{Code: domain.CodeForbidden, Message: "this route needs a platform API key"}
+
+// operatorOnly guards /operator/* and POST /platforms.
+func operatorOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if p := principalOf(c); p == nil || !p.operator {
+			return errOperatorOnly
+		}
+		return next(c)
+	}
+}
+
+// platformOnly guards the routes a platform key calls.
+func platformOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if p := principalOf(c); p == nil || p.operator {
+			return errPlatformOnly
+		}
+		return next(c)
+	}
+}

@@ -1,0 +1,131 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/labstack/echo/v4"
+
+	"github.com/opentreasury/treasury/domain"
+)
+
+// statusOf is the one table from error codes to HTTP statuses (API.md §2).
+var statusOf = map[domain.Code]int{
+	domain.CodeInvalidRequest:         http.StatusBadRequest,
+	domain.CodeUnbalancedEntry:        http.StatusBadRequest,
+	domain.CodeAmountExceedsRailLimit: http.StatusBadRequest,
+	domain.CodeUnauthorized:           http.StatusUnauthorized,
+	domain.CodeForbidden:              http.StatusForbidden,
+	domain.CodeNotFound:               http.StatusNotFound,
+	domain.CodeIdempotencyConflict:    http.StatusConflict,
+	domain.CodeIdempotencyInProgress:  http.StatusConflict,
+	domain.CodePaymentNotCancelable:   http.StatusConflict,
+	domain.CodeKYBInProgress:          http.StatusConflict,
+	domain.CodeKYBAlreadyApproved:     http.StatusConflict,
+	domain.CodeInvalidState:           http.StatusConflict,
+	domain.CodeRequestTooLarge:        http.StatusRequestEntityTooLarge,
+	domain.CodeKYBNotApproved:         http.StatusUnprocessableEntity,
+	domain.CodeComplianceRejected:     http.StatusUnprocessableEntity,
+	domain.CodeInsufficientFunds:      http.StatusUnprocessableEntity,
+	domain.CodeAccountNotActive:       http.StatusUnprocessableEntity,
+	domain.CodeLimitExceeded:          http.StatusUnprocessableEntity,
+	domain.CodeLiveNotEnabled:         http.StatusUnprocessableEntity,
+	domain.CodeRateLimited:            http.StatusTooManyRequests,
+	domain.CodeInternal:               http.StatusInternalServerError,
+	domain.CodeUnavailable:            http.StatusServiceUnavailable,
+}
+
+// ErrorBody is the error response of every route.
+type ErrorBody struct {
+	Code       domain.Code `json:"code"`
+	Message    string      `json:"message"`
+	RequestID  string      `json:"request_id"`
+	Param      string      `json:"param,omitempty"`
+	ResourceID string      `json:"resource_id,omitempty"`
+}
+
+// handleError turns any error a handler returns into the API's error body.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	body, status := s.errorBody(err, c)
+	body.RequestID = requestID(c)
+	switch status {
+	case http.StatusServiceUnavailable:
+		c.Response().Header().Set("Retry-After", "1")
+	case http.StatusTooManyRequests:
+		if c.Response().Header().Get("Retry-After") == "" {
+			c.Response().Header().Set("Retry-After", "1")
+		}
+	}
+	_ = c.JSON(status, body)
+}
+
+func (s *Server) errorBody(err error, c echo.Context) (ErrorBody, int) {
+	var de *domain.Error
+	if errors.As(err, &de) {
+		status, ok := statusOf[de.Code]
+		if !ok {
+			status = http.StatusInternalServerError
+		}
+		return ErrorBody{Code: de.Code, Message: de.Message, Param: de.Param, ResourceID: de.ResourceID}, status
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound, http.StatusMethodNotAllowed:
+			return ErrorBody{Code: domain.CodeNotFound, Message: "no such route: " + c.Request().Method + " " + c.Request().URL.Path}, http.StatusNotFound
+		case http.StatusRequestEntityTooLarge:
+			return tooLarge(), http.StatusRequestEntityTooLarge
+		}
+		if he.Code >= 400 && he.Code < 500 {
+			return ErrorBody{Code: domain.CodeInvalidRequest, Message: http.StatusText(he.Code)}, http.StatusBadRequest
+		}
+	}
+	if Unavailable(err) {
+		s.log.Warn("database unavailable", "request_id", requestID(c), "error", err)
+		return ErrorBody{Code: domain.CodeUnavailable, Message: "the service is temporarily unavailable; retry shortly"}, http.StatusServiceUnavailable
+	}
+	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+		// The client went away; nobody reads this answer.
+		return ErrorBody{Code: domain.CodeUnavailable, Message: "request canceled"}, http.StatusServiceUnavailable
+	}
+	s.log.Error("internal error", "request_id", requestID(c), "route", c.Path(), "error", err)
+	return ErrorBody{Code: domain.CodeInternal, Message: "an internal error occurred; it has been logged with the request id"}, http.StatusInternalServerError
+}
+
+func tooLarge() ErrorBody {
+	return ErrorBody{Code: domain.CodeRequestTooLarge, Message: "request bodies are limited to 1 MiB"}
+}
+
+// Unavailable reports whether err means the database cannot be reached,
+// as opposed to a query that failed: the first gets 503, the second 500.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || // connection exceptions
+			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" // shutdown, crash, starting up
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connectErr), errors.As(err, &netErr), pgconn.Timeout(err),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool") ||
+		strings.Contains(msg, "failed to connect") || strings.Contains(msg, "connection reset")
+}

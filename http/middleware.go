@@ -1,0 +1,120 @@
+package http
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/opentreasury/treasury/domain"
+)
+
+// MaxBodyBytes is the largest request body accepted (API.md §1).
+const MaxBodyBytes = 1 << 20
+
+var safeRequestID = regexp.MustCompile(`^[A-Za-z0-9._:\-]{1,64}$`)
+
+const requestIDKey = "request_id"
+
+// withRequestID keeps the client's X-Request-Id when it is safe, else makes one.
+func withRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get("X-Request-Id")
+		if !safeRequestID.MatchString(id) {
+			id = domain.NewID("req_")
+		}
+		c.Set(requestIDKey, id)
+		c.Response().Header().Set("X-Request-Id", id)
+		return next(c)
+	}
+}
+
+func requestID(c echo.Context) string {
+	id, _ := c.Get(requestIDKey).(string)
+	return id
+}
+
+// recoverPanics turns a panic into a logged 500 internal_error.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("panic", "request_id", requestID(c), "route", c.Path(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		return next(c)
+	}
+}
+
+// limitBody refuses bodies over MaxBodyBytes with 413.
+func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength > MaxBodyBytes {
+			return &domain.Error{Code: domain.CodeRequestTooLarge, Message: "request bodies are limited to 1 MiB"}
+		}
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, MaxBodyBytes)
+		return next(c)
+	}
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "treasury_http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"method", "route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "treasury_http_request_duration_seconds",
+			Help:    "HTTP request latency by route, method and status.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"method", "route", "status"}),
+	}
+	reg.MustRegister(m.requests, m.latency)
+	return m
+}
+
+// observe records metrics and one structured log line per request. It runs
+// outermost, after the error handler has written the status.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := strconv.Itoa(c.Response().Status)
+		elapsed := time.Since(start)
+		s.metrics.requests.WithLabelValues(c.Request().Method, route, status).Inc()
+		s.metrics.latency.WithLabelValues(c.Request().Method, route, status).Observe(elapsed.Seconds())
+		level := slog.LevelInfo
+		if c.Response().Status >= 500 {
+			level = slog.LevelError
+		}
+		attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "route", route,
+			"status", c.Response().Status, "duration_ms", float64(elapsed.Microseconds()) / 1000}
+		if p := principalOf(c); p != nil && p.platformID != "" {
+			attrs = append(attrs, "platform_id", p.platformID, "environment", p.env.String())
+		}
+		s.log.Log(c.Request().Context(), level, "request", attrs...)
+		return nil
+	}
+}

@@ -1,0 +1,158 @@
+package http
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/platform"
+	"github.com/opentreasury/treasury/projections"
+)
+
+type createPlatformRequest struct {
+	Name         string            `json:"name"`
+	ContactEmail string            `json:"contact_email"`
+	Metadata     map[string]string `json:"metadata"`
+}
+
+// idempotency reads the optional Idempotency-Key header for an operation.
+func idempotency(c echo.Context, scope, env, operation string, body []byte, bodyKey string) (*app.Idempotency, error) {
+	key := c.Request().Header.Get("Idempotency-Key")
+	if key != "" && bodyKey != "" && key != bodyKey {
+		return nil, domain.Invalid("idempotency_key", "the Idempotency-Key header and the idempotency_key field differ")
+	}
+	if key == "" {
+		key = bodyKey
+	}
+	if key == "" {
+		return nil, nil
+	}
+	if len(key) > app.MaxIdempotencyKeyLen || strings.TrimSpace(key) != key {
+		return nil, domain.Invalid("idempotency_key", "idempotency keys are 1 to %d characters without surrounding spaces", app.MaxIdempotencyKeyLen)
+	}
+	return &app.Idempotency{Scope: scope, Environment: env, Key: key, Operation: operation, RequestHash: requestHash(body)}, nil
+}
+
+// created answers 201 with a new resource, or 200 and Idempotent-Replayed
+// when the request was a replay.
+func created(c echo.Context, res app.Result, v any) error {
+	if res.Replayed {
+		c.Response().Header().Set("Idempotent-Replayed", "true")
+		return c.JSON(http.StatusOK, v)
+	}
+	return c.JSON(http.StatusCreated, v)
+}
+
+// POST /v1/platforms
+func (s *Server) createPlatform(c echo.Context) error {
+	var req createPlatformRequest
+	body, err := bind(c, &req)
+	if err != nil {
+		return err
+	}
+	idem, err := idempotency(c, "operator", "operator", "create_platform", body, "")
+	if err != nil {
+		return err
+	}
+	res, err := s.app.RegisterPlatform(c.Request().Context(), meta(c), idem, app.RegisterPlatform{
+		Name: req.Name, ContactEmail: req.ContactEmail, Metadata: req.Metadata})
+	if err != nil {
+		return err
+	}
+	p, err := projections.GetPlatform(c.Request().Context(), s.pool, res.ID)
+	if err != nil {
+		return err
+	}
+	return created(c, res, p)
+}
+
+// GET /v1/operator/platforms
+func (s *Server) listPlatforms(c echo.Context) error {
+	pg, err := page(c)
+	if err != nil {
+		return err
+	}
+	list, err := projections.ListPlatforms(c.Request().Context(), s.pool, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+// GET /v1/operator/platforms/:id
+func (s *Server) getPlatform(c echo.Context) error {
+	id, err := pathID(c, "id", domain.PrefixPlatform, "platform")
+	if err != nil {
+		return err
+	}
+	p, err := projections.GetPlatform(c.Request().Context(), s.pool, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+// PATCH /v1/operator/platforms/:id
+func (s *Server) configurePlatform(c echo.Context) error {
+	id, err := pathID(c, "id", domain.PrefixPlatform, "platform")
+	if err != nil {
+		return err
+	}
+	var patch platform.ConfigPatch
+	if _, err := bind(c, &patch); err != nil {
+		return err
+	}
+	if err := s.app.ConfigurePlatform(c.Request().Context(), meta(c), id, patch); err != nil {
+		return err
+	}
+	return s.getPlatform(c)
+}
+
+type approvedPlatform struct {
+	projections.PlatformView
+	SandboxAPIKey *projections.APIKeyView `json:"sandbox_api_key,omitempty"`
+	LiveAPIKey    *projections.APIKeyView `json:"live_api_key,omitempty"`
+}
+
+// POST /v1/operator/platforms/:id/approve
+func (s *Server) approvePlatform(c echo.Context) error {
+	return s.provision(c, s.app.ApprovePlatform, func(out *approvedPlatform, k *projections.APIKeyView) { out.SandboxAPIKey = k })
+}
+
+// POST /v1/operator/platforms/:id/enable-live
+func (s *Server) enableLive(c echo.Context) error {
+	return s.provision(c, s.app.EnableLive, func(out *approvedPlatform, k *projections.APIKeyView) { out.LiveAPIKey = k })
+}
+
+// provision runs a command that mints a key and answers with the
+// platform and that key, whose secret is shown this once.
+func (s *Server) provision(c echo.Context, cmd func(ctx context.Context, m app.Meta, id string) (app.Result, error), set func(*approvedPlatform, *projections.APIKeyView)) error {
+	id, err := pathID(c, "id", domain.PrefixPlatform, "platform")
+	if err != nil {
+		return err
+	}
+	if _, err := bind(c, &struct{}{}); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	res, err := cmd(ctx, meta(c), id)
+	if err != nil {
+		return err
+	}
+	p, err := projections.GetPlatform(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	k, err := projections.GetAPIKey(ctx, s.pool, id, res.ID)
+	if err != nil {
+		return err
+	}
+	k.Secret = res.Secret
+	out := approvedPlatform{PlatformView: p}
+	set(&out, &k)
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,127 @@
+// Package http is Treasury's REST API: echo routes, authentication,
+// idempotency, errors and pagination, one file per resource. Handlers only
+// decode, call app or projections, and encode.
+package http
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+)
+
+// Config is what the API needs beyond the app.
+type Config struct {
+	OperatorKey  string     // TREASURY_OPERATOR_KEY; empty disables operator routes
+	RateLimitOff bool       // TREASURY_RATE_LIMIT=off
+	RateLimit    *RateLimit // TREASURY_RATE_LIMIT=N:B, over the defaults
+	// RequestTimeout bounds each request's work; default 30 s.
+	RequestTimeout time.Duration
+	// Ready, if set, gates /v1 until it returns true (migrations applied).
+	Ready func() bool
+}
+
+// Server is the HTTP API.
+type Server struct {
+	echo     *echo.Echo
+	app      *app.App
+	pool     *pgxpool.Pool
+	cfg      Config
+	log      *slog.Logger
+	metrics  *metrics
+	registry *prometheus.Registry
+	limiter  *limiter
+}
+
+// New builds the API over an App.
+func New(a *app.App, cfg Config) *Server {
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s := &Server{
+		echo: echo.New(), app: a, pool: a.Pool, cfg: cfg, log: a.Log,
+		metrics: newMetrics(reg), registry: reg, limiter: newLimiter(cfg.RateLimitOff, cfg.RateLimit),
+	}
+	s.echo.HideBanner, s.echo.HidePort = true, true
+	s.echo.HTTPErrorHandler = s.handleError
+	s.echo.JSONSerializer = jsonSerializer{}
+	s.echo.Use(s.observe, withRequestID, s.recoverPanics, s.withTimeout, s.untilReady, limitBody)
+	s.routes()
+	return s
+}
+
+// ServeHTTP makes the Server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Routes lists "METHOD path" of every route (for the OpenAPI test).
+func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }
+
+func (s *Server) withTimeout(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
+}
+
+// untilReady answers 503 on /v1 while the database is not migrated yet.
+func (s *Server) untilReady(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.Ready != nil && !s.cfg.Ready() && strings.HasPrefix(c.Request().URL.Path, "/v1/") {
+			return &domain.Error{Code: domain.CodeUnavailable, Message: "the service is starting; retry shortly"}
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) routes() {
+	e := s.echo
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metricsHandler)
+
+	v1 := e.Group("/v1")
+	v1.GET("/openapi.json", s.openAPI)
+
+	operator := []echo.MiddlewareFunc{s.authenticate, operatorOnly}
+	v1.POST("/platforms", s.createPlatform, operator...)
+	v1.GET("/operator/platforms", s.listPlatforms, operator...)
+	v1.GET("/operator/platforms/:id", s.getPlatform, operator...)
+	v1.PATCH("/operator/platforms/:id", s.configurePlatform, operator...)
+	v1.POST("/operator/platforms/:id/approve", s.approvePlatform, operator...)
+	v1.POST("/operator/platforms/:id/enable-live", s.enableLive, operator...)
+
+	platform := []echo.MiddlewareFunc{s.authenticate, platformOnly}
+	v1.GET("/platform", s.getOwnPlatform, platform...)
+	v1.GET("/platform/settings", s.getSettings, platform...)
+	v1.PATCH("/platform/settings", s.updateSettings, platform...)
+	v1.POST("/platform/api-keys", s.createAPIKey, platform...)
+	v1.GET("/platform/api-keys", s.listAPIKeys, platform...)
+	v1.DELETE("/platform/api-keys/:id", s.revokeAPIKey, platform...)
+	v1.POST("/platform/api-keys/:id/roll", s.rollAPIKey, platform...)
+}
+
+// meta is the event metadata of a request.
+func meta(c echo.Context) app.Meta {
+	m := app.Meta{RequestID: requestID(c)}
+	if p := principalOf(c); p != nil {
+		if p.operator {
+			m.Actor = "operator"
+		} else {
+			m.Actor = p.keyID
+		}
+	}
+	return m
+}
