@@ -66,9 +66,7 @@ func Reachable(ctx context.Context, url string) bool {
 	return true
 }
 
-func privateURL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", PrivatePort)
-}
+func privateURL() string { return (&Cluster{Port: PrivatePort}).URL() }
 
 func startPrivate(ctx context.Context, dataDir string) (string, error) {
 	url := privateURL()
@@ -89,30 +87,71 @@ func startPrivate(ctx context.Context, dataDir string) (string, error) {
 	if Reachable(ctx, url) {
 		return url, nil
 	}
-	bin, err := BinDir()
+	c, err := NewCluster(dataDir, PrivatePort)
 	if err != nil {
 		return "", err
 	}
-	pgdata := filepath.Join(dataDir, "pg")
-	cred, err := runAs(dataDir)
-	if err != nil {
+	if err := c.Start(ctx); err != nil {
 		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(pgdata, "PG_VERSION")); err != nil {
-		if err := run(ctx, cred, filepath.Join(bin, "initdb"), "-D", pgdata, "-U", "postgres",
-			"--auth=trust", "-E", "UTF8", "--no-instructions"); err != nil {
-			return "", fmt.Errorf("initdb: %w", err)
-		}
-	}
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=300 -c fsync=on", PrivatePort)
-	if err := run(ctx, cred, filepath.Join(bin, "pg_ctl"), "-D", pgdata, "-o", opts,
-		"-l", filepath.Join(dataDir, "postgres.log"), "-w", "-t", "60", "start"); err != nil {
-		return "", fmt.Errorf("pg_ctl start (log in %s): %w", filepath.Join(dataDir, "postgres.log"), err)
-	}
-	if !Reachable(ctx, url) {
-		return "", fmt.Errorf("started PostgreSQL in %s but cannot connect to %s", pgdata, url)
 	}
 	return url, nil
+}
+
+// Cluster is a private PostgreSQL cluster: its data lives in Dir/pg and it
+// listens on 127.0.0.1:Port only (no Unix socket).
+type Cluster struct {
+	Dir  string
+	Port int
+	bin  string
+	cred *syscall.Credential
+}
+
+// NewCluster finds PostgreSQL's programs for a cluster in dir.
+func NewCluster(dir string, port int) (*Cluster, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cred, err := runAs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Dir: dir, Port: port, bin: bin, cred: cred}, nil
+}
+
+// URL is the cluster's maintenance database.
+func (c *Cluster) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.Port)
+}
+
+// Start initializes the cluster if it is new and starts it, waiting until
+// it accepts connections.
+func (c *Cluster) Start(ctx context.Context) error {
+	pgdata := filepath.Join(c.Dir, "pg")
+	if _, err := os.Stat(filepath.Join(pgdata, "PG_VERSION")); err != nil {
+		if err := run(ctx, c.cred, filepath.Join(c.bin, "initdb"), "-D", pgdata, "-U", "postgres",
+			"--auth=trust", "-E", "UTF8", "--no-instructions"); err != nil {
+			return fmt.Errorf("initdb: %w", err)
+		}
+	}
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=300", c.Port)
+	logFile := filepath.Join(c.Dir, "postgres.log")
+	if err := run(ctx, c.cred, filepath.Join(c.bin, "pg_ctl"), "-D", pgdata, "-o", opts,
+		"-l", logFile, "-w", "-t", "60", "start"); err != nil {
+		return fmt.Errorf("pg_ctl start (log in %s): %w", logFile, err)
+	}
+	if !Reachable(ctx, c.URL()) {
+		return fmt.Errorf("started PostgreSQL in %s but cannot connect to %s", pgdata, c.URL())
+	}
+	return nil
+}
+
+// Stop shuts the cluster down (fast mode: open sessions are ended).
+func (c *Cluster) Stop(ctx context.Context) error {
+	return run(ctx, c.cred, filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.Dir, "pg"), "-m", "fast", "-w", "stop")
 }
 
 // BinDir finds the directory holding initdb and pg_ctl.

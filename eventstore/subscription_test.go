@@ -1,0 +1,702 @@
+package eventstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/eventstore/pgtest"
+)
+
+const waitFor = 5 * time.Second
+
+var discard = slog.New(slog.DiscardHandler)
+
+// createScratch makes the table a test handler writes to; seq records the
+// order in which events were handled.
+func createScratch(t *testing.T, ctx context.Context, pool *pgxpool.Pool, unique bool) {
+	t.Helper()
+	constraint := ""
+	if unique {
+		constraint = "UNIQUE"
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE scratch (
+        seq            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        event_id       text NOT NULL `+constraint+`,
+        stream_id      text NOT NULL,
+        stream_version bigint NOT NULL,
+        handled_by     text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// insertScratch is the body of the test handlers: one row per event.
+func insertScratch(ctx context.Context, tx pgx.Tx, by string, evs []eventstore.RecordedEvent) error {
+	b := &pgx.Batch{}
+	for i := range evs {
+		if _, err := evs[i].Decode(); err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO scratch (event_id, stream_id, stream_version, handled_by) VALUES ($1, $2, $3, $4)`,
+			evs[i].EventID, evs[i].StreamID, evs[i].StreamVersion, by)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+type scratchRow struct {
+	EventID       string
+	StreamID      string
+	StreamVersion int64
+	HandledBy     string
+}
+
+func scratchRows(t *testing.T, ctx context.Context, pool *pgxpool.Pool) []scratchRow {
+	t.Helper()
+	rows, err := pool.Query(ctx, `SELECT event_id, stream_id, stream_version, handled_by FROM scratch ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[scratchRow])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func scratchCount(t *testing.T, ctx context.Context, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM scratch`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitScratch polls until the scratch table holds n rows.
+func waitScratch(t *testing.T, ctx context.Context, pool *pgxpool.Pool, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := scratchCount(t, ctx, pool)
+		if got == n {
+			return
+		}
+		if got > n {
+			t.Fatalf("scratch has %d rows, want %d", got, n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scratch has %d rows after %v, want %d", got, timeout, n)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}
+
+func checkpoint(t *testing.T, ctx context.Context, pool *pgxpool.Pool, name string) (eventstore.Position, bool) {
+	t.Helper()
+	var p eventstore.Position
+	var txid int64
+	err := pool.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints WHERE name = $1`, name).
+		Scan(&txid, &p.GlobalPosition)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.TransactionID = uint64(txid)
+	return p, true
+}
+
+// appendSome appends n events (one per transaction) across a few streams
+// and returns their ids in commit order.
+func appendSome(t *testing.T, ctx context.Context, pool *pgxpool.Pool, prefix string, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := range n {
+		s := stream(fmt.Sprintf("%s_%d", prefix, i%3))
+		_, v, err := eventstore.Load(ctx, pool, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := mustAppend(t, ctx, pool, s, v, testEvent{Worker: i % 3, Seq: int(v) + 1})
+		ids = append(ids, recs[0].EventID)
+	}
+	return ids
+}
+
+func scratchIDs(rows []scratchRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.EventID
+	}
+	return out
+}
+
+func TestSubscriptionStepAndCatchUp(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.Pool(t)
+	createScratch(t, ctx, pool, true)
+
+	sub := &eventstore.Subscription{Name: "projector", Pool: pool, BatchSize: 3, Log: discard}
+	var batches []int
+	sub.Handle = func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+		batches = append(batches, len(evs))
+		return insertScratch(ctx, tx, sub.Name, evs)
+	}
+
+	if n, err := sub.Step(ctx); n != 0 || err != nil {
+		t.Fatalf("step on an empty log = %d, %v; want 0, nil", n, err)
+	}
+	if n, err := sub.CatchUp(ctx); n != 0 || err != nil {
+		t.Fatalf("catch up on an empty log = %d, %v; want 0, nil", n, err)
+	}
+
+	want := appendSome(t, ctx, pool, "sub", 10)
+	readN(t, ctx, pool, eventstore.Position{}, 100, len(want)) // all readable now
+
+	n, err := sub.Step(ctx)
+	if n != 3 || err != nil {
+		t.Fatalf("step = %d, %v; want 3, nil", n, err)
+	}
+	if got := scratchIDs(scratchRows(t, ctx, pool)); !slices.Equal(got, want[:3]) {
+		t.Fatalf("after one step handled %v, want %v", got, want[:3])
+	}
+	log, _ := readAllFrom(t, ctx, pool, eventstore.Position{}, 100)
+	if cp, ok := checkpoint(t, ctx, pool, sub.Name); !ok || cp != eventstore.PositionOf(log[2]) {
+		t.Fatalf("checkpoint after one step = %+v (%v), want %+v", cp, ok, eventstore.PositionOf(log[2]))
+	}
+
+	n, err = sub.CatchUp(ctx)
+	if n != 7 || err != nil {
+		t.Fatalf("catch up = %d, %v; want 7, nil", n, err)
+	}
+	if !slices.Equal(batches, []int{3, 3, 3, 1}) {
+		t.Errorf("batches = %v, want [3 3 3 1]", batches)
+	}
+	if got := scratchIDs(scratchRows(t, ctx, pool)); !slices.Equal(got, want) {
+		t.Fatalf("handled %v, want %v", got, want)
+	}
+	if cp, _ := checkpoint(t, ctx, pool, sub.Name); cp != eventstore.PositionOf(log[9]) {
+		t.Fatalf("checkpoint = %+v, want %+v", cp, eventstore.PositionOf(log[9]))
+	}
+	if n, err := sub.Step(ctx); n != 0 || err != nil {
+		t.Fatalf("step when caught up = %d, %v; want 0, nil", n, err)
+	}
+
+	more := appendSome(t, ctx, pool, "sub", 2)
+	readN(t, ctx, pool, eventstore.PositionOf(log[9]), 100, 2)
+	if n, err := sub.CatchUp(ctx); n != 2 || err != nil {
+		t.Fatalf("catch up after two more = %d, %v; want 2, nil", n, err)
+	}
+	if got := scratchIDs(scratchRows(t, ctx, pool)); !slices.Equal(got, append(want, more...)) {
+		t.Fatalf("handled %v", got)
+	}
+
+	// Another subscription has its own checkpoint and sees everything.
+	other := &eventstore.Subscription{Name: "other", Pool: pool}
+	var otherSeen int
+	other.Handle = func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+		otherSeen += len(evs)
+		return nil
+	}
+	if n, err := other.CatchUp(ctx); n != 12 || err != nil || otherSeen != 12 {
+		t.Fatalf("other subscription caught up %d (handled %d), %v; want 12", n, otherSeen, err)
+	}
+}
+
+func TestSubscriptionHandlerErrorRollsBack(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.Pool(t)
+	createScratch(t, ctx, pool, false) // no UNIQUE: a doubled row would show
+
+	boom := errors.New("handler failed")
+	fail := true
+	var calls int
+	var lastBatch []string
+	sub := &eventstore.Subscription{Name: "flaky", Pool: pool, BatchSize: 100}
+	sub.Handle = func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+		calls++
+		lastBatch = eventIDs(evs)
+		if err := insertScratch(ctx, tx, "flaky", evs); err != nil {
+			return err
+		}
+		if fail {
+			return boom // after writing: the writes must roll back
+		}
+		return nil
+	}
+	distinct := func() (rows, ids int) {
+		if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT event_id) FROM scratch`).Scan(&rows, &ids); err != nil {
+			t.Fatal(err)
+		}
+		return rows, ids
+	}
+
+	first := appendSome(t, ctx, pool, "flaky", 5)
+	readN(t, ctx, pool, eventstore.Position{}, 100, 5)
+
+	// First step ever: the checkpoint row does not exist yet.
+	if n, err := sub.Step(ctx); !errors.Is(err, boom) || n != 0 {
+		t.Fatalf("failing step = %d, %v; want 0, %v", n, err, boom)
+	}
+	if rows, _ := distinct(); rows != 0 {
+		t.Fatalf("scratch has %d rows after a failed step, want 0", rows)
+	}
+	if cp, ok := checkpoint(t, ctx, pool, sub.Name); ok && cp != (eventstore.Position{}) {
+		t.Fatalf("checkpoint moved to %+v after a failed step", cp)
+	}
+	if _, err := sub.CatchUp(ctx); !errors.Is(err, boom) {
+		t.Fatalf("failing catch up: %v, want %v", err, boom)
+	}
+	if !slices.Equal(lastBatch, first) {
+		t.Fatalf("retried batch = %v, want %v", lastBatch, first)
+	}
+
+	fail = false
+	if n, err := sub.CatchUp(ctx); n != 5 || err != nil {
+		t.Fatalf("catch up = %d, %v; want 5, nil", n, err)
+	}
+	if rows, ids := distinct(); rows != 5 || ids != 5 {
+		t.Fatalf("scratch has %d rows (%d distinct), want 5", rows, ids)
+	}
+	cp, ok := checkpoint(t, ctx, pool, sub.Name)
+	if !ok {
+		t.Fatal("no checkpoint after a successful step")
+	}
+
+	// With a checkpoint row in place.
+	second := appendSome(t, ctx, pool, "flaky", 3)
+	readN(t, ctx, pool, cp, 100, 3)
+	fail = true
+	for range 2 {
+		if n, err := sub.Step(ctx); !errors.Is(err, boom) || n != 0 {
+			t.Fatalf("failing step = %d, %v", n, err)
+		}
+		if !slices.Equal(lastBatch, second) {
+			t.Fatalf("failing step saw %v, want %v", lastBatch, second)
+		}
+	}
+	if rows, _ := distinct(); rows != 5 {
+		t.Fatalf("scratch has %d rows after failed steps, want 5", rows)
+	}
+	if got, _ := checkpoint(t, ctx, pool, sub.Name); got != cp {
+		t.Fatalf("checkpoint moved from %+v to %+v on failure", cp, got)
+	}
+	fail = false
+	if n, err := sub.Step(ctx); n != 3 || err != nil {
+		t.Fatalf("step after recovery = %d, %v; want 3, nil", n, err)
+	}
+	if rows, ids := distinct(); rows != 8 || ids != 8 {
+		t.Fatalf("scratch has %d rows (%d distinct), want 8", rows, ids)
+	}
+	if got := scratchIDs(scratchRows(t, ctx, pool)); !slices.Equal(got, append(first, second...)) {
+		t.Fatalf("handled %v", got)
+	}
+	if calls != 6 {
+		t.Errorf("handler called %d times, want 6", calls)
+	}
+}
+
+// TestSubscriptionNotOwner: while another transaction holds the
+// checkpoint, Step does not wait and does not process anything.
+func TestSubscriptionNotOwner(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.Pool(t)
+	createScratch(t, ctx, pool, true)
+	sub := &eventstore.Subscription{Name: "owned", Pool: pool,
+		Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+			return insertScratch(ctx, tx, "owned", evs)
+		}}
+	appendSome(t, ctx, pool, "owned", 2)
+	if n, err := sub.CatchUp(ctx); n != 2 || err != nil {
+		t.Fatalf("catch up = %d, %v", n, err)
+	}
+	appendSome(t, ctx, pool, "owned", 1)
+
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = 'owned' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	stepCtx, cancel := context.WithTimeout(ctx, waitFor)
+	defer cancel()
+	if n, err := sub.Step(stepCtx); !errors.Is(err, eventstore.ErrNotOwner) || n != 0 {
+		t.Fatalf("step while another owns the checkpoint = %d, %v; want 0, ErrNotOwner", n, err)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitCatchUp(t, ctx, sub, 1)
+	if got := scratchCount(t, ctx, pool); got != 3 {
+		t.Fatalf("scratch = %d, want 3", got)
+	}
+}
+
+// waitCatchUp runs CatchUp until it has handled want events in total (a
+// transaction elsewhere on the server may hold events back a while).
+func waitCatchUp(t *testing.T, ctx context.Context, sub *eventstore.Subscription, want int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	total := 0
+	for {
+		n, err := sub.CatchUp(ctx)
+		if err != nil {
+			t.Fatalf("catch up: %v", err)
+		}
+		total += n
+		if total >= want {
+			if total > want {
+				t.Fatalf("caught up %d events, want %d", total, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("caught up %d of %d events before the deadline", total, want)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}
+
+// TestSubscriptionCompetingConsumers: several Subscription values with one
+// name (replicas) race; every event is handled exactly once in total, in
+// commit order.
+func TestSubscriptionCompetingConsumers(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		consumers         int
+		preload           int
+		writers, perWrite int
+	}{
+		{name: "two consumers, log written before", consumers: 2, preload: 60},
+		{name: "four consumers while writers append", consumers: 4, preload: 10, writers: 8, perWrite: 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			pool := newPool(t, int32(tc.consumers+tc.writers+4))
+			createScratch(t, ctx, pool, true) // a second handling of an event fails the handler
+			total := tc.preload + tc.writers*tc.perWrite
+			appendSome(t, ctx, pool, "pre", tc.preload)
+
+			var handled atomic.Int64
+			errs := make(chan error, 100)
+			report := func(err error) {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+			var notOwner atomic.Int64
+			start := make(chan struct{})
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for c := range tc.consumers {
+				sub := &eventstore.Subscription{Name: "shared", Pool: pool, BatchSize: 7, Log: discard}
+				by := fmt.Sprintf("consumer%d", c)
+				sub.Handle = func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+					return insertScratch(ctx, tx, by, evs)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						n, err := sub.CatchUp(ctx)
+						handled.Add(int64(n))
+						if errors.Is(err, eventstore.ErrNotOwner) {
+							notOwner.Add(1)
+						} else if err != nil {
+							report(fmt.Errorf("%s: %w", by, err))
+							return
+						}
+						if n == 0 {
+							time.Sleep(time.Millisecond) // poll interval
+						}
+					}
+				}()
+			}
+			for w := range tc.writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					s := stream(fmt.Sprintf("live_%d", w))
+					for i := range tc.perWrite {
+						if _, err := eventstore.Append(ctx, pool, s, int64(i), eventstore.Metadata{}, testEvent{Worker: w, Seq: i + 1}); err != nil {
+							report(fmt.Errorf("writer %d: %w", w, err))
+							return
+						}
+					}
+				}()
+			}
+			close(start)
+			deadline := time.Now().Add(30 * time.Second)
+			for handled.Load() < int64(total) && len(errs) == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond) // poll interval
+			}
+			close(stop)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			t.Logf("%d ErrNotOwner", notOwner.Load())
+			if got := handled.Load(); got != int64(total) {
+				t.Fatalf("consumers handled %d events in total, want %d", got, total)
+			}
+
+			rows := scratchRows(t, ctx, pool)
+			if len(rows) != total {
+				t.Fatalf("scratch has %d rows, want %d", len(rows), total)
+			}
+			log, _ := readAllFrom(t, ctx, pool, eventstore.Position{}, 1000)
+			if got, want := scratchIDs(rows), eventIDs(log); !slices.Equal(got, want) {
+				t.Fatalf("handled order differs from the log's commit order:\n got  %v\n want %v", got, want)
+			}
+			next := map[string]int64{}
+			for _, r := range rows {
+				if r.StreamVersion != next[r.StreamID]+1 {
+					t.Fatalf("stream %s: version %d handled after %d", r.StreamID, r.StreamVersion, next[r.StreamID])
+				}
+				next[r.StreamID] = r.StreamVersion
+			}
+		})
+	}
+}
+
+func recv(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(waitFor):
+		t.Fatalf("no wake-up within %v: %s", waitFor, what)
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+// runNotifier runs n until the test ends.
+func runNotifier(t *testing.T, n *eventstore.Notifier) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(waitFor):
+			t.Errorf("Notifier.Run did not return within %v of cancel", waitFor)
+		}
+	})
+}
+
+func TestNotifierLocalWake(t *testing.T) {
+	pool := pgtest.Pool(t)
+	n := eventstore.NewNotifier(pool, discard)
+	a, b := n.Subscribe(), n.Subscribe()
+	n.Notify() // no Run: the in-process signal does not need it
+	recv(t, a, "first subscriber")
+	recv(t, b, "second subscriber")
+
+	n.Notify()
+	n.Notify()
+	n.Notify() // coalesced, never blocks
+	if len(a) != 1 {
+		t.Fatalf("%d pending wake-ups, want 1 (coalesced)", len(a))
+	}
+	drain(a)
+	drain(b)
+
+	var nilNotifier *eventstore.Notifier
+	nilNotifier.Notify() // a nil notifier is a no-op
+}
+
+func TestNotifierSendsNotify(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+
+	listener, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(context.Background())
+	if _, err := listener.Exec(ctx, `LISTEN treasury_events`); err != nil {
+		t.Fatal(err)
+	}
+
+	n := eventstore.NewNotifier(pool, discard)
+	runNotifier(t, n)
+	n.Notify()
+	waitCtx, cancel := context.WithTimeout(ctx, waitFor)
+	defer cancel()
+	msg, err := listener.WaitForNotification(waitCtx)
+	if err != nil {
+		t.Fatalf("no NOTIFY reached another connection: %v", err)
+	}
+	if msg.Channel != eventstore.Channel {
+		t.Fatalf("notification on %q, want %q", msg.Channel, eventstore.Channel)
+	}
+}
+
+func TestNotifierReceivesNotify(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.Pool(t)
+	n := eventstore.NewNotifier(pool, discard)
+	ch := n.Subscribe()
+	runNotifier(t, n)
+	// Once listening, the notifier wakes its subscribers for anything
+	// committed while it was not: that wake-up tells the test it listens.
+	recv(t, ch, "after LISTEN")
+
+	for i := range 3 {
+		drain(ch)
+		if _, err := pool.Exec(ctx, `SELECT pg_notify('treasury_events', '')`); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, ch, fmt.Sprintf("NOTIFY %d from another connection", i))
+	}
+
+	// Another replica's Notify reaches this one through PostgreSQL.
+	replica := eventstore.NewNotifier(pool, discard)
+	runNotifier(t, replica)
+	drain(ch)
+	replica.Notify()
+	recv(t, ch, "Notify of another notifier")
+
+	// The listeners reconnect when their connections are killed.
+	var killed bool
+	if err := pool.QueryRow(ctx, `SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity
+        WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`).Scan(&killed); err != nil || !killed {
+		t.Fatalf("terminate listener: %v, %v", killed, err)
+	}
+	recv(t, ch, "after reconnecting") // only this notifier's own listener wakes ch
+	drain(ch)
+	if _, err := pool.Exec(ctx, `SELECT pg_notify('treasury_events', '')`); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, ch, "NOTIFY after the listener reconnected")
+}
+
+// runSub runs sub until the test ends.
+func runSub(t *testing.T, sub *eventstore.Subscription) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); sub.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(waitFor):
+			t.Errorf("Subscription.Run did not return within %v of cancel", waitFor)
+		}
+	})
+}
+
+func TestSubscriptionRun(t *testing.T) {
+	handler := func(name string) eventstore.Handler {
+		return func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+			return insertScratch(ctx, tx, name, evs)
+		}
+	}
+
+	t.Run("wakes on Notify", func(t *testing.T) {
+		ctx := testCtx(t)
+		pool := pgtest.Pool(t)
+		createScratch(t, ctx, pool, true)
+		n := eventstore.NewNotifier(pool, discard)
+		runNotifier(t, n)
+		// The fallback poll is far away: only wake-ups make progress.
+		sub := &eventstore.Subscription{Name: "woken", Pool: pool, Handle: handler("woken"),
+			PollInterval: time.Hour, Wake: n.Subscribe(), Log: discard}
+		runSub(t, sub)
+		for i := range 5 {
+			appendSome(t, ctx, pool, "woken", 1)
+			n.Notify() // after commit
+			waitScratch(t, ctx, pool, i+1, waitFor)
+		}
+	})
+
+	t.Run("wakes on another replica's NOTIFY", func(t *testing.T) {
+		ctx := testCtx(t)
+		pool := pgtest.Pool(t)
+		createScratch(t, ctx, pool, true)
+		here, writer := eventstore.NewNotifier(pool, discard), eventstore.NewNotifier(pool, discard)
+		sub := &eventstore.Subscription{Name: "remote", Pool: pool, Handle: handler("remote"),
+			PollInterval: time.Hour, Wake: here.Subscribe(), Log: discard}
+		runSub(t, sub)
+		runNotifier(t, here)
+		runNotifier(t, writer)
+		for i := range 3 {
+			appendSome(t, ctx, pool, "remote", 1)
+			writer.Notify()
+			waitScratch(t, ctx, pool, i+1, waitFor)
+		}
+	})
+
+	t.Run("falls back to polling", func(t *testing.T) {
+		ctx := testCtx(t)
+		pool := pgtest.Pool(t)
+		createScratch(t, ctx, pool, true)
+		sub := &eventstore.Subscription{Name: "polling", Pool: pool, Handle: handler("polling"),
+			PollInterval: 10 * time.Millisecond}
+		runSub(t, sub)
+		appendSome(t, ctx, pool, "polling", 3)
+		waitScratch(t, ctx, pool, 3, waitFor)
+	})
+
+	t.Run("retries a failing handler", func(t *testing.T) {
+		ctx := testCtx(t)
+		pool := pgtest.Pool(t)
+		createScratch(t, ctx, pool, true)
+		var calls atomic.Int64
+		sub := &eventstore.Subscription{Name: "retry", Pool: pool, PollInterval: time.Hour, Log: discard,
+			Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+				if err := insertScratch(ctx, tx, "retry", evs); err != nil {
+					return err
+				}
+				if calls.Add(1) <= 2 {
+					return errors.New("transient")
+				}
+				return nil
+			}}
+		appendSome(t, ctx, pool, "retry", 2)
+		readN(t, ctx, pool, eventstore.Position{}, 100, 2)
+		runSub(t, sub)
+		waitScratch(t, ctx, pool, 2, waitFor)
+		if c := calls.Load(); c != 3 {
+			t.Fatalf("handler called %d times, want 3", c)
+		}
+	})
+}
