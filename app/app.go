@@ -26,7 +26,9 @@ type App struct {
 	Log      *slog.Logger
 	// MaxAttempts bounds the retries of a command that lost a race.
 	MaxAttempts int
-	inline      []projections.Projector
+	// RoutingNumber is shown on every virtual account (TREASURY_ROUTING_NUMBER).
+	RoutingNumber string
+	inline        []projections.Projector
 }
 
 // New wires an App with the inline projectors.
@@ -34,8 +36,12 @@ func New(pool *pgxpool.Pool, notifier *eventstore.Notifier, log *slog.Logger) *A
 	if log == nil {
 		log = slog.Default()
 	}
-	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 8, inline: projections.Inline()}
+	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 8, RoutingNumber: DefaultRoutingNumber,
+		inline: projections.Inline()}
 }
+
+// DefaultRoutingNumber is the bank's routing number unless configured.
+const DefaultRoutingNumber = "110000000"
 
 // Meta says who asked for a command; it is stored with every event.
 type Meta = eventstore.Metadata

@@ -206,7 +206,43 @@ func ReadAll(ctx context.Context, db DB, after Position, limit int) ([]RecordedE
 	return scanEvents(rows)
 }
 
+// ReadCommitted is ReadAll without the bound at the oldest running
+// transaction: every event visible to db's snapshot, in commit order. Only
+// a reader that holds back the writers it cares about (a rebuild holding
+// the projection locks) may use it without skipping late commits.
+func ReadCommitted(ctx context.Context, db DB, after Position, limit int) ([]RecordedEvent, error) {
+	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events
+        WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
+        ORDER BY transaction_id, global_position
+        LIMIT $3`, fmt.Sprint(after.TransactionID), after.GlobalPosition, limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanEvents(rows)
+}
+
 // PositionOf is the log position just after e.
 func PositionOf(e RecordedEvent) Position {
 	return Position{TransactionID: e.TransactionID, GlobalPosition: e.GlobalPosition}
+}
+
+// Less orders positions as the log is read: by transaction, then position.
+func (p Position) Less(q Position) bool {
+	if p.TransactionID != q.TransactionID {
+		return p.TransactionID < q.TransactionID
+	}
+	return p.GlobalPosition < q.GlobalPosition
+}
+
+// Head is the position of the last event committed and visible now.
+func Head(ctx context.Context, db DB) (Position, error) {
+	var pos Position
+	var txid int64
+	err := db.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM events
+        ORDER BY transaction_id DESC, global_position DESC LIMIT 1`).Scan(&txid, &pos.GlobalPosition)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Position{}, nil
+	}
+	pos.TransactionID = uint64(txid)
+	return pos, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,7 +72,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	last := PositionOf(events[len(events)-1])
 	if _, err := tx.Exec(ctx, `UPDATE subscription_checkpoints
         SET transaction_id = $2::text::xid8, global_position = $3, updated_at = now() WHERE name = $1`,
-		s.Name, last.TransactionID, last.GlobalPosition); err != nil {
+		s.Name, strconv.FormatUint(last.TransactionID, 10), last.GlobalPosition); err != nil {
 		return 0, err
 	}
 	return len(events), tx.Commit(ctx)
@@ -123,5 +124,46 @@ func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
+	}
+}
+
+// Checkpoint returns the subscription's position (zero if it never ran).
+func (s *Subscription) Checkpoint(ctx context.Context) (Position, error) {
+	var pos Position
+	var txid int64
+	err := s.Pool.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints WHERE name = $1`,
+		s.Name).Scan(&txid, &pos.GlobalPosition)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Position{}, nil
+	}
+	pos.TransactionID = uint64(txid)
+	return pos, err
+}
+
+// CatchUpTo processes events until the checkpoint reaches pos (from Head).
+// It polls while pos is not yet readable (an older transaction still runs)
+// or another process owns the subscription, until ctx ends.
+func (s *Subscription) CatchUpTo(ctx context.Context, pos Position) error {
+	wait := time.Millisecond
+	for {
+		cp, err := s.Checkpoint(ctx)
+		if err != nil {
+			return err
+		}
+		if !cp.Less(pos) {
+			return nil
+		}
+		n, err := s.Step(ctx)
+		if err != nil && !errors.Is(err, ErrNotOwner) {
+			return err
+		}
+		if n == 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			wait = min(wait*2, 20*time.Millisecond)
+		}
 	}
 }

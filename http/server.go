@@ -111,6 +111,24 @@ func (s *Server) routes() {
 	v1.GET("/platform/api-keys", s.listAPIKeys, platform...)
 	v1.DELETE("/platform/api-keys/:id", s.revokeAPIKey, platform...)
 	v1.POST("/platform/api-keys/:id/roll", s.rollAPIKey, platform...)
+
+	v1.POST("/virtual-accounts", s.openVirtualAccount, platform...)
+	v1.GET("/virtual-accounts", s.listVirtualAccounts, platform...)
+	v1.GET("/virtual-accounts/:id", s.getVirtualAccount, platform...)
+	v1.GET("/virtual-accounts/:id/balance", s.getBalance, platform...)
+	v1.GET("/virtual-accounts/:id/transactions", s.listTransactions, platform...)
+	v1.GET("/virtual-accounts/:id/statements/:month", s.getStatement, platform...)
+	v1.POST("/virtual-accounts/:id/freeze", s.freezeVirtualAccount, platform...)
+	v1.POST("/virtual-accounts/:id/unfreeze", s.unfreezeVirtualAccount, platform...)
+	v1.POST("/virtual-accounts/:id/close", s.closeVirtualAccount, platform...)
+
+	v1.GET("/ledger/accounts", s.listLedgerAccounts, platform...)
+	v1.GET("/ledger/entries", s.listLedgerEntries, platform...)
+	v1.POST("/ledger/entries", s.postJournalEntry, platform...)
+	v1.GET("/ledger/exports", s.exportLedger, platform...)
+
+	sandbox := []echo.MiddlewareFunc{s.authenticate, platformOnly, sandboxOnly}
+	v1.POST("/simulations/inbound-transfers", s.simulateInboundTransfer, sandbox...)
 }
 
 // meta is the event metadata of a request.

@@ -24,8 +24,17 @@ type Projector interface {
 // Inline are the projectors that commands update in their own transaction,
 // because later commands and authentication decide on them.
 func Inline() []Projector {
-	return []Projector{Platforms{}}
+	return []Projector{Platforms{}, Accounts{}}
 }
+
+// Async are the projectors the "projections" subscription runs, in commit
+// order, after the commands commit.
+func Async() []Projector {
+	return []Projector{Ledger{}}
+}
+
+// All is every projector, for rebuilds and audits.
+func All() []Projector { return append(Inline(), Async()...) }
 
 // ApplyAll runs every projector over the events.
 func ApplyAll(ctx context.Context, tx pgx.Tx, ps []Projector, events []eventstore.RecordedEvent) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/opentreasury/treasury/domain/rails"
 	apihttp "github.com/opentreasury/treasury/http"
 )
 
@@ -55,7 +56,7 @@ func loadConfig() (config, error) {
 	if err := c.LogLevel.UnmarshalText([]byte(envOr("TREASURY_LOG_LEVEL", "info"))); err != nil {
 		return c, fmt.Errorf("TREASURY_LOG_LEVEL must be debug, info, warn or error")
 	}
-	if !validABA(c.RoutingNumber) {
+	if !rails.ValidABA(c.RoutingNumber) {
 		return c, fmt.Errorf("TREASURY_ROUTING_NUMBER %q is not a 9-digit ABA routing number with a valid checksum", c.RoutingNumber)
 	}
 	return c, nil
@@ -78,22 +79,6 @@ func envBool(name string) (bool, error) {
 		return false, fmt.Errorf("%s must be true or false", name)
 	}
 	return b, nil
-}
-
-// validABA checks the ABA routing number checksum (3-7-1 weights).
-func validABA(s string) bool {
-	if len(s) != 9 {
-		return false
-	}
-	w := []int{3, 7, 1, 3, 7, 1, 3, 7, 1}
-	sum := 0
-	for i, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-		sum += int(r-'0') * w[i]
-	}
-	return sum%10 == 0
 }
 
 func newLogger(level slog.Level) *slog.Logger {

@@ -15,7 +15,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), migrateCmd(), devCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), devCmd(), projectionsCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "treasury:", err)
 		os.Exit(1)

@@ -19,6 +19,8 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	apihttp "github.com/opentreasury/treasury/http"
 	"github.com/opentreasury/treasury/migrations"
+	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/sandbox"
 )
 
 func serveCmd() *cobra.Command {
@@ -63,6 +65,13 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	notifier := eventstore.NewNotifier(pool, log)
 	go notifier.Run(ctx)
 	a := app.New(pool, notifier, log)
+	a.RoutingNumber = cfg.RoutingNumber
+	go runWhenReady(ctx, &ready, func() {
+		go projections.NewSubscription(pool, notifier.Subscribe(), log).Run(ctx)
+		sim := &sandbox.Simulator{App: a, Pool: pool, Log: log}
+		go sim.Subscription(notifier.Subscribe()).Run(ctx)
+		go sim.RunSettler(ctx)
+	})
 	api := apihttp.New(a, apihttp.Config{
 		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit,
 		Ready: ready.Load,
@@ -82,6 +91,18 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// runWhenReady starts the log's subscribers once the schema is current.
+func runWhenReady(ctx context.Context, ready *atomic.Bool, start func()) {
+	for !ready.Load() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	start()
 }
 
 func migrateUntilDone(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, ready *atomic.Bool) {

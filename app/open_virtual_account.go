@@ -1,0 +1,52 @@
+package app
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/account"
+)
+
+// OpenVirtualAccount is POST /virtual-accounts.
+type OpenVirtualAccount struct {
+	PlatformID string
+	EntityRef  string
+	Type       string
+	Metadata   map[string]string
+}
+
+// maxNumberDraws bounds the redraws of a colliding account number.
+const maxNumberDraws = 5
+
+func (a *App) OpenVirtualAccount(ctx context.Context, meta Meta, c Caller, in OpenVirtualAccount) (Result, error) {
+	if in.PlatformID != c.PlatformID {
+		return Result{}, domain.NotFound("platform", in.PlatformID)
+	}
+	var res Result
+	for draw := 1; ; draw++ {
+		err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			id := domain.NewID(domain.PrefixVirtualAccount)
+			events, err := account.Decide(account.State{ID: id}, account.Open{
+				VirtualAccountID: id, PlatformID: c.PlatformID, Environment: c.Environment,
+				EntityRef: in.EntityRef, Type: in.Type, AccountNumber: newAccountNumber(),
+				RoutingNumber: a.RoutingNumber, LedgerAccountID: domain.NewID(domain.PrefixLedgerAccount),
+				Metadata: in.Metadata, At: now(),
+			})
+			if err != nil {
+				return err
+			}
+			res = Result{ID: id}
+			_, err = a.appendAndProject(ctx, tx, accountStream(c, id), 0, meta, events)
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.ConstraintName == "virtual_accounts_number" && draw < maxNumberDraws {
+			continue // the number was taken: draw another
+		}
+		return res, err
+	}
+}

@@ -1,0 +1,277 @@
+package app
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// PostJournalEntry is a manual journal entry (POST /ledger/entries) in one
+// of three forms: shorthand (VirtualAccountID, Direction, Amount), Lines,
+// or Reverses.
+type PostJournalEntry struct {
+	Type             string
+	Description      string
+	VirtualAccountID string
+	Direction        string
+	Amount           *int64
+	Lines            []JournalLine
+	Reverses         string
+	EffectiveAt      *time.Time
+	Metadata         map[string]string
+}
+
+// JournalLine is one line of the Lines form.
+type JournalLine struct {
+	LedgerAccountID  string
+	VirtualAccountID string
+	Direction        string
+	Amount           *int64
+}
+
+// MaxDescriptionLen bounds descriptions of journal entries.
+const MaxDescriptionLen = 500
+
+func (a *App) PostJournalEntry(ctx context.Context, meta Meta, idem *Idempotency, c Caller, in PostJournalEntry) (Result, error) {
+	if err := in.validate(); err != nil {
+		return Result{}, err
+	}
+	return a.runIdempotent(ctx, idem, func(ctx context.Context, tx pgx.Tx) (Result, error) {
+		id := domain.NewID(domain.PrefixJournalEntry)
+		chart, err := a.ensureChart(ctx, tx, meta, c)
+		if err != nil {
+			return Result{}, err
+		}
+		typ := in.Type
+		var lines []ledger.Line
+		var reversed *ledger.State
+		var reversedVersion int64
+		switch {
+		case in.Reverses != "":
+			st, version, err := loadJournalEntry(ctx, tx, c, in.Reverses)
+			if err != nil {
+				return Result{}, err
+			}
+			if err := st.CanReverse(); err != nil {
+				return Result{}, err
+			}
+			if typ == "" {
+				typ = ledger.TypeCorrection
+			}
+			lines = ledger.Mirror(st.Lines, func() string { return domain.NewID(domain.PrefixLedgerEntry) }, typ)
+			reversed, reversedVersion = &st, version
+		case len(in.Lines) > 0:
+			if lines, err = resolveLines(ctx, tx, c, in.Lines, typ); err != nil {
+				return Result{}, err
+			}
+		default:
+			offset := chart[ledger.CodePlatformOperating]
+			if typ == ledger.TypeFee {
+				offset = chart[ledger.CodePlatformFees]
+			}
+			dir, _ := ledger.ParseDirection(in.Direction)
+			lines = []ledger.Line{
+				{EntryID: domain.NewID(domain.PrefixLedgerEntry), VirtualAccountID: in.VirtualAccountID, Direction: dir, Amount: *in.Amount, Type: typ},
+				{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: offset, Direction: dir.Opposite(), Amount: *in.Amount, Type: typ},
+			}
+		}
+		if err := ledger.ValidateLines(lines); err != nil {
+			return Result{}, err
+		}
+		if err := checkAccounts(ctx, tx, c, lines, ledger.StatusPosted); err != nil {
+			return Result{}, err
+		}
+		at := now()
+		effective := at
+		if in.EffectiveAt != nil {
+			effective = in.EffectiveAt.UTC()
+		}
+		desc := in.Description
+		if desc == "" && reversed != nil {
+			desc = "Reversal of " + reversed.ID
+		}
+		rec := ledger.Recorded{JournalEntryID: id, PlatformID: c.PlatformID, Environment: c.Environment, Type: typ,
+			Description: desc, Status: ledger.StatusPosted, Lines: lines, Source: ledger.Source{Type: "journal_entry", ID: id},
+			Metadata: in.Metadata, EffectiveAt: effective, At: at}
+		if reversed != nil {
+			rec.Reverses = reversed.ID
+			if _, err := a.appendAndProject(ctx, tx, journalStream(c, reversed.ID), reversedVersion, meta,
+				[]domain.Event{ledger.Reversed{JournalEntryID: reversed.ID, ReversedBy: id, At: at}}); err != nil {
+				return Result{}, err
+			}
+		}
+		_, err = a.appendAndProject(ctx, tx, journalStream(c, id), 0, meta, []domain.Event{rec})
+		return Result{ID: id}, err
+	})
+}
+
+func (in PostJournalEntry) validate() error {
+	if !ledger.IsManualType(in.Type) && !(in.Reverses != "" && in.Type == "") {
+		return domain.Invalid("type", "type must be adjustment, fee or correction")
+	}
+	if utf8.RuneCountInString(in.Description) > MaxDescriptionLen {
+		return domain.Invalid("description", "description must be at most %d characters", MaxDescriptionLen)
+	}
+	if strings.TrimSpace(in.Description) == "" && in.Reverses == "" {
+		return domain.Invalid("description", "description is required")
+	}
+	if err := domain.ValidateMetadata("metadata", in.Metadata); err != nil {
+		return err
+	}
+	shorthand := in.VirtualAccountID != "" || in.Direction != "" || in.Amount != nil
+	forms := 0
+	for _, used := range []bool{shorthand, len(in.Lines) > 0, in.Reverses != ""} {
+		if used {
+			forms++
+		}
+	}
+	if forms != 1 {
+		return domain.Invalid("lines", "give exactly one of: virtual_account_id with direction and amount; lines; reverses")
+	}
+	switch {
+	case in.Reverses != "":
+		if !domain.HasPrefix(in.Reverses, domain.PrefixJournalEntry) {
+			return domain.NotFound("journal_entry", in.Reverses)
+		}
+	case shorthand:
+		if !domain.HasPrefix(in.VirtualAccountID, domain.PrefixVirtualAccount) {
+			return domain.Invalid("virtual_account_id", "virtual_account_id must be a va_ id")
+		}
+		if _, ok := ledger.ParseDirection(in.Direction); !ok {
+			return domain.Invalid("direction", "direction must be debit or credit")
+		}
+		if in.Amount == nil || *in.Amount < 1 || *in.Amount > ledger.MaxAmount {
+			return domain.Invalid("amount", "amount must be an integer number of cents from 1 to %d", ledger.MaxAmount)
+		}
+	default:
+		if len(in.Lines) > 100 {
+			return domain.Invalid("lines", "a journal entry has at most 100 lines")
+		}
+		for i, l := range in.Lines {
+			p := "lines[" + itoa(i) + "]"
+			if (l.LedgerAccountID == "") == (l.VirtualAccountID == "") {
+				return domain.Invalid(p, "each line names exactly one of ledger_account_id and virtual_account_id")
+			}
+			if _, ok := ledger.ParseDirection(l.Direction); !ok {
+				return domain.Invalid(p+".direction", "direction must be debit or credit")
+			}
+			if l.Amount == nil || *l.Amount < 1 || *l.Amount > ledger.MaxAmount {
+				return domain.Invalid(p+".amount", "amount must be an integer number of cents from 1 to %d", ledger.MaxAmount)
+			}
+		}
+	}
+	return nil
+}
+
+// resolveLines turns request lines into ledger lines; a ledger account of
+// a virtual account counts as that virtual account (for the funds check).
+func resolveLines(ctx context.Context, tx pgx.Tx, c Caller, in []JournalLine, typ string) ([]ledger.Line, error) {
+	var ids []string
+	for _, l := range in {
+		if l.LedgerAccountID != "" {
+			ids = append(ids, l.LedgerAccountID)
+		}
+	}
+	type la struct{ va string }
+	known := map[string]la{}
+	if len(ids) > 0 {
+		rows, err := tx.Query(ctx, `SELECT id, coalesce(virtual_account_id, '') FROM ledger_accounts
+            WHERE id = ANY($1) AND platform_id = $2 AND environment = $3`, ids, c.PlatformID, c.Environment.String())
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id, va string
+			if err := rows.Scan(&id, &va); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			known[id] = la{va}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]ledger.Line, len(in))
+	for i, l := range in {
+		dir, _ := ledger.ParseDirection(l.Direction)
+		line := ledger.Line{EntryID: domain.NewID(domain.PrefixLedgerEntry), Direction: dir, Amount: *l.Amount, Type: typ,
+			LedgerAccountID: l.LedgerAccountID, VirtualAccountID: l.VirtualAccountID}
+		if l.LedgerAccountID != "" {
+			k, ok := known[l.LedgerAccountID]
+			if !ok {
+				return nil, &domain.Error{Code: domain.CodeNotFound, Param: "lines[" + itoa(i) + "].ledger_account_id",
+					Message: "no such ledger account: " + l.LedgerAccountID}
+			}
+			line.VirtualAccountID = k.va
+		}
+		out[i] = line
+	}
+	return out, nil
+}
+
+// checkAccounts locks every virtual account the lines touch, fills in
+// their ledger account ids, refuses closed accounts and refuses debits
+// past the available balance.
+func checkAccounts(ctx context.Context, tx pgx.Tx, c Caller, lines []ledger.Line, status string) error {
+	var ids []string
+	for _, l := range lines {
+		if l.VirtualAccountID != "" {
+			ids = append(ids, l.VirtualAccountID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	locked, err := lockAccounts(ctx, tx, c, ids)
+	if err != nil {
+		return err
+	}
+	balances := map[string]ledger.Balance{}
+	for id, acc := range locked {
+		if acc.Status == "closed" {
+			return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: id, Message: "the virtual account is closed"}
+		}
+		balances[id] = acc.Balance
+	}
+	for i := range lines {
+		if lines[i].VirtualAccountID != "" {
+			lines[i].LedgerAccountID = locked[lines[i].VirtualAccountID].LedgerAccountID
+		}
+	}
+	return ledger.CheckFunds(balances, lines, status)
+}
+
+// loadJournalEntry folds a journal entry's stream for the caller.
+func loadJournalEntry(ctx context.Context, db eventstore.DB, c Caller, id string) (ledger.State, int64, error) {
+	recs, version, err := eventstore.Load(ctx, db, ledger.StreamID(id))
+	if err != nil {
+		return ledger.State{}, 0, err
+	}
+	var s ledger.State
+	for i := range recs {
+		e, err := recs[i].Decode()
+		if err != nil {
+			return s, 0, err
+		}
+		s = ledger.Evolve(s, e)
+	}
+	if s.ID == "" || s.PlatformID != c.PlatformID || s.Environment != c.Environment {
+		return s, 0, &domain.Error{Code: domain.CodeNotFound, Param: "reverses", Message: "no such journal entry: " + id}
+	}
+	return s, version, nil
+}
+
+func journalStream(c Caller, id string) eventstore.Stream {
+	return eventstore.Stream{ID: ledger.StreamID(id), Type: ledger.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/inbound"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/domain/rails"
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
+)
+
+// SimulateInboundTransfer is the sandbox's POST /simulations/inbound-transfers.
+type SimulateInboundTransfer struct {
+	VirtualAccountID string
+	Amount           int64
+	Rail             string
+	Originator       inbound.Originator
+	Description      string
+}
+
+// SimulateInboundTransfer credits a virtual account: RTP and FedNow post
+// at once; ACH is pending until the platform's sandbox delay has passed
+// (the sandbox settler completes it, restart-safe).
+func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, in SimulateInboundTransfer) (Result, error) {
+	rail, err := inbound.Validate(in.Amount, in.Rail, in.Originator, in.Description)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	err = a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		locked, err := lockAccounts(ctx, tx, c, []string{in.VirtualAccountID})
+		if err != nil {
+			return err
+		}
+		acc := locked[in.VirtualAccountID]
+		if acc.Status == "closed" {
+			return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID, Message: "a closed account rejects inbound funds"}
+		}
+		chart, err := a.ensureChart(ctx, tx, meta, c)
+		if err != nil {
+			return err
+		}
+		settings, err := projections.GetSettings(ctx, tx, c.PlatformID, c.Environment)
+		if err != nil {
+			return err
+		}
+		at := now()
+		expected := at
+		if !rails.IsInstant(rail) && settings.Sandbox != nil {
+			delay := settings.Sandbox.ACHStandardDelaySeconds
+			if rail == rails.ACHSameDay {
+				delay = settings.Sandbox.ACHSameDayDelaySeconds
+			}
+			expected = at.Add(time.Duration(delay) * time.Second)
+		}
+		id := domain.NewID(domain.PrefixInbound)
+		jeID := domain.NewID(domain.PrefixJournalEntry)
+		desc := in.Description
+		if desc == "" {
+			desc = "Inbound " + rail.String() + " from " + in.Originator.Name
+		}
+		lines := []ledger.Line{
+			{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: chart[ledger.RailClearing(rail.String())],
+				Direction: ledger.Debit, Amount: in.Amount, Type: ledger.TypeInboundTransfer},
+			{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: acc.LedgerAccountID, VirtualAccountID: acc.ID,
+				Direction: ledger.Credit, Amount: in.Amount, Type: ledger.TypeInboundTransfer},
+		}
+		instant := !expected.After(at)
+		status := ledger.StatusPending
+		if instant {
+			status = ledger.StatusPosted
+		}
+		transfer := []domain.Event{inbound.Received{InboundTransferID: id, VirtualAccountID: acc.ID, Amount: in.Amount,
+			Rail: rail.String(), Originator: in.Originator, Description: desc, JournalEntryID: jeID, ExpectedAt: expected, At: at}}
+		if instant {
+			transfer = append(transfer, inbound.Completed{InboundTransferID: id, At: at})
+		}
+		if _, err := a.appendAndProject(ctx, tx, inboundStream(c, id), 0, meta, transfer); err != nil {
+			return err
+		}
+		_, err = a.appendAndProject(ctx, tx, journalStream(c, jeID), 0, meta, []domain.Event{ledger.Recorded{
+			JournalEntryID: jeID, PlatformID: c.PlatformID, Environment: c.Environment, Type: ledger.TypeInboundTransfer,
+			Description: desc, Status: status, Lines: lines, Source: ledger.Source{Type: "inbound_transfer", ID: id},
+			EffectiveAt: at, At: at}})
+		res = Result{ID: id}
+		return err
+	})
+	return res, err
+}
+
+func inboundStream(c Caller, id string) eventstore.Stream {
+	return eventstore.Stream{ID: inbound.StreamID(id), Type: inbound.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/opentreasury/treasury/projections"
+)
+
+func projectionsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "projections", Short: "Manage the read models built from the event log"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "rebuild",
+		Short: "Empty every projection and rebuild it from the event log",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if cfg.DatabaseURL == "" {
+				return errors.New("DATABASE_URL is not set")
+			}
+			pool, err := openPool(cmd.Context(), cfg.DatabaseURL)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			stats, err := projections.Rebuild(cmd.Context(), pool)
+			if err != nil {
+				return err
+			}
+			rate := float64(stats.Events) / max(stats.Duration.Seconds(), 1e-9)
+			fmt.Printf("rebuilt every projection from %d events in %s (%.0f events/s)\n", stats.Events, stats.Duration.Round(1e6), rate)
+			return nil
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,132 @@
+package http
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/projections"
+)
+
+// GET /v1/ledger/accounts
+func (s *Server) listLedgerAccounts(c echo.Context) error {
+	pg, err := page(c)
+	if err != nil {
+		return err
+	}
+	list, err := projections.ListLedgerAccounts(c.Request().Context(), s.pool, scopeOf(c), pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+// GET /v1/ledger/entries
+func (s *Server) listLedgerEntries(c echo.Context) error {
+	pg, err := page(c)
+	if err != nil {
+		return err
+	}
+	f := projections.EntryFilter{
+		VirtualAccountID: c.QueryParam("virtual_account_id"), LedgerAccountID: c.QueryParam("ledger_account_id"),
+		Type: c.QueryParam("type"), Direction: c.QueryParam("direction"), Status: c.QueryParam("status"),
+	}
+	if f.VirtualAccountID != "" && f.LedgerAccountID != "" {
+		return domain.Invalid("ledger_account_id", "scope to one account: virtual_account_id or ledger_account_id, not both")
+	}
+	if f.Direction != "" {
+		if _, ok := ledger.ParseDirection(f.Direction); !ok {
+			return domain.Invalid("direction", "direction must be debit or credit")
+		}
+	}
+	if f.Status != "" && f.Status != ledger.StatusPending && f.Status != ledger.StatusPosted && f.Status != ledger.StatusArchived {
+		return domain.Invalid("status", "status must be pending, posted or archived")
+	}
+	if f.Type != "" && !transactionTypes[f.Type] {
+		return domain.Invalid("type", "unknown entry type %q", f.Type)
+	}
+	if f.Created, err = createdRange(c); err != nil {
+		return err
+	}
+	list, err := projections.ListLedgerEntries(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+type journalLineRequest struct {
+	LedgerAccountID  string `json:"ledger_account_id"`
+	VirtualAccountID string `json:"virtual_account_id"`
+	Direction        string `json:"direction"`
+	Amount           *int64 `json:"amount"`
+}
+
+type journalEntryRequest struct {
+	Type             string               `json:"type"`
+	Description      string               `json:"description"`
+	VirtualAccountID string               `json:"virtual_account_id"`
+	Direction        string               `json:"direction"`
+	Amount           *int64               `json:"amount"`
+	Lines            []journalLineRequest `json:"lines"`
+	Reverses         string               `json:"reverses"`
+	EffectiveAt      *string              `json:"effective_at"`
+	IdempotencyKey   string               `json:"idempotency_key"`
+	Metadata         map[string]string    `json:"metadata"`
+}
+
+// POST /v1/ledger/entries
+func (s *Server) postJournalEntry(c echo.Context) error {
+	var req journalEntryRequest
+	body, err := bind(c, &req)
+	if err != nil {
+		return err
+	}
+	p := principalOf(c)
+	idem, err := idempotency(c, p.platformID, p.env.String(), "post_journal_entry", body, req.IdempotencyKey)
+	if err != nil {
+		return err
+	}
+	in := app.PostJournalEntry{Type: req.Type, Description: req.Description, VirtualAccountID: req.VirtualAccountID,
+		Direction: req.Direction, Amount: req.Amount, Reverses: req.Reverses, Metadata: req.Metadata}
+	if req.EffectiveAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *req.EffectiveAt)
+		if err != nil {
+			return domain.Invalid("effective_at", "effective_at must be an RFC 3339 time")
+		}
+		in.EffectiveAt = &t
+	}
+	for _, l := range req.Lines {
+		in.Lines = append(in.Lines, app.JournalLine{LedgerAccountID: l.LedgerAccountID, VirtualAccountID: l.VirtualAccountID,
+			Direction: l.Direction, Amount: l.Amount})
+	}
+	if req.Lines != nil && len(req.Lines) == 0 {
+		return domain.Invalid("lines", "a journal entry needs at least 2 lines")
+	}
+	res, err := s.app.PostJournalEntry(c.Request().Context(), meta(c), idem, callerOf(c), in)
+	if err != nil {
+		return err
+	}
+	v, err := projections.JournalEntryFromLog(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	if err != nil {
+		return err
+	}
+	return created(c, res, v)
+}
+
+// GET /v1/ledger/exports
+func (s *Server) exportLedger(c echo.Context) error {
+	r, err := createdRange(c)
+	if err != nil {
+		return err
+	}
+	name := "ledger-" + time.Now().UTC().Format("20060102T150405Z") + ".csv"
+	c.Response().Header().Set("Content-Type", "text/csv; charset=utf-8")
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	c.Response().WriteHeader(http.StatusOK)
+	return projections.WriteLedgerExport(c.Request().Context(), s.pool, scopeOf(c), r, c.Response())
+}

@@ -1,0 +1,134 @@
+// Package sandbox simulates the outside world for sandbox platforms: it
+// reads the log and schedules what a bank would do later (settle an ACH
+// transfer after a delay), then does it by issuing commands. The schedule
+// is a table written in the subscription's transaction, so a transfer
+// pending when the process dies still settles after it comes back.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/inbound"
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// SubscriptionName is the simulator's checkpoint name.
+const SubscriptionName = "sandbox"
+
+// Actions in the schedule; the row id is action + ":" + object id.
+const actionSettleInbound = "settle_inbound"
+
+// Simulator schedules and performs the sandbox's simulated bank work.
+type Simulator struct {
+	App  *app.App
+	Pool *pgxpool.Pool
+	Log  *slog.Logger
+	// Poll bounds how long a due action waits; default 100 ms.
+	Poll time.Duration
+}
+
+// Subscription turns sandbox events into scheduled actions.
+func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription {
+	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule}
+}
+
+func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
+	for i := range events {
+		r := &events[i]
+		if r.Environment != domain.Sandbox.String() || r.Type != (inbound.Received{}).EventType() {
+			continue
+		}
+		ev, err := r.Decode()
+		if err != nil {
+			return err
+		}
+		e := ev.(inbound.Received)
+		if !e.ExpectedAt.After(e.At) {
+			continue // instant rails complete in the same command
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO sandbox_schedule (id, action, due_at) VALUES ($1, $2, $3)
+            ON CONFLICT (id) DO NOTHING`, actionSettleInbound+":"+e.InboundTransferID, actionSettleInbound, e.ExpectedAt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunSettler performs due actions until ctx ends.
+func (s *Simulator) RunSettler(ctx context.Context) {
+	poll := s.Poll
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
+	for ctx.Err() == nil {
+		n, err := s.SettleDue(ctx)
+		if err != nil && ctx.Err() == nil && s.Log != nil {
+			s.Log.Warn("sandbox settler", "error", err)
+		}
+		if n > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(poll):
+		}
+	}
+}
+
+// SettleDue performs the actions that are due now and returns how many.
+// Rows are claimed with SKIP LOCKED, so replicas share the work; an action
+// is deleted only after its command succeeded, and commands are
+// idempotent, so a crash in between repeats it harmlessly.
+func (s *Simulator) SettleDue(ctx context.Context) (int, error) {
+	done := 0
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id, action FROM sandbox_schedule WHERE due_at <= now()
+            ORDER BY due_at LIMIT 50 FOR UPDATE SKIP LOCKED`)
+		if err != nil {
+			return err
+		}
+		type job struct{ id, action string }
+		var jobs []job
+		for rows.Next() {
+			var j job
+			if err := rows.Scan(&j.id, &j.action); err != nil {
+				rows.Close()
+				return err
+			}
+			jobs = append(jobs, j)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if err := s.perform(ctx, j.id, j.action); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM sandbox_schedule WHERE id = $1`, j.id); err != nil {
+				return err
+			}
+			done++
+		}
+		return nil
+	})
+	return done, err
+}
+
+func (s *Simulator) perform(ctx context.Context, id, action string) error {
+	_, objectID, _ := strings.Cut(id, ":")
+	meta := app.Meta{Actor: "sandbox", CausationID: id}
+	switch action {
+	case actionSettleInbound:
+		return s.App.CompleteInboundTransfer(ctx, meta, objectID)
+	}
+	return errors.New("unknown sandbox action " + action)
+}
