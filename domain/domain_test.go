@@ -396,3 +396,17 @@ func TestDecodeEventConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestOptionalRefusesUnknownNestedFields(t *testing.T) {
+	var v struct {
+		Inner domain.Optional[struct {
+			A int `json:"a"`
+		}] `json:"inner"`
+	}
+	if err := json.Unmarshal([]byte(`{"inner":{"a":1,"bogus":2}}`), &v); err == nil {
+		t.Fatal("an unknown field inside an Optional object was accepted")
+	}
+	if err := json.Unmarshal([]byte(`{"inner":{"a":1}}`), &v); err != nil || v.Inner.Value.A != 1 {
+		t.Fatalf("a known nested field: %v %+v", err, v.Inner)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,7 +72,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	last := PositionOf(events[len(events)-1])
 	if _, err := tx.Exec(ctx, `UPDATE subscription_checkpoints
         SET transaction_id = $2::text::xid8, global_position = $3, updated_at = now() WHERE name = $1`,
-		s.Name, last.TransactionID, last.GlobalPosition); err != nil {
+		s.Name, strconv.FormatUint(last.TransactionID, 10), last.GlobalPosition); err != nil {
 		return 0, err
 	}
 	return len(events), tx.Commit(ctx)

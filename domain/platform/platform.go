@@ -6,6 +6,7 @@ package platform
 import (
 	"maps"
 	"net/mail"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -163,13 +164,14 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		return []domain.Event{LiveEnabled{At: c.At}, keyCreated(c.LiveKey, c.At)}, nil
 	case Configure:
 		next, err := s.Config.Apply(c.Patch)
-		if err != nil {
-			return nil, err
+		if err != nil || reflect.DeepEqual(next, s.Config) {
+			return nil, err // a PATCH that changes nothing records nothing
 		}
 		return []domain.Event{Configured{Config: next, At: c.At}}, nil
 	case UpdateSettings:
-		next, err := s.SettingsFor(c.Environment).Apply(c.Environment, c.Patch)
-		if err != nil {
+		current := s.SettingsFor(c.Environment)
+		next, err := current.Apply(c.Environment, c.Patch)
+		if err != nil || reflect.DeepEqual(next, current) {
 			return nil, err
 		}
 		return []domain.Event{SettingsUpdated{Environment: c.Environment, Settings: next, At: c.At}}, nil

@@ -288,8 +288,8 @@ func TestConfigure(t *testing.T) {
 	})}
 
 	cases := []tc{
-		{name: "empty patch keeps the config", given: approved, when: configure(platform.ConfigPatch{}),
-			then: configured(nil)},
+		{name: "empty patch records nothing", given: approved, when: configure(platform.ConfigPatch{}),
+			then: nil},
 		{name: "pending platform may be configured", given: pending,
 			when: configure(platform.ConfigPatch{InterestRate: domain.Some("0.05")}),
 			then: configured(func(c *platform.Config) { c.InterestRate = dec("0.05") })},
@@ -314,7 +314,7 @@ func TestConfigure(t *testing.T) {
 			})},
 		{name: "empty fee schedule changes nothing", given: approved,
 			when: configure(platform.ConfigPatch{FeeSchedule: fees(map[string]int64{})}),
-			then: configured(nil)},
+			then: nil},
 		{name: "negative fee", given: approved,
 			when: configure(platform.ConfigPatch{FeeSchedule: fees(map[string]int64{"rtp": -1})}),
 			code: domain.CodeInvalidRequest, param: "fee_schedule.rtp"},
@@ -350,9 +350,9 @@ func TestConfigure(t *testing.T) {
 				c.RateLimit = nil
 				return c
 			}()}}},
-		{name: "rate limit null when already default", given: approved,
+		{name: "rate limit null when already default records nothing", given: approved,
 			when: configure(platform.ConfigPatch{RateLimit: null[platform.RateLimit]()}),
-			then: configured(nil)},
+			then: nil},
 		{name: "per_second 0", given: approved,
 			when: configure(platform.ConfigPatch{RateLimit: domain.Some(platform.RateLimit{PerSecond: 0, Burst: 10})}),
 			code: domain.CodeInvalidRequest, param: "rate_limit.per_second"},
@@ -444,7 +444,7 @@ func TestConfigureRejectsExponentNotation(t *testing.T) {
 // reach into the state it was decided from.
 func TestConfigureDoesNotShareTheFeeSchedule(t *testing.T) {
 	s := fold(approved)
-	events, err := platform.Decide(s, platform.Configure{At: t3})
+	events, err := platform.Decide(s, platform.Configure{Patch: platform.ConfigPatch{InterestRate: domain.Some("0.01")}, At: t3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,21 +484,24 @@ func TestUpdateSettings(t *testing.T) {
 		{name: "missing platform", given: none, when: update(sb, platform.SettingsPatch{}), code: domain.CodeNotFound},
 
 		// defaults
-		{name: "empty patch gives sandbox defaults", given: approved, when: update(sb, platform.SettingsPatch{}),
+		{name: "a change shows the sandbox defaults", given: approved, when: update(sb, platform.SettingsPatch{DailyPaymentLimit: domain.Some[int64](7)}),
 			then: []domain.Event{platform.SettingsUpdated{Environment: sb, At: t3, Settings: platform.Settings{
+				DailyPaymentLimit:  ptr[int64](7),
 				WebhookRetryPolicy: platform.RetryPolicy{MaxAttempts: 12, InitialDelaySeconds: 5, MaxDelaySeconds: 36000},
 				Sandbox:            &platform.SandboxSettings{AutoSettle: true, ACHSameDayDelaySeconds: 5, ACHStandardDelaySeconds: 15},
 			}}}},
-		{name: "empty patch gives live defaults, without sandbox block", given: live, when: update(domain.Live, platform.SettingsPatch{}),
+		{name: "a change shows the live defaults, without sandbox block", given: live, when: update(domain.Live, platform.SettingsPatch{DailyPaymentLimit: domain.Some[int64](7)}),
 			then: []domain.Event{platform.SettingsUpdated{Environment: domain.Live, At: t3, Settings: platform.Settings{
+				DailyPaymentLimit:  ptr[int64](7),
 				WebhookRetryPolicy: platform.RetryPolicy{MaxAttempts: 12, InitialDelaySeconds: 5, MaxDelaySeconds: 36000},
 			}}}},
-		{name: "empty patch keeps earlier settings", given: and(approved, earlierSandbox), when: update(sb, platform.SettingsPatch{}),
-			then: after(earlierSandbox, func(*platform.Settings) {})},
-		{name: "sandbox changes do not leak into live", given: and(live, earlierSandbox), when: update(domain.Live, platform.SettingsPatch{}),
-			then: updated(domain.Live, nil)},
-		{name: "live changes do not leak into sandbox", given: and(live, earlierLive), when: update(sb, platform.SettingsPatch{}),
-			then: updated(sb, nil)},
+		{name: "empty patch records nothing", given: and(approved, earlierSandbox), when: update(sb, platform.SettingsPatch{}),
+			then: nil},
+		{name: "sandbox changes do not leak into live", given: and(live, earlierSandbox),
+			when: update(domain.Live, platform.SettingsPatch{DailyPaymentLimit: domain.Some[int64](7)}),
+			then: updated(domain.Live, func(s *platform.Settings) { s.DailyPaymentLimit = ptr[int64](7) })},
+		{name: "live changes do not leak into sandbox", given: and(live, earlierLive), when: update(sb, platform.SettingsPatch{DailyPaymentLimit: domain.Some[int64](7)}),
+			then: updated(sb, func(s *platform.Settings) { s.DailyPaymentLimit = ptr[int64](7) })},
 
 		// webhook_retry_policy
 		{name: "retry policy, every field", given: approved,
@@ -596,7 +599,7 @@ func TestUpdateSettings(t *testing.T) {
 			})},
 		{name: "sandbox empty block", given: approved,
 			when: update(sb, platform.SettingsPatch{Sandbox: domain.Some(platform.SandboxSettingsPatch{})}),
-			then: updated(sb, nil)},
+			then: nil},
 		{name: "sandbox same-day delay negative", given: approved,
 			when: update(sb, platform.SettingsPatch{Sandbox: domain.Some(platform.SandboxSettingsPatch{ACHSameDayDelaySeconds: ptr(-1)})}),
 			code: domain.CodeInvalidRequest, param: "sandbox.ach_same_day_delay_seconds"},
