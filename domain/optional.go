@@ -1,6 +1,9 @@
 package domain
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Optional is a PATCH field: Set tells whether the request named it at all,
 // Value is nil when it was set to null.
@@ -15,8 +18,12 @@ func (o *Optional[T]) UnmarshalJSON(b []byte) error {
 		o.Value = nil
 		return nil
 	}
+	// Strict like the request body around it: unknown nested fields are
+	// refused, not ignored.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
 	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return err
 	}
 	o.Value = &v

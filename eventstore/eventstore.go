@@ -86,7 +86,7 @@ type Position struct {
 const appendSQL = `
 WITH created AS (
     INSERT INTO streams (stream_id, stream_type, platform_id, environment, version)
-    SELECT $1, $2, NULLIF($3, ''), NULLIF($4, ''), $6 WHERE $5 = 0
+    SELECT $1, $2, NULLIF($3, ''), NULLIF($4, ''), $6::bigint WHERE $5::bigint = 0
     ON CONFLICT (stream_id) DO NOTHING
     RETURNING 1
 ), moved AS (

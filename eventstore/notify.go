@@ -27,6 +27,9 @@ type Notifier struct {
 
 // NewNotifier makes a notifier; call Run to send and receive NOTIFYs.
 func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
+	if log == nil {
+		log = slog.Default()
+	}
 	return &Notifier{pool: pool, log: log, pending: make(chan struct{}, 1)}
 }
 

@@ -318,9 +318,7 @@ func TestSubscriptionNotOwner(t *testing.T) {
 			return insertScratch(ctx, tx, "owned", evs)
 		}}
 	appendSome(t, ctx, pool, "owned", 2)
-	if n, err := sub.CatchUp(ctx); n != 2 || err != nil {
-		t.Fatalf("catch up = %d, %v", n, err)
-	}
+	waitCatchUp(t, ctx, sub, 2)
 	appendSome(t, ctx, pool, "owned", 1)
 
 	holder, err := pool.Begin(ctx)
@@ -641,8 +639,12 @@ func TestSubscriptionRun(t *testing.T) {
 		sub := &eventstore.Subscription{Name: "woken", Pool: pool, Handle: handler("woken"),
 			PollInterval: time.Hour, Wake: n.Subscribe(), Log: discard}
 		runSub(t, sub)
+		var pos eventstore.Position
 		for i := range 5 {
 			appendSome(t, ctx, pool, "woken", 1)
+			// A transaction running elsewhere on the server may keep the
+			// event unreadable a while; the wake-up is for a readable one.
+			_, pos = readN(t, ctx, pool, pos, 100, 1)
 			n.Notify() // after commit
 			waitScratch(t, ctx, pool, i+1, waitFor)
 		}
@@ -658,8 +660,12 @@ func TestSubscriptionRun(t *testing.T) {
 		runSub(t, sub)
 		runNotifier(t, here)
 		runNotifier(t, writer)
+		// Round 0 may also be woken by here's first LISTEN; later rounds
+		// only by the NOTIFY that writer sends.
+		var pos eventstore.Position
 		for i := range 3 {
 			appendSome(t, ctx, pool, "remote", 1)
+			_, pos = readN(t, ctx, pool, pos, 100, 1)
 			writer.Notify()
 			waitScratch(t, ctx, pool, i+1, waitFor)
 		}

@@ -41,9 +41,13 @@ func newLimiter(off bool, global *RateLimit) *limiter {
 	return &limiter{off: off, overrides: global, buckets: map[string]*bucket{}}
 }
 
-// limitFor picks the platform's override, else the configured global
+// limitFor picks, for the operator, the live default; for a platform key
+// the platform's override, else the configured global
 // limit, else the environment's default.
 func (l *limiter) limitFor(p *principal) RateLimit {
+	if p.operator {
+		return DefaultLiveRateLimit // the operator's key is not a platform's: overrides do not apply
+	}
 	if p.rateLimit != nil {
 		return RateLimit{PerSecond: p.rateLimit.PerSecond, Burst: p.rateLimit.Burst}
 	}

@@ -95,7 +95,7 @@ func (s *Server) routes() {
 	v1 := e.Group("/v1")
 	v1.GET("/openapi.json", s.openAPI)
 
-	operator := []echo.MiddlewareFunc{s.authenticate, operatorOnly}
+	operator := []echo.MiddlewareFunc{s.authenticate, operatorOnly, s.rateLimit}
 	v1.POST("/platforms", s.createPlatform, operator...)
 	v1.GET("/operator/platforms", s.listPlatforms, operator...)
 	v1.GET("/operator/platforms/:id", s.getPlatform, operator...)
@@ -103,7 +103,7 @@ func (s *Server) routes() {
 	v1.POST("/operator/platforms/:id/approve", s.approvePlatform, operator...)
 	v1.POST("/operator/platforms/:id/enable-live", s.enableLive, operator...)
 
-	platform := []echo.MiddlewareFunc{s.authenticate, platformOnly}
+	platform := []echo.MiddlewareFunc{s.authenticate, platformOnly, s.rateLimit}
 	v1.GET("/platform", s.getOwnPlatform, platform...)
 	v1.GET("/platform/settings", s.getSettings, platform...)
 	v1.PATCH("/platform/settings", s.updateSettings, platform...)

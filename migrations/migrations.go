@@ -9,6 +9,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -45,13 +47,45 @@ func Up(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	return len(results), nil
 }
 
-// Pending reports whether migrations are waiting to be applied.
+// Pending reports whether migrations are waiting to be applied. It only
+// reads (goose's own check would create its version table), so readiness
+// probes never change the schema.
 func Pending(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := provider(db)
+	latest, err := latestVersion()
 	if err != nil {
 		return false, err
 	}
-	return p.HasPending(ctx)
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('goose_db_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return false, err
+	}
+	if !exists {
+		return true, nil
+	}
+	var applied int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&applied); err != nil {
+		return false, err
+	}
+	return applied < latest, nil
+}
+
+// latestVersion is the number of the newest embedded migration.
+func latestVersion() (int64, error) {
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		return 0, err
+	}
+	var latest int64
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if !ok || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("migration %s: %w", e.Name(), err)
+		}
+		latest = max(latest, v)
+	}
+	return latest, nil
 }

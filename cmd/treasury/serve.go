@@ -57,10 +57,10 @@ func serveCmd() *cobra.Command {
 // (retried while the database is unreachable).
 func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener, log *slog.Logger) error {
 	var ready atomic.Bool
-	if !cfg.MigrateOnStart {
-		ready.Store(true)
-	} else {
+	if cfg.MigrateOnStart {
 		go migrateUntilDone(ctx, pool, log, &ready)
+	} else {
+		go waitUntilMigrated(ctx, pool, log, &ready)
 	}
 	notifier := eventstore.NewNotifier(pool, log)
 	go notifier.Run(ctx)
@@ -120,5 +120,26 @@ func migrateUntilDone(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger,
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// waitUntilMigrated keeps /v1 at 503 until someone else (treasury migrate)
+// has brought the schema up to date: it only reads.
+func waitUntilMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, ready *atomic.Bool) {
+	warned := false
+	for ctx.Err() == nil {
+		pending, err := migrations.Pending(ctx, pool)
+		if err == nil && !pending {
+			ready.Store(true)
+			return
+		}
+		if !warned {
+			log.Warn("TREASURY_MIGRATE=false and the database is not migrated: /v1 answers 503 until `treasury migrate` runs", "error", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package platform
 
 import (
+	"regexp"
+
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/domain"
@@ -95,13 +97,20 @@ func (c Config) Apply(p ConfigPatch) (Config, error) {
 	return next, nil
 }
 
+// plainDecimal is a rate as API.md writes them: digits, a point, at most
+// 18 decimals; no exponent, sign or spaces.
+var plainDecimal = regexp.MustCompile(`^[0-9]{1,2}(\.[0-9]{1,18})?$`)
+
 // parseRate reads a decimal string in [0, 1].
 func parseRate(param string, s *string) (decimal.Decimal, error) {
 	if s == nil {
 		return decimal.Zero, domain.Invalid(param, "%s must be a decimal string such as \"0.30\"", param)
 	}
+	if !plainDecimal.MatchString(*s) {
+		return decimal.Zero, domain.Invalid(param, "%s must be a decimal string such as \"0.30\"", param)
+	}
 	d, err := decimal.NewFromString(*s)
-	if err != nil || len(*s) > 20 {
+	if err != nil {
 		return decimal.Zero, domain.Invalid(param, "%s must be a decimal string such as \"0.30\"", param)
 	}
 	if d.IsNegative() || d.GreaterThan(decimal.NewFromInt(1)) {

@@ -4,7 +4,9 @@
 package platform
 
 import (
+	"maps"
 	"net/mail"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -145,6 +147,9 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		if s.Status != StatusPendingApproval {
 			return nil, domain.Errorf(domain.CodeInvalidState, "platform is already approved")
 		}
+		if err := checkMinted(c.SandboxKey); err != nil {
+			return nil, err
+		}
 		return []domain.Event{Approved{At: c.At}, keyCreated(c.SandboxKey, c.At)}, nil
 	case EnableLive:
 		if s.Status != StatusApproved {
@@ -153,21 +158,28 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		if s.LiveEnabled {
 			return nil, domain.Errorf(domain.CodeInvalidState, "live is already enabled")
 		}
+		if err := checkMinted(c.LiveKey); err != nil {
+			return nil, err
+		}
 		return []domain.Event{LiveEnabled{At: c.At}, keyCreated(c.LiveKey, c.At)}, nil
 	case Configure:
 		next, err := s.Config.Apply(c.Patch)
-		if err != nil {
-			return nil, err
+		if err != nil || reflect.DeepEqual(next, s.Config) {
+			return nil, err // a PATCH that changes nothing records nothing
 		}
 		return []domain.Event{Configured{Config: next, At: c.At}}, nil
 	case UpdateSettings:
-		next, err := s.SettingsFor(c.Environment).Apply(c.Environment, c.Patch)
-		if err != nil {
+		current := s.SettingsFor(c.Environment)
+		next, err := current.Apply(c.Environment, c.Patch)
+		if err != nil || reflect.DeepEqual(next, current) {
 			return nil, err
 		}
 		return []domain.Event{SettingsUpdated{Environment: c.Environment, Settings: next, At: c.At}}, nil
 	case CreateKey:
 		if err := s.checkNewKey(c.CallerEnvironment, c.Key); err != nil {
+			return nil, err
+		}
+		if err := checkMinted(c.Key); err != nil {
 			return nil, err
 		}
 		return []domain.Event{keyCreated(c.Key, c.At)}, nil
@@ -194,6 +206,9 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		c.NewKey.Environment = k.Environment
 		if c.NewKey.Name == "" {
 			c.NewKey.Name = k.Name
+		}
+		if err := checkMinted(c.NewKey); err != nil {
+			return nil, err
 		}
 		expires := c.At.Add(c.Grace)
 		if k.ExpiresAt != nil && k.ExpiresAt.Before(expires) {
@@ -265,12 +280,22 @@ func (s State) manageableKey(caller domain.Environment, id string) (Key, error) 
 	return k, nil
 }
 
+// checkMinted refuses a minted key without an id, hash or environment (a
+// caller's bug): its event would not replay.
+func checkMinted(k NewKey) error {
+	if k.ID == "" || k.SecretHash == "" || k.Environment.IsZero() {
+		return domain.Errorf(domain.CodeInternal, "minted key is incomplete")
+	}
+	return nil
+}
+
 func keyCreated(k NewKey, at time.Time) KeyCreated {
 	return KeyCreated{KeyID: k.ID, Environment: k.Environment, Name: strings.TrimSpace(k.Name),
 		Prefix: k.Prefix, SecretHash: k.SecretHash, At: at}
 }
 
-// Evolve folds one event into the state.
+// Evolve folds one event into the state. It copies the maps it changes,
+// so the state it was given stays as it was.
 func Evolve(s State, e domain.Event) State {
 	switch ev := e.(type) {
 	case Registered:
@@ -284,15 +309,19 @@ func Evolve(s State, e domain.Event) State {
 	case Configured:
 		s.Config = ev.Config
 	case SettingsUpdated:
+		s.Settings = maps.Clone(s.Settings)
 		s.Settings[ev.Environment] = ev.Settings
 	case KeyCreated:
+		s.Keys = maps.Clone(s.Keys)
 		s.Keys[ev.KeyID] = Key{ID: ev.KeyID, Environment: ev.Environment, Name: ev.Name, CreatedAt: ev.At}
 	case KeyRevoked:
+		s.Keys = maps.Clone(s.Keys)
 		k := s.Keys[ev.KeyID]
 		at := ev.At
 		k.RevokedAt = &at
 		s.Keys[ev.KeyID] = k
 	case KeyRolled:
+		s.Keys = maps.Clone(s.Keys)
 		k := s.Keys[ev.KeyID]
 		exp := ev.ExpiresAt
 		k.ExpiresAt = &exp
