@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	apihttp "github.com/opentreasury/treasury/http"
+	"github.com/opentreasury/treasury/projections"
 )
 
 const operatorKey = "op_test_operator_key_0123456789"
@@ -98,6 +101,21 @@ func (a *testAPI) do(method, path, key string, body any, headers ...string) resp
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return response{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// sync waits until the asynchronous projections have applied every event
+// committed so far (lists of transactions and ledger entries read them).
+func (a *testAPI) sync() {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	head, err := eventstore.Head(ctx, a.Pool)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if err := projections.NewSubscription(a.Pool, nil, nil).CatchUpTo(ctx, head); err != nil {
+		a.t.Fatalf("catch up projections: %v", err)
+	}
 }
 
 // newPlatform registers and approves a platform and returns its id and sandbox key.

@@ -121,7 +121,7 @@ type Closed struct {
 	At time.Time `json:"at"`
 }
 
-func (Opened) EventType() string   { return "virtual_account.opened" }
+func (Opened) EventType() string   { return "virtual_account.created" }
 func (Frozen) EventType() string   { return "virtual_account.frozen" }
 func (Unfrozen) EventType() string { return "virtual_account.unfrozen" }
 func (Closed) EventType() string   { return "virtual_account.closed" }
