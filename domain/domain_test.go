@@ -150,7 +150,7 @@ func TestValidateMetadata(t *testing.T) {
 		{"value of 500 characters, multibyte", map[string]string{"k": r("€", 500)}, ""},
 		{"empty value", map[string]string{"k": ""}, ""},
 		{"51 keys", many(51), "md"},
-		{"empty key", map[string]string{"": "v"}, "md."},
+		{"empty key", map[string]string{"": "v"}, "md"},
 		{"key of 41 characters", map[string]string{r("ü", 41): "v"}, "md." + r("ü", 41)},
 		{"value of 501 characters", map[string]string{"k": r("a", 501)}, "md.k"},
 	}

@@ -15,7 +15,10 @@ func ValidateMetadata(param string, m map[string]string) error {
 		return Invalid(param, "metadata has %d keys; at most %d are allowed", len(m), MaxMetadataKeys)
 	}
 	for k, v := range m {
-		if k == "" || utf8.RuneCountInString(k) > MaxMetadataKeyLen {
+		if k == "" {
+			return Invalid(param, "metadata keys must be 1 to %d characters", MaxMetadataKeyLen)
+		}
+		if utf8.RuneCountInString(k) > MaxMetadataKeyLen {
 			return Invalid(param+"."+k, "metadata keys must be 1 to %d characters", MaxMetadataKeyLen)
 		}
 		if utf8.RuneCountInString(v) > MaxMetadataValueLen {

@@ -40,9 +40,9 @@ const touchEvery = time.Minute
 // expired keys all get the same 401, with no hint which.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		token, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		scheme, token, ok := strings.Cut(strings.TrimSpace(c.Request().Header.Get("Authorization")), " ")
 		token = strings.TrimSpace(token)
-		if !ok || token == "" || len(token) > 200 {
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > 200 {
 			return errUnauthorized
 		}
 		if s.isOperatorKey(token) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -45,15 +46,104 @@ func decodeStrict(body []byte, v any) error {
 	if body[0] != '{' {
 		return domain.Invalid("", "the request body must be a JSON object")
 	}
+	// First the shape: every key must be a field of v, spelled exactly
+	// (encoding/json would match case-insensitively and cannot name the
+	// path of an unknown field nested in an Optional).
+	var generic any
+	if err := json.Unmarshal(body, &generic); err != nil {
+		return jsonError(err)
+	}
+	if path := unknownField(generic, reflect.TypeOf(v), ""); path != "" {
+		return domain.Invalid(path, "unknown field %q", path)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
 	}
-	if dec.More() {
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return domain.Invalid("", "the request body has data after the JSON object")
 	}
 	return nil
+}
+
+// unknownField returns the dotted path of the first key in data that t
+// does not declare, or "". Maps are free-form; Optional[T] is seen through.
+func unknownField(data any, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch d := data.(type) {
+	case map[string]any:
+		if t.Kind() != reflect.Struct {
+			return ""
+		}
+		if inner, ok := optionalValueType(t); ok {
+			return unknownField(data, inner, path)
+		}
+		fields := jsonFields(t)
+		for key, val := range d {
+			child := key
+			if path != "" {
+				child = path + "." + key
+			}
+			ft, ok := fields[key]
+			if !ok {
+				return child
+			}
+			if p := unknownField(val, ft, child); p != "" {
+				return p
+			}
+		}
+	case []any:
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return ""
+		}
+		for i, val := range d {
+			if p := unknownField(val, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// optionalValueType sees through domain.Optional[T] to T.
+func optionalValueType(t reflect.Type) (reflect.Type, bool) {
+	if t.NumField() != 2 || t.Field(0).Name != "Set" || t.Field(1).Name != "Value" || !strings.HasPrefix(t.Name(), "Optional[") {
+		return nil, false
+	}
+	return t.Field(1).Type.Elem(), true
+}
+
+// jsonFields maps the JSON names of a struct's fields (embedded structs
+// flattened) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }
 
 func jsonError(err error) error {

@@ -44,6 +44,20 @@ func newLimiter(off bool, global *RateLimit) *limiter {
 // limitFor picks, for the operator, the live default; for a platform key
 // the platform's override, else the configured global
 // limit, else the environment's default.
+// maxBuckets bounds the buckets kept before full (idle) ones are dropped.
+const maxBuckets = 10_000
+
+// sweep drops buckets that have refilled: forgetting them changes nothing,
+// since a new bucket starts full. Called with l.mu held.
+func (l *limiter) sweep() {
+	now := time.Now()
+	for id, b := range l.buckets {
+		if b.lim.TokensAt(now) >= float64(b.limit.Burst) {
+			delete(l.buckets, id)
+		}
+	}
+}
+
 func (l *limiter) limitFor(p *principal) RateLimit {
 	if p.operator {
 		return DefaultLiveRateLimit // the operator's key is not a platform's: overrides do not apply
@@ -68,6 +82,9 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 	}
 	limit := l.limitFor(p)
 	l.mu.Lock()
+	if len(l.buckets) >= maxBuckets {
+		l.sweep()
+	}
 	b := l.buckets[p.keyID]
 	if b == nil || b.limit != limit {
 		b = &bucket{limit: limit, lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst)}

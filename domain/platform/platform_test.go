@@ -239,7 +239,7 @@ func TestRegister(t *testing.T) {
 		{name: "metadata key of 41 characters", given: none,
 			when: reg("Acme", "ops@acme.com", map[string]string{key41: "v"}), code: domain.CodeInvalidRequest, param: "metadata." + key41},
 		{name: "empty metadata key", given: none,
-			when: reg("Acme", "ops@acme.com", map[string]string{"": "v"}), code: domain.CodeInvalidRequest, param: "metadata."},
+			when: reg("Acme", "ops@acme.com", map[string]string{"": "v"}), code: domain.CodeInvalidRequest, param: "metadata"},
 		{name: "metadata value of 501 characters", given: none,
 			when: reg("Acme", "ops@acme.com", map[string]string{"note": long(501)}), code: domain.CodeInvalidRequest, param: "metadata.note"},
 	})
