@@ -202,13 +202,17 @@ func bind(c echo.Context, v any) ([]byte, error) {
 }
 
 // requestHash is the SHA-256 of the body in canonical form (keys sorted,
-// white space removed), so that key order and spacing do not matter.
+// white space removed, the idempotency_key field left out: it may come in
+// the header instead), so that key order and spacing do not matter.
 func requestHash(body []byte) string {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	canonical := body
 	if err := dec.Decode(&v); err == nil {
+		if m, ok := v.(map[string]any); ok {
+			delete(m, "idempotency_key")
+		}
 		if b, err := json.Marshal(v); err == nil {
 			canonical = b
 		}
