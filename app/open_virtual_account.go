@@ -29,6 +29,11 @@ func (a *App) OpenVirtualAccount(ctx context.Context, meta Meta, c Caller, in Op
 	var res Result
 	for draw := 1; ; draw++ {
 		err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			// The platform's chart exists from its first account on, so that
+			// its system accounts can be named in journal entries at once.
+			if _, err := a.ensureChart(ctx, tx, meta, c); err != nil {
+				return err
+			}
 			id := domain.NewID(domain.PrefixVirtualAccount)
 			events, err := account.Decide(account.State{ID: id}, account.Open{
 				VirtualAccountID: id, PlatformID: c.PlatformID, Environment: c.Environment,

@@ -127,7 +127,7 @@ func (s *Server) routes() {
 	v1.POST("/ledger/entries", s.postJournalEntry, platform...)
 	v1.GET("/ledger/exports", s.exportLedger, platform...)
 
-	sandbox := []echo.MiddlewareFunc{s.authenticate, platformOnly, sandboxOnly}
+	sandbox := []echo.MiddlewareFunc{s.authenticate, platformOnly, sandboxOnly, s.rateLimit}
 	v1.POST("/simulations/inbound-transfers", s.simulateInboundTransfer, sandbox...)
 }
 
