@@ -2,11 +2,13 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/eventstore"
@@ -27,10 +29,43 @@ type RebuildStats struct {
 // more are blocked on the locks). Asynchronous ones get the events below
 // the oldest running transaction, like any subscriber, and their
 // checkpoint is set there.
+//
+// It runs at READ COMMITTED on purpose: each read sees every event
+// committed before it, including those of commands that committed while
+// the rebuild waited for its locks (a snapshot fixed earlier would miss
+// them, and TRUNCATE would erase their inline rows).
+//
+// Commands take the projection tables' rows in various orders, so waiting
+// for the table locks can deadlock with one of them; PostgreSQL then
+// aborts one side and whichever it was retries.
 func Rebuild(ctx context.Context, pool *pgxpool.Pool) (RebuildStats, error) {
 	start := time.Now()
 	var stats RebuildStats
-	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+	var err error
+	for attempt := 1; attempt <= maxRebuildAttempts; attempt++ {
+		stats, err = rebuildOnce(ctx, pool)
+		if !lostLockRace(err) {
+			break
+		}
+	}
+	stats.Duration = time.Since(start)
+	return stats, err
+}
+
+const maxRebuildAttempts = 20
+
+func lostLockRace(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "55P03")
+}
+
+func rebuildOnce(ctx context.Context, pool *pgxpool.Pool) (RebuildStats, error) {
+	var stats RebuildStats
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		// Give way quickly rather than queue every command behind us.
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '3s'`); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, SubscriptionName); err != nil {
 			return err
 		}
@@ -86,6 +121,5 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool) (RebuildStats, error) {
             updated_at = now() WHERE name = $1`, SubscriptionName, fmt.Sprint(asyncPos.TransactionID), asyncPos.GlobalPosition)
 		return err
 	})
-	stats.Duration = time.Since(start)
 	return stats, err
 }
