@@ -34,7 +34,7 @@ func New(pool *pgxpool.Pool, notifier *eventstore.Notifier, log *slog.Logger) *A
 	if log == nil {
 		log = slog.Default()
 	}
-	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 8, inline: projections.Inline()}
+	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 20, inline: projections.Inline()}
 }
 
 // Meta says who asked for a command; it is stored with every event.
