@@ -36,7 +36,7 @@ func New(pool *pgxpool.Pool, notifier *eventstore.Notifier, log *slog.Logger) *A
 	if log == nil {
 		log = slog.Default()
 	}
-	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 8, RoutingNumber: DefaultRoutingNumber,
+	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 20, RoutingNumber: DefaultRoutingNumber,
 		inline: projections.Inline()}
 }
 

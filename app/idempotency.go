@@ -99,3 +99,11 @@ func lookupIdempotency(ctx context.Context, db queryRower, idem *Idempotency) (R
 	}
 	return Result{ID: resourceID, Replayed: true}, true, nil
 }
+
+// withIdempotencyKey records the request's key in the events' metadata.
+func withIdempotencyKey(meta Meta, idem *Idempotency) Meta {
+	if idem != nil {
+		meta.IdempotencyKey = idem.Key
+	}
+	return meta
+}

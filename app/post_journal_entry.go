@@ -44,6 +44,7 @@ func (a *App) PostJournalEntry(ctx context.Context, meta Meta, idem *Idempotency
 	if err := in.validate(); err != nil {
 		return Result{}, err
 	}
+	meta = withIdempotencyKey(meta, idem)
 	return a.runIdempotent(ctx, idem, func(ctx context.Context, tx pgx.Tx) (Result, error) {
 		id := domain.NewID(domain.PrefixJournalEntry)
 		chart, err := a.ensureChart(ctx, tx, meta, c)

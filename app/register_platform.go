@@ -17,6 +17,7 @@ type RegisterPlatform struct {
 }
 
 func (a *App) RegisterPlatform(ctx context.Context, meta Meta, idem *Idempotency, in RegisterPlatform) (Result, error) {
+	meta = withIdempotencyKey(meta, idem)
 	return a.runIdempotent(ctx, idem, func(ctx context.Context, tx pgx.Tx) (Result, error) {
 		id := domain.NewID(domain.PrefixPlatform)
 		err := a.updatePlatform(ctx, tx, meta, id, func(s platform.State) ([]domain.Event, error) {

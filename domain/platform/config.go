@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"maps"
 	"regexp"
 
 	"github.com/shopspring/decimal"
@@ -15,6 +16,13 @@ type Config struct {
 	InterestRate     decimal.Decimal  `json:"interest_rate"`
 	FeeSchedule      map[string]int64 `json:"fee_schedule"`
 	RateLimit        *RateLimit       `json:"rate_limit"`
+}
+
+// Equal compares by value: rates "0.3" and "0.30" are the same rate.
+func (c Config) Equal(o Config) bool {
+	return c.RevenueShareRate.Equal(o.RevenueShareRate) && c.InterestRate.Equal(o.InterestRate) &&
+		maps.Equal(c.FeeSchedule, o.FeeSchedule) &&
+		(c.RateLimit == nil) == (o.RateLimit == nil) && (c.RateLimit == nil || *c.RateLimit == *o.RateLimit)
 }
 
 // RateLimit overrides the default token bucket of the platform's keys.

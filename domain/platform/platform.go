@@ -164,7 +164,7 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		return []domain.Event{LiveEnabled{At: c.At}, keyCreated(c.LiveKey, c.At)}, nil
 	case Configure:
 		next, err := s.Config.Apply(c.Patch)
-		if err != nil || reflect.DeepEqual(next, s.Config) {
+		if err != nil || next.Equal(s.Config) {
 			return nil, err // a PATCH that changes nothing records nothing
 		}
 		return []domain.Event{Configured{Config: next, At: c.At}}, nil

@@ -405,10 +405,15 @@ func TestConfigure(t *testing.T) {
 			func(v domain.Optional[string]) platform.ConfigPatch { return platform.ConfigPatch{InterestRate: v} },
 			func(c *platform.Config, d decimal.Decimal) { c.InterestRate = d }},
 	} {
-		for _, ok := range []string{"0", "0.30", "0.5", "1", "1.0", "1.000", "0.0001", "0.12345678901234567"} {
+		for _, ok := range []string{"0.30", "0.5", "1", "1.0", "1.000", "0.0001", "0.12345678901234567"} {
 			cases = append(cases, tc{name: f.param + " " + ok, given: approved,
 				when: configure(f.patch(domain.Some(ok))),
 				then: configured(func(c *platform.Config) { f.set(c, dec(ok)) })})
+		}
+		// The default rate is 0: setting it again, however written, records nothing.
+		for _, same := range []string{"0", "0.0", "0.00"} {
+			cases = append(cases, tc{name: f.param + " unchanged " + same, given: approved,
+				when: configure(f.patch(domain.Some(same))), then: nil})
 		}
 		for _, bad := range []string{"-0.01", "1.01", "2", "-1", "100"} {
 			cases = append(cases, tc{name: f.param + " out of range " + bad, given: approved,
