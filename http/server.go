@@ -127,6 +127,9 @@ func (s *Server) routes() {
 	v1.POST("/ledger/entries", s.postJournalEntry, platform...)
 	v1.GET("/ledger/exports", s.exportLedger, platform...)
 
+	v1.GET("/events", s.listEvents, platform...)
+	v1.GET("/events/:id", s.getEvent, platform...)
+
 	sandbox := []echo.MiddlewareFunc{s.authenticate, platformOnly, sandboxOnly, s.rateLimit}
 	v1.POST("/simulations/inbound-transfers", s.simulateInboundTransfer, sandbox...)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore"
 	apihttp "github.com/opentreasury/treasury/http"
 	"github.com/opentreasury/treasury/sandbox"
 )
@@ -211,7 +212,13 @@ func vaSettle(t testing.TB, api *testAPI, want int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	sim := vaSimulator(api)
-	if _, err := sim.Subscription(nil).CatchUp(ctx); err != nil {
+	head, err := eventstore.Head(ctx, api.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CatchUpTo, not CatchUp: reads stop below the oldest transaction on
+	// the whole server, which other tests' transactions may hold back.
+	if err := sim.Subscription(nil).CatchUpTo(ctx, head); err != nil {
 		t.Fatalf("simulator catch up: %v", err)
 	}
 	done := 0

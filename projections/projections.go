@@ -30,7 +30,7 @@ func Inline() []Projector {
 // Async are the projectors the "projections" subscription runs, in commit
 // order, after the commands commit.
 func Async() []Projector {
-	return []Projector{Ledger{}}
+	return []Projector{Ledger{}, PublicEvents{}}
 }
 
 // All is every projector, for rebuilds and audits.

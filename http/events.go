@@ -1,0 +1,51 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/projections"
+)
+
+// eventTypes are the public event types of API.md §8.
+var eventTypes = map[string]bool{
+	"virtual_account.created": true, "payment.created": true, "payment.submitted": true,
+	"payment.completed": true, "payment.failed": true, "payment.canceled": true,
+	"kyb.pending_review": true, "kyb.approved": true, "kyb.rejected": true,
+	"ledger.entry.created": true, "inbound_transfer.completed": true, "webhook.test": true,
+}
+
+// GET /v1/events
+func (s *Server) listEvents(c echo.Context) error {
+	pg, err := page(c)
+	if err != nil {
+		return err
+	}
+	f := projections.EventFilter{Type: c.QueryParam("type")}
+	if f.Type != "" && !eventTypes[f.Type] {
+		return domain.Invalid("type", "unknown event type %q", f.Type)
+	}
+	if f.Created, err = createdRange(c); err != nil {
+		return err
+	}
+	list, err := projections.ListEvents(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+// GET /v1/events/:id
+func (s *Server) getEvent(c echo.Context) error {
+	id, err := pathID(c, "id", domain.PrefixEvent, "event")
+	if err != nil {
+		return err
+	}
+	v, err := projections.GetEvent(c.Request().Context(), s.pool, scopeOf(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}

@@ -1,0 +1,195 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/domain/inbound"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// PublicEvents turns domain events into the public events of API.md §8.
+// Each carries its resource as it was at that event, built from the event
+// (and its stream) alone, so a rebuild produces the same bytes.
+type PublicEvents struct{}
+
+func (PublicEvents) Name() string     { return "public_events" }
+func (PublicEvents) Tables() []string { return []string{"public_events"} }
+
+// PublicEventView is an event as the API and webhooks show it.
+type PublicEventView struct {
+	ID          string          `json:"id"`
+	Object      string          `json:"object"`
+	Type        string          `json:"type"`
+	PlatformID  string          `json:"platform_id"`
+	Environment string          `json:"environment"`
+	CreatedAt   Time            `json:"created_at"`
+	Data        json.RawMessage `json:"data"`
+	seq         int64
+}
+
+type eventData struct {
+	Object any `json:"object"`
+}
+
+func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) error {
+	ev, err := r.Decode()
+	if err != nil {
+		return err
+	}
+	type public struct {
+		id, typ string
+		object  any
+	}
+	var out []public
+	switch e := ev.(type) {
+	case account.Opened:
+		out = append(out, public{r.EventID, "virtual_account.created", VirtualAccountView{
+			ID: e.VirtualAccountID, Object: "virtual_account", PlatformID: e.PlatformID, EntityRef: e.EntityRef,
+			Type: e.Type.String(), Status: account.StatusActive.String(), AccountNumber: e.AccountNumber,
+			RoutingNumber: e.RoutingNumber, Currency: "USD", KYBStatus: "not_started", Metadata: e.Metadata,
+			Environment: e.Environment.String(), CreatedAt: NewTime(e.At)}})
+	case ledger.Recorded:
+		if e.Status == ledger.StatusPosted {
+			for _, l := range e.Lines {
+				out = append(out, public{entryEventID(l.EntryID), "ledger.entry.created", entryView(e, l, e.Status)})
+			}
+		}
+	case ledger.Posted:
+		rec, err := journalRecord(ctx, tx, e.JournalEntryID)
+		if err != nil {
+			return err
+		}
+		for _, l := range rec.Lines {
+			out = append(out, public{entryEventID(l.EntryID), "ledger.entry.created", entryView(rec, l, ledger.StatusPosted)})
+		}
+	case inbound.Completed:
+		v, err := inboundAt(ctx, tx, r)
+		if err != nil {
+			return err
+		}
+		out = append(out, public{r.EventID, "inbound_transfer.completed", v})
+	}
+	for _, p := range out {
+		data, err := json.Marshal(eventData{Object: p.object})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO public_events (id, type, platform_id, environment, created_at, data)
+            VALUES ($1, $2, $3, $4, $5, $6)`, p.id, p.typ, r.PlatformID, r.Environment, r.RecordedAt, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entryEventID is the id of the ledger.entry.created event of an entry:
+// one per entry, stable across rebuilds.
+func entryEventID(entryID string) string { return domain.PrefixEvent + entryID[len(domain.PrefixLedgerEntry):] }
+
+func entryView(e ledger.Recorded, l ledger.Line, status string) LedgerEntryView {
+	v := LedgerEntryView{ID: l.EntryID, Object: "ledger_entry", JournalEntryID: e.JournalEntryID,
+		LedgerAccountID: l.LedgerAccountID, Direction: l.Direction.String(), Amount: l.Amount, Currency: "USD",
+		Type: l.Type, Status: status, Description: e.Description, Environment: e.Environment.String(),
+		EffectiveAt: NewTime(e.EffectiveAt), CreatedAt: NewTime(e.At)}
+	if l.VirtualAccountID != "" {
+		va := l.VirtualAccountID
+		v.VirtualAccountID = &va
+	}
+	return v
+}
+
+// journalRecord reads the Recorded event of a journal entry from the log.
+func journalRecord(ctx context.Context, tx pgx.Tx, id string) (ledger.Recorded, error) {
+	recs, _, err := eventstore.Load(ctx, tx, ledger.StreamID(id))
+	if err != nil {
+		return ledger.Recorded{}, err
+	}
+	for i := range recs {
+		e, err := recs[i].Decode()
+		if err != nil {
+			return ledger.Recorded{}, err
+		}
+		if rec, ok := e.(ledger.Recorded); ok {
+			return rec, nil
+		}
+	}
+	return ledger.Recorded{}, errors.New("journal entry " + id + " has no recorded event")
+}
+
+// inboundAt folds an inbound transfer's stream up to and including r.
+func inboundAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (InboundTransferView, error) {
+	recs, _, err := eventstore.Load(ctx, tx, r.StreamID)
+	if err != nil {
+		return InboundTransferView{}, err
+	}
+	var s inbound.State
+	for i := range recs {
+		if recs[i].StreamVersion > r.StreamVersion {
+			break
+		}
+		e, err := recs[i].Decode()
+		if err != nil {
+			return InboundTransferView{}, err
+		}
+		s = inbound.Evolve(s, e)
+	}
+	return InboundTransferView{ID: s.InboundTransferID, Object: "inbound_transfer", VirtualAccountID: s.VirtualAccountID,
+		Amount: s.Amount, Currency: "USD", Rail: s.Rail, Originator: OriginatorView(s.Originator), Description: s.Description,
+		Status: s.Status, JournalEntryID: s.JournalEntryID, ExpectedSettlementAt: NewTime(s.ExpectedAt),
+		CompletedAt: NewTimePtr(s.CompletedAt), Environment: r.Environment, CreatedAt: NewTime(s.At)}, nil
+}
+
+// EventFilter narrows ListEvents.
+type EventFilter struct {
+	Type    string
+	Created TimeRange
+}
+
+// ListEvents lists the scope's public events, newest first.
+func ListEvents(ctx context.Context, db eventstore.DB, s Scope, f EventFilter, page Page) (List[PublicEventView], error) {
+	after, err := seqCursor(page.After)
+	if err != nil {
+		return List[PublicEventView]{}, err
+	}
+	from, to := f.Created.args()
+	rows, err := db.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at, data FROM public_events
+        WHERE platform_id = $1 AND environment = $2 AND ($3 = '' OR type = $3)
+          AND ($4::timestamptz IS NULL OR created_at >= $4) AND ($5::timestamptz IS NULL OR created_at < $5)
+          AND ($6 = 0 OR seq < $6)
+        ORDER BY seq DESC LIMIT $7`, s.PlatformID, s.Environment.String(), f.Type, from, to, after, page.Limit+1)
+	if err != nil {
+		return List[PublicEventView]{}, err
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PublicEventView, error) { return scanPublicEvent(r) })
+	if err != nil {
+		return List[PublicEventView]{}, err
+	}
+	return NewList(items, page, func(e PublicEventView) string { return strconv.FormatInt(e.seq, 10) }), nil
+}
+
+// GetEvent returns one of the scope's public events.
+func GetEvent(ctx context.Context, db eventstore.DB, s Scope, id string) (PublicEventView, error) {
+	v, err := scanPublicEvent(db.QueryRow(ctx, `SELECT seq, id, type, platform_id, environment, created_at, data
+        FROM public_events WHERE id = $1 AND platform_id = $2 AND environment = $3`, id, s.PlatformID, s.Environment.String()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, domain.NotFound("event", id)
+	}
+	return v, err
+}
+
+func scanPublicEvent(row pgx.Row) (PublicEventView, error) {
+	var v PublicEventView
+	var created time.Time
+	err := row.Scan(&v.seq, &v.ID, &v.Type, &v.PlatformID, &v.Environment, &created, &v.Data)
+	v.Object, v.CreatedAt = "event", NewTime(created)
+	return v, err
+}
