@@ -190,6 +190,18 @@ func Load(ctx context.Context, db DB, streamID string) ([]RecordedEvent, int64, 
 	return evs, version, nil
 }
 
+// LoadBefore returns a stream's events that come before pos in commit
+// order: the stream as it was when the event at pos was written.
+func LoadBefore(ctx context.Context, db DB, streamID string, pos Position) ([]RecordedEvent, error) {
+	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events
+        WHERE stream_id = $1 AND (transaction_id, global_position) < ($2::text::xid8, $3)
+        ORDER BY stream_version`, streamID, fmt.Sprint(pos.TransactionID), pos.GlobalPosition)
+	if err != nil {
+		return nil, err
+	}
+	return scanEvents(rows)
+}
+
 // ReadAll returns up to limit events after pos in commit order. It only
 // returns events of transactions older than every transaction still
 // running, so an event whose transaction commits late is never skipped: it

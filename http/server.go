@@ -102,6 +102,7 @@ func (s *Server) routes() {
 	v1.PATCH("/operator/platforms/:id", s.configurePlatform, operator...)
 	v1.POST("/operator/platforms/:id/approve", s.approvePlatform, operator...)
 	v1.POST("/operator/platforms/:id/enable-live", s.enableLive, operator...)
+	v1.POST("/operator/kyb/:id/decision", s.operatorDecideKYB, operator...)
 
 	platform := []echo.MiddlewareFunc{s.authenticate, platformOnly, s.rateLimit}
 	v1.GET("/platform", s.getOwnPlatform, platform...)
@@ -127,11 +128,16 @@ func (s *Server) routes() {
 	v1.POST("/ledger/entries", s.postJournalEntry, platform...)
 	v1.GET("/ledger/exports", s.exportLedger, platform...)
 
+	v1.POST("/kyb", s.submitKYB, platform...)
+	v1.GET("/kyb", s.listKYB, platform...)
+	v1.GET("/kyb/:id", s.getKYB, platform...)
+
 	v1.GET("/events", s.listEvents, platform...)
 	v1.GET("/events/:id", s.getEvent, platform...)
 
 	sandbox := []echo.MiddlewareFunc{s.authenticate, platformOnly, sandboxOnly, s.rateLimit}
 	v1.POST("/simulations/inbound-transfers", s.simulateInboundTransfer, sandbox...)
+	v1.POST("/simulations/kyb/:id/decision", s.simulateKYBDecision, sandbox...)
 }
 
 // meta is the event metadata of a request.

@@ -43,9 +43,13 @@ type VirtualAccountView struct {
 	CreatedAt     Time              `json:"created_at"`
 }
 
-// kybStatusSQL is the KYB status of the account's business; it becomes a
-// lookup once KYB exists.
-const kybStatusSQL = `'not_started'`
+// kybStatusSQL is the KYB status of the account's business (shared by
+// every account of the business); kybJoin brings it in.
+const (
+	kybStatusSQL = `coalesce(k.status, 'not_started')`
+	kybJoin      = ` LEFT JOIN kyb_entities k ON k.platform_id = v.platform_id AND k.environment = v.environment
+        AND k.entity_ref = v.entity_ref`
+)
 
 const accountColumns = `v.id, v.platform_id, v.entity_ref, v.type, v.status, v.account_number, v.routing_number,
     b.posted, b.pending_inbound, b.pending_outbound, ` + kybStatusSQL + `, v.metadata, v.environment, v.created_at`
@@ -64,7 +68,7 @@ func scanAccount(row pgx.Row) (VirtualAccountView, error) {
 // GetVirtualAccount returns one of the scope's accounts with its balance.
 func GetVirtualAccount(ctx context.Context, db eventstore.DB, s Scope, id string) (VirtualAccountView, error) {
 	v, err := scanAccount(db.QueryRow(ctx, `SELECT `+accountColumns+`
-        FROM virtual_accounts v JOIN account_balances b ON b.virtual_account_id = v.id
+        FROM virtual_accounts v JOIN account_balances b ON b.virtual_account_id = v.id`+kybJoin+`
         WHERE v.id = $1 AND v.platform_id = $2 AND v.environment = $3`, id, s.PlatformID, s.Environment.String()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, domain.NotFound("virtual_account", id)
@@ -81,7 +85,7 @@ type AccountFilter struct {
 // ListVirtualAccounts lists the scope's accounts, newest first.
 func ListVirtualAccounts(ctx context.Context, db eventstore.DB, s Scope, f AccountFilter, page Page) (List[VirtualAccountView], error) {
 	rows, err := db.Query(ctx, `SELECT `+accountColumns+`
-        FROM virtual_accounts v JOIN account_balances b ON b.virtual_account_id = v.id
+        FROM virtual_accounts v JOIN account_balances b ON b.virtual_account_id = v.id`+kybJoin+`
         WHERE v.platform_id = $1 AND v.environment = $2 AND ($3 = '' OR v.entity_ref = $3)
           AND ($4 = '' OR v.status = $4) AND ($5 = '' OR v.id < $5)
         ORDER BY v.id DESC LIMIT $6`, s.PlatformID, s.Environment.String(), f.EntityRef, f.Status, page.After, page.Limit+1)

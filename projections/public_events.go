@@ -12,6 +12,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
+	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/eventstore"
 )
@@ -52,10 +53,23 @@ func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.Recorded
 	var out []public
 	switch e := ev.(type) {
 	case account.Opened:
+		// The business may have been verified through another account already.
+		before, err := eventstore.LoadBefore(ctx, tx, kyb.StreamID(e.PlatformID, e.Environment, e.EntityRef), eventstore.PositionOf(*r))
+		if err != nil {
+			return err
+		}
+		var business kyb.State
+		for i := range before {
+			ev, err := before[i].Decode()
+			if err != nil {
+				return err
+			}
+			business = kyb.Evolve(business, ev)
+		}
 		out = append(out, public{r.EventID, "virtual_account.created", VirtualAccountView{
 			ID: e.VirtualAccountID, Object: "virtual_account", PlatformID: e.PlatformID, EntityRef: e.EntityRef,
 			Type: e.Type.String(), Status: account.StatusActive.String(), AccountNumber: e.AccountNumber,
-			RoutingNumber: e.RoutingNumber, Currency: "USD", KYBStatus: "not_started", Metadata: e.Metadata,
+			RoutingNumber: e.RoutingNumber, Currency: "USD", KYBStatus: business.Status(), Metadata: e.Metadata,
 			Environment: e.Environment.String(), CreatedAt: NewTime(e.At)}})
 	case ledger.Recorded:
 		if e.Status == ledger.StatusPosted {
@@ -71,6 +85,14 @@ func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.Recorded
 		for _, l := range rec.Lines {
 			out = append(out, public{entryEventID(l.EntryID), "ledger.entry.created", entryView(rec, l, ledger.StatusPosted)})
 		}
+	case kyb.ReviewRequested, kyb.Approved, kyb.Rejected:
+		v, err := verificationAt(ctx, tx, r)
+		if err != nil {
+			return err
+		}
+		typ := map[string]string{kyb.StatusPendingReview: "kyb.pending_review", kyb.StatusApproved: "kyb.approved",
+			kyb.StatusRejected: "kyb.rejected"}[v.Status]
+		out = append(out, public{r.EventID, typ, v})
 	case inbound.Completed:
 		v, err := inboundAt(ctx, tx, r)
 		if err != nil {
@@ -123,6 +145,40 @@ func journalRecord(ctx context.Context, tx pgx.Tx, id string) (ledger.Recorded, 
 		}
 	}
 	return ledger.Recorded{}, errors.New("journal entry " + id + " has no recorded event")
+}
+
+// verificationAt folds a business's stream up to and including r and
+// shows the verification r decided.
+func verificationAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (KYBView, error) {
+	recs, _, err := eventstore.Load(ctx, tx, r.StreamID)
+	if err != nil {
+		return KYBView{}, err
+	}
+	var s kyb.State
+	var id string
+	for i := range recs {
+		if recs[i].StreamVersion > r.StreamVersion {
+			break
+		}
+		e, err := recs[i].Decode()
+		if err != nil {
+			return KYBView{}, err
+		}
+		s = kyb.Evolve(s, e)
+		switch ev := e.(type) {
+		case kyb.ReviewRequested:
+			id = ev.VerificationID
+		case kyb.Approved:
+			id = ev.VerificationID
+		case kyb.Rejected:
+			id = ev.VerificationID
+		}
+	}
+	v := s.Verifications[id]
+	if v == nil {
+		return KYBView{}, errors.New("kyb decision without its verification in " + r.StreamID)
+	}
+	return NewKYBView(v), nil
 }
 
 // inboundAt folds an inbound transfer's stream up to and including r.

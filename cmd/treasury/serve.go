@@ -68,6 +68,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	a.RoutingNumber = cfg.RoutingNumber
 	go runWhenReady(ctx, &ready, func() {
 		go projections.NewSubscription(pool, notifier.Subscribe(), log).Run(ctx)
+		go a.KYBDecider(notifier.Subscribe()).Run(ctx)
 		sim := &sandbox.Simulator{App: a, Pool: pool, Log: log}
 		go sim.Subscription(notifier.Subscribe()).Run(ctx)
 		go sim.RunSettler(ctx)

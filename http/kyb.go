@@ -1,0 +1,147 @@
+package http
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/kyb"
+	"github.com/opentreasury/treasury/projections"
+)
+
+type kybRequest struct {
+	VirtualAccountID string       `json:"virtual_account_id"`
+	Business         kyb.Business `json:"business"`
+	BeneficialOwners []kyb.Owner  `json:"beneficial_owners"`
+}
+
+// POST /v1/kyb
+func (s *Server) submitKYB(c echo.Context) error {
+	var req kybRequest
+	if _, err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.VirtualAccountID == "" {
+		return domain.Invalid("virtual_account_id", "virtual_account_id is required")
+	}
+	res, err := s.app.SubmitKYB(c.Request().Context(), meta(c), callerOf(c), req.VirtualAccountID,
+		kyb.Submission{Business: req.Business, BeneficialOwner: req.BeneficialOwners})
+	if err != nil {
+		return err
+	}
+	v, err := projections.GetKYB(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, v)
+}
+
+// GET /v1/kyb/:id
+func (s *Server) getKYB(c echo.Context) error {
+	id, err := pathID(c, "id", domain.PrefixKYB, "kyb_verification")
+	if err != nil {
+		return err
+	}
+	v, err := projections.GetKYB(c.Request().Context(), s.pool, scopeOf(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+var kybStatuses = map[string]bool{kyb.StatusPending: true, kyb.StatusPendingReview: true, kyb.StatusApproved: true, kyb.StatusRejected: true}
+
+// GET /v1/kyb
+func (s *Server) listKYB(c echo.Context) error {
+	pg, err := page(c)
+	if err != nil {
+		return err
+	}
+	f := projections.KYBFilter{VirtualAccountID: c.QueryParam("virtual_account_id"), Status: c.QueryParam("status")}
+	if f.Status != "" && !kybStatuses[f.Status] {
+		return domain.Invalid("status", "status must be pending, pending_review, approved or rejected")
+	}
+	list, err := projections.ListKYB(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+type kybDecisionRequest struct {
+	Outcome string       `json:"outcome"`
+	Reasons []kyb.Reason `json:"reasons"`
+}
+
+var reasonCode = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+func (r kybDecisionRequest) decide(id string) (kyb.Decide, error) {
+	if r.Outcome != kyb.StatusApproved && r.Outcome != kyb.StatusRejected {
+		return kyb.Decide{}, domain.Invalid("outcome", "outcome must be approved or rejected")
+	}
+	if len(r.Reasons) > 10 {
+		return kyb.Decide{}, domain.Invalid("reasons", "at most 10 reasons")
+	}
+	for i, reason := range r.Reasons {
+		if !reasonCode.MatchString(reason.Code) {
+			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].code", "a reason code is 1 to 64 characters of a-z, 0-9 and _")
+		}
+		if utf8.RuneCountInString(reason.Message) > 500 || utf8.RuneCountInString(reason.Field) > 100 {
+			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].message", "a reason's message is at most 500 characters and its field 100")
+		}
+	}
+	return kyb.Decide{VerificationID: id, Outcome: r.Outcome, Method: kyb.MethodManual, Reasons: r.Reasons}, nil
+}
+
+// POST /v1/operator/kyb/:id/decision
+func (s *Server) operatorDecideKYB(c echo.Context) error {
+	id, err := pathID(c, "id", domain.PrefixKYB, "kyb_verification")
+	if err != nil {
+		return err
+	}
+	var req kybDecisionRequest
+	if _, err := bind(c, &req); err != nil {
+		return err
+	}
+	d, err := req.decide(id)
+	if err != nil {
+		return err
+	}
+	if err := s.app.DecideKYB(c.Request().Context(), meta(c), nil, d); err != nil {
+		return err
+	}
+	ref, err := projections.FindKYB(c.Request().Context(), s.pool, id)
+	if err != nil {
+		return err
+	}
+	v, err := projections.GetKYB(c.Request().Context(), s.pool, projections.Scope{PlatformID: ref.PlatformID, Environment: ref.Environment}, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// POST /v1/simulations/kyb/:id/decision
+func (s *Server) simulateKYBDecision(c echo.Context) error {
+	id, err := pathID(c, "id", domain.PrefixKYB, "kyb_verification")
+	if err != nil {
+		return err
+	}
+	var req kybDecisionRequest
+	if _, err := bind(c, &req); err != nil {
+		return err
+	}
+	d, err := req.decide(id)
+	if err != nil {
+		return err
+	}
+	caller := callerOf(c)
+	if err := s.app.DecideKYB(c.Request().Context(), meta(c), &caller, d); err != nil {
+		return err
+	}
+	return s.getKYB(c)
+}
