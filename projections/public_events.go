@@ -115,7 +115,9 @@ func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.Recorded
 
 // entryEventID is the id of the ledger.entry.created event of an entry:
 // one per entry, stable across rebuilds.
-func entryEventID(entryID string) string { return domain.PrefixEvent + entryID[len(domain.PrefixLedgerEntry):] }
+func entryEventID(entryID string) string {
+	return domain.PrefixEvent + entryID[len(domain.PrefixLedgerEntry):]
+}
 
 func entryView(e ledger.Recorded, l ledger.Line, status string) LedgerEntryView {
 	v := LedgerEntryView{ID: l.EntryID, Object: "ledger_entry", JournalEntryID: e.JournalEntryID,
