@@ -128,6 +128,11 @@ func (s *Server) routes() {
 	v1.POST("/ledger/entries", s.postJournalEntry, platform...)
 	v1.GET("/ledger/exports", s.exportLedger, platform...)
 
+	v1.POST("/payments", s.createPayment, platform...)
+	v1.GET("/payments", s.listPayments, platform...)
+	v1.GET("/payments/:id", s.getPayment, platform...)
+	v1.POST("/payments/:id/cancel", s.cancelPayment, platform...)
+
 	v1.POST("/kyb", s.submitKYB, platform...)
 	v1.GET("/kyb", s.listKYB, platform...)
 	v1.GET("/kyb/:id", s.getKYB, platform...)
@@ -138,6 +143,8 @@ func (s *Server) routes() {
 	sandbox := []echo.MiddlewareFunc{s.authenticate, platformOnly, sandboxOnly, s.rateLimit}
 	v1.POST("/simulations/inbound-transfers", s.simulateInboundTransfer, sandbox...)
 	v1.POST("/simulations/kyb/:id/decision", s.simulateKYBDecision, sandbox...)
+	v1.POST("/simulations/payments/:id/complete", s.simulatePaymentComplete, sandbox...)
+	v1.POST("/simulations/payments/:id/fail", s.simulatePaymentFail, sandbox...)
 }
 
 // meta is the event metadata of a request.

@@ -13,6 +13,7 @@ import (
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/kyb"
+	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/eventstore"
 )
@@ -93,6 +94,12 @@ func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.Recorded
 		typ := map[string]string{kyb.StatusPendingReview: "kyb.pending_review", kyb.StatusApproved: "kyb.approved",
 			kyb.StatusRejected: "kyb.rejected"}[v.Status]
 		out = append(out, public{r.EventID, typ, v})
+	case payment.Created, payment.Submitted, payment.Completed, payment.Failed, payment.Canceled:
+		v, err := paymentAt(ctx, tx, r)
+		if err != nil {
+			return err
+		}
+		out = append(out, public{r.EventID, r.Type, v})
 	case inbound.Completed:
 		v, err := inboundAt(ctx, tx, r)
 		if err != nil {

@@ -18,14 +18,25 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/inbound"
+	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
 )
 
 // SubscriptionName is the simulator's checkpoint name.
 const SubscriptionName = "sandbox"
 
 // Actions in the schedule; the row id is action + ":" + object id.
-const actionSettleInbound = "settle_inbound"
+const (
+	actionSettleInbound = "settle_inbound"
+	actionSubmitPayment = "submit_payment"
+	actionSettlePayment = "settle_payment"
+)
+
+// SubmitAfter is how long a sandbox ACH payment stays pending (and can be
+// canceled) before the simulated rail takes it.
+const SubmitAfter = time.Second
 
 // Simulator schedules and performs the sandbox's simulated bank work.
 type Simulator struct {
@@ -44,23 +55,64 @@ func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription 
 func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
 	for i := range events {
 		r := &events[i]
-		if r.Environment != domain.Sandbox.String() || r.Type != (inbound.Received{}).EventType() {
+		if r.Environment != domain.Sandbox.String() {
 			continue
 		}
-		ev, err := r.Decode()
-		if err != nil {
-			return err
-		}
-		e := ev.(inbound.Received)
-		if !e.ExpectedAt.After(e.At) {
-			continue // instant rails complete in the same command
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO sandbox_schedule (id, action, due_at) VALUES ($1, $2, $3)
-            ON CONFLICT (id) DO NOTHING`, actionSettleInbound+":"+e.InboundTransferID, actionSettleInbound, e.ExpectedAt); err != nil {
-			return err
+		switch r.Type {
+		case (inbound.Received{}).EventType():
+			ev, err := r.Decode()
+			if err != nil {
+				return err
+			}
+			e := ev.(inbound.Received)
+			if !e.ExpectedAt.After(e.At) {
+				continue // instant rails complete in the same command
+			}
+			if err := plan(ctx, tx, actionSettleInbound, e.InboundTransferID, e.ExpectedAt); err != nil {
+				return err
+			}
+		case (payment.Created{}).EventType():
+			ev, err := r.Decode()
+			if err != nil {
+				return err
+			}
+			if err := s.schedulePayment(ctx, tx, ev.(payment.Created)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// schedulePayment plans a sandbox payment: RTP and FedNow settle at once;
+// ACH is submitted after SubmitAfter and settles at its expected time,
+// unless the platform turned auto_settle off (then the simulation
+// endpoints decide).
+func (s *Simulator) schedulePayment(ctx context.Context, tx pgx.Tx, e payment.Created) error {
+	if r, _ := rails.Parse(e.Rail); rails.IsInstant(r) {
+		return plan(ctx, tx, actionSettlePayment, e.PaymentID, e.At)
+	}
+	settings, err := projections.GetSettings(ctx, tx, e.PlatformID, e.Environment)
+	if err != nil {
+		return err
+	}
+	submit := e.At.Add(SubmitAfter)
+	if e.ExpectedSettlementAt.Before(submit) {
+		submit = e.ExpectedSettlementAt
+	}
+	if err := plan(ctx, tx, actionSubmitPayment, e.PaymentID, submit); err != nil {
+		return err
+	}
+	if settings.Sandbox == nil || !settings.Sandbox.AutoSettle {
+		return nil
+	}
+	return plan(ctx, tx, actionSettlePayment, e.PaymentID, e.ExpectedSettlementAt)
+}
+
+func plan(ctx context.Context, tx pgx.Tx, action, objectID string, due time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO sandbox_schedule (id, action, due_at) VALUES ($1, $2, $3)
+        ON CONFLICT (id) DO NOTHING`, action+":"+objectID, action, due)
+	return err
 }
 
 // RunSettler performs due actions until ctx ends.
@@ -129,6 +181,10 @@ func (s *Simulator) perform(ctx context.Context, id, action string) error {
 	switch action {
 	case actionSettleInbound:
 		return s.App.CompleteInboundTransfer(ctx, meta, objectID)
+	case actionSubmitPayment:
+		return s.App.SubmitPayment(ctx, meta, objectID)
+	case actionSettlePayment:
+		return s.App.SettleSandboxPayment(ctx, meta, objectID)
 	}
 	return errors.New("unknown sandbox action " + action)
 }

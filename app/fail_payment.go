@@ -1,0 +1,17 @@
+package app
+
+import (
+	"context"
+
+	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/domain/rails"
+)
+
+// FailPayment records the rail's refusal or return of a payment with the
+// network's code: the hold is released, or the posted entries reversed.
+func (a *App) FailPayment(ctx context.Context, meta Meta, caller *Caller, id, networkCode string) error {
+	return a.changePayment(ctx, meta, caller, id, func(s payment.State) any {
+		r, _ := rails.Parse(s.Rail)
+		return payment.Fail{Failure: rails.FailureFor(r, networkCode), At: now()}
+	})
+}

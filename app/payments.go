@@ -1,0 +1,100 @@
+package app
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// loadPayment folds a payment's stream. caller, if not nil, must own it.
+func loadPayment(ctx context.Context, db eventstore.DB, caller *Caller, id string) (payment.State, int64, Caller, error) {
+	recs, version, err := eventstore.Load(ctx, db, payment.StreamID(id))
+	if err != nil {
+		return payment.State{}, 0, Caller{}, err
+	}
+	var s payment.State
+	for i := range recs {
+		e, err := recs[i].Decode()
+		if err != nil {
+			return s, 0, Caller{}, err
+		}
+		s = payment.Evolve(s, e)
+	}
+	c := Caller{PlatformID: s.PlatformID, Environment: s.Environment}
+	if s.Status == "" || (caller != nil && *caller != c) {
+		return payment.State{}, 0, c, domain.NotFound("payment", id)
+	}
+	return s, version, c, nil
+}
+
+// changePayment runs a payment command under the account's balance lock
+// and moves the payment's journal entry along with it: post on completion,
+// archive on failure or cancel while pending, reverse once posted.
+func (a *App) changePayment(ctx context.Context, meta Meta, caller *Caller, id string, command func(payment.State) any) error {
+	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		s, version, c, err := loadPayment(ctx, tx, caller, id)
+		if err != nil {
+			return err
+		}
+		if _, err := lockAccounts(ctx, tx, c, []string{s.VirtualAccountID}); err != nil {
+			return err
+		}
+		cmd := command(s)
+		je, jeVersion, err := loadJournalEntry(ctx, tx, c, s.JournalEntryID)
+		if err != nil {
+			return err
+		}
+		var reversal *ledger.Recorded
+		if f, ok := cmd.(payment.Fail); ok && s.Status == payment.StatusCompleted {
+			r := paymentReversal(c, s, je)
+			f.ReversalJournalEntryID = r.JournalEntryID
+			cmd, reversal = f, &r
+		}
+		events, err := payment.Decide(s, cmd)
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		if _, err := a.appendAndProject(ctx, tx, paymentStream(c, id), version, meta, events); err != nil {
+			return err
+		}
+		at := now()
+		var jeEvents []domain.Event
+		for _, e := range events {
+			switch e.(type) {
+			case payment.Completed:
+				jeEvents = append(jeEvents, ledger.Posted{JournalEntryID: je.ID, Lines: je.Lines, At: at})
+			case payment.Failed, payment.Canceled:
+				if reversal != nil {
+					jeEvents = append(jeEvents, ledger.Reversed{JournalEntryID: je.ID, ReversedBy: reversal.JournalEntryID, At: at})
+				} else if je.Status == ledger.StatusPending {
+					jeEvents = append(jeEvents, ledger.Archived{JournalEntryID: je.ID, Lines: je.Lines, At: at})
+				}
+			}
+		}
+		if len(jeEvents) > 0 {
+			if _, err := a.appendAndProject(ctx, tx, journalStream(c, je.ID), jeVersion, meta, jeEvents); err != nil {
+				return err
+			}
+		}
+		if reversal != nil {
+			_, err = a.appendAndProject(ctx, tx, journalStream(c, reversal.JournalEntryID), 0, meta, []domain.Event{*reversal})
+		}
+		return err
+	})
+}
+
+// paymentReversal is the mirror image of a posted payment's entry: the
+// money (and the fee) come back to the account.
+func paymentReversal(c Caller, s payment.State, je ledger.State) ledger.Recorded {
+	at := now()
+	id := domain.NewID(domain.PrefixJournalEntry)
+	return ledger.Recorded{JournalEntryID: id, PlatformID: c.PlatformID, Environment: c.Environment,
+		Type: ledger.TypePaymentReversal, Description: "Return of payment " + s.PaymentID, Status: ledger.StatusPosted,
+		Lines:  ledger.Mirror(je.Lines, func() string { return domain.NewID(domain.PrefixLedgerEntry) }, ledger.TypePaymentReversal),
+		Source: ledger.Source{Type: "payment", ID: s.PaymentID}, Reverses: je.ID, EffectiveAt: at, At: at}
+}

@@ -1,0 +1,243 @@
+// Package payment is the payment aggregate: a transfer out of a virtual
+// account over a rail. pending (amount + fee held) → submitted → completed
+// (posted) | failed (hold released, or reversed if it had posted);
+// pending → canceled.
+package payment
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/rails"
+)
+
+// StreamType names payment streams.
+const StreamType = "payment"
+
+// StreamID is the stream of one payment.
+func StreamID(id string) string { return "payment-" + id }
+
+// Statuses.
+const (
+	StatusPending   = "pending"
+	StatusSubmitted = "submitted"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCanceled  = "canceled"
+)
+
+// Destination is where the money goes.
+type Destination struct {
+	AccountNumber string `json:"account_number"`
+	RoutingNumber string `json:"routing_number"`
+	Name          string `json:"name"`
+}
+
+// Limits of a payment request.
+const (
+	MaxDescriptionLen = 140
+	MaxDestNameLen    = 80
+)
+
+// Request is a payment as the platform asked for it.
+type Request struct {
+	VirtualAccountID string
+	Amount           int64
+	Rail             string
+	Destination      Destination
+	Description      string
+	Metadata         map[string]string
+}
+
+// Validate checks a request's fields (400): amount, rail and its limit,
+// the destination, description and metadata.
+func (r Request) Validate() (rails.Rail, error) {
+	rail, ok := rails.Parse(r.Rail)
+	if !ok {
+		return rail, domain.Invalid("rail", "rail must be one of ach_standard, ach_same_day, rtp, fednow")
+	}
+	if r.Amount < 1 {
+		return rail, domain.Invalid("amount", "amount must be an integer number of cents of at least 1")
+	}
+	if r.Amount > rails.MaxAmount(rail) {
+		return rail, &domain.Error{Code: domain.CodeAmountExceedsRailLimit, Param: "amount",
+			Message: "amount exceeds the " + rail.String() + " limit of " + cents(rails.MaxAmount(rail))}
+	}
+	if !rails.ValidABA(r.Destination.RoutingNumber) {
+		return rail, domain.Invalid("destination.routing_number", "routing_number must be 9 digits with a valid ABA checksum")
+	}
+	if !digits(r.Destination.AccountNumber, 4, 17) {
+		return rail, domain.Invalid("destination.account_number", "account_number must be 4 to 17 digits")
+	}
+	name := strings.TrimSpace(r.Destination.Name)
+	if name == "" || utf8.RuneCountInString(r.Destination.Name) > MaxDestNameLen {
+		return rail, domain.Invalid("destination.name", "name must be 1 to %d characters", MaxDestNameLen)
+	}
+	if utf8.RuneCountInString(r.Description) > MaxDescriptionLen {
+		return rail, domain.Invalid("description", "description must be at most %d characters", MaxDescriptionLen)
+	}
+	return rail, domain.ValidateMetadata("metadata", r.Metadata)
+}
+
+func digits(s string, min, max int) bool {
+	if len(s) < min || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// cents writes an amount as dollars: 100000000 → "$1000000.00".
+func cents(n int64) string { return fmt.Sprintf("$%d.%02d", n/100, n%100) }
+
+// Created: a payment was accepted and amount + fee are held.
+type Created struct {
+	PaymentID            string             `json:"payment_id"`
+	PlatformID           string             `json:"platform_id"`
+	Environment          domain.Environment `json:"environment"`
+	VirtualAccountID     string             `json:"virtual_account_id"`
+	Amount               int64              `json:"amount"`
+	Fee                  int64              `json:"fee"`
+	Rail                 string             `json:"rail"`
+	Destination          Destination        `json:"destination"`
+	IdempotencyKey       string             `json:"idempotency_key"`
+	Description          string             `json:"description"`
+	Metadata             map[string]string  `json:"metadata"`
+	JournalEntryID       string             `json:"journal_entry_id"`
+	ExpectedSettlementAt time.Time          `json:"expected_settlement_at"`
+	At                   time.Time          `json:"at"`
+}
+
+// Submitted: the payment was handed to the rail.
+type Submitted struct {
+	At time.Time `json:"at"`
+}
+
+// Completed: the payment settled; amount and fee are posted.
+type Completed struct {
+	At time.Time `json:"at"`
+}
+
+// Failed: the rail refused or returned the payment.
+type Failed struct {
+	Failure rails.Failure `json:"failure"`
+	// ReversalJournalEntryID is set when the payment had posted and its
+	// entries were reversed; otherwise the hold was released.
+	ReversalJournalEntryID string    `json:"reversal_journal_entry_id,omitempty"`
+	At                     time.Time `json:"at"`
+}
+
+// Canceled: the platform canceled a pending payment; the hold is released.
+type Canceled struct {
+	At time.Time `json:"at"`
+}
+
+func (Created) EventType() string   { return "payment.created" }
+func (Submitted) EventType() string { return "payment.submitted" }
+func (Completed) EventType() string { return "payment.completed" }
+func (Failed) EventType() string    { return "payment.failed" }
+func (Canceled) EventType() string  { return "payment.canceled" }
+
+func init() {
+	domain.RegisterEvent[Created]()
+	domain.RegisterEvent[Submitted]()
+	domain.RegisterEvent[Completed]()
+	domain.RegisterEvent[Failed]()
+	domain.RegisterEvent[Canceled]()
+}
+
+// State is a payment folded from its events.
+type State struct {
+	Created
+	Status      string
+	Failure     *rails.Failure
+	SubmittedAt *time.Time
+	CompletedAt *time.Time
+	FailedAt    *time.Time
+	CanceledAt  *time.Time
+	UpdatedAt   time.Time
+}
+
+// Evolve folds one event.
+func Evolve(s State, e domain.Event) State {
+	switch ev := e.(type) {
+	case Created:
+		s = State{Created: ev, Status: StatusPending, UpdatedAt: ev.At}
+	case Submitted:
+		s.Status, s.SubmittedAt, s.UpdatedAt = StatusSubmitted, ptr(ev.At), ev.At
+	case Completed:
+		s.Status, s.CompletedAt, s.UpdatedAt = StatusCompleted, ptr(ev.At), ev.At
+	case Failed:
+		f := ev.Failure
+		s.Status, s.Failure, s.FailedAt, s.UpdatedAt = StatusFailed, &f, ptr(ev.At), ev.At
+	case Canceled:
+		s.Status, s.CanceledAt, s.UpdatedAt = StatusCanceled, ptr(ev.At), ev.At
+	}
+	return s
+}
+
+func ptr(t time.Time) *time.Time { return &t }
+
+// Commands on an existing payment.
+type (
+	Submit   struct{ At time.Time }
+	Complete struct{ At time.Time }
+	Fail     struct {
+		Failure                rails.Failure
+		ReversalJournalEntryID string
+		At                     time.Time
+	}
+	Cancel struct{ At time.Time }
+)
+
+// Decide returns the events of a command on s, or why not. Rail events
+// that arrive twice (a simulator repeating itself) change nothing.
+func Decide(s State, cmd any) ([]domain.Event, error) {
+	if s.Status == "" {
+		return nil, domain.NotFound("payment", s.PaymentID)
+	}
+	switch c := cmd.(type) {
+	case Submit:
+		if s.Status != StatusPending {
+			return nil, nil
+		}
+		return []domain.Event{Submitted{At: c.At}}, nil
+	case Complete:
+		switch s.Status {
+		case StatusPending:
+			return []domain.Event{Submitted{At: c.At}, Completed{At: c.At}}, nil
+		case StatusSubmitted:
+			return []domain.Event{Completed{At: c.At}}, nil
+		case StatusCompleted:
+			return nil, nil
+		}
+		return nil, domain.Errorf(domain.CodeInvalidState, "a %s payment cannot complete", s.Status)
+	case Fail:
+		switch s.Status {
+		case StatusPending, StatusSubmitted, StatusCompleted:
+			if s.Status == StatusCompleted && c.ReversalJournalEntryID == "" {
+				return nil, domain.Errorf(domain.CodeInternal, "failing a completed payment needs a reversal entry")
+			}
+			if s.Status != StatusCompleted {
+				c.ReversalJournalEntryID = ""
+			}
+			return []domain.Event{Failed{Failure: c.Failure, ReversalJournalEntryID: c.ReversalJournalEntryID, At: c.At}}, nil
+		case StatusFailed:
+			return nil, nil
+		}
+		return nil, domain.Errorf(domain.CodeInvalidState, "a %s payment cannot fail", s.Status)
+	case Cancel:
+		if s.Status != StatusPending {
+			return nil, domain.Errorf(domain.CodePaymentNotCancelable, "only a pending payment can be canceled; this one is %s", s.Status)
+		}
+		return []domain.Event{Canceled{At: c.At}}, nil
+	}
+	return nil, domain.Errorf(domain.CodeInternal, "unknown payment command %T", cmd)
+}
