@@ -11,6 +11,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
 )
 
@@ -43,23 +44,49 @@ func lockAccounts(ctx context.Context, tx pgx.Tx, c Caller, ids []string) (map[s
 		}
 	}
 	sort.Strings(sorted)
-	rows, err := tx.Query(ctx, `SELECT b.virtual_account_id, b.posted, b.pending_inbound, b.pending_outbound,
-            v.status, v.entity_ref, v.ledger_account_id
+	// Two statements: the first locks the balance rows (in sorted order);
+	// the second, with a snapshot taken after the locks were granted, reads
+	// the account's status as committed by whoever held the lock before
+	// (a join in the locking statement would see the status as it was when
+	// the statement started: a close could slip through).
+	b := &pgx.Batch{}
+	b.Queue(`SELECT b.virtual_account_id, b.posted, b.pending_inbound, b.pending_outbound
         FROM account_balances b JOIN virtual_accounts v ON v.id = b.virtual_account_id
         WHERE b.virtual_account_id = ANY($1) AND v.platform_id = $2 AND v.environment = $3
         ORDER BY b.virtual_account_id FOR UPDATE OF b`, sorted, c.PlatformID, c.Environment.String())
+	b.Queue(`SELECT id, status, entity_ref, ledger_account_id FROM virtual_accounts WHERE id = ANY($1)`, sorted)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	out := map[string]lockedAccount{}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]lockedAccount{}
 	for rows.Next() {
 		var a lockedAccount
-		if err := rows.Scan(&a.ID, &a.Balance.Posted, &a.Balance.PendingInbound, &a.Balance.PendingOutbound,
-			&a.Status, &a.EntityRef, &a.LedgerAccountID); err != nil {
+		if err := rows.Scan(&a.ID, &a.Balance.Posted, &a.Balance.PendingInbound, &a.Balance.PendingOutbound); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		out[a.ID] = a
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id, status, ref, la string
+		if err := rows.Scan(&id, &status, &ref, &la); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if a, ok := out[id]; ok {
+			a.Status, a.EntityRef, a.LedgerAccountID = status, ref, la
+			out[id] = a
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -133,8 +160,8 @@ func (a *App) ensureChart(ctx context.Context, tx pgx.Tx, meta Meta, c Caller) (
 
 func chartCodes() []string {
 	codes := []string{ledger.CodePlatformOperating, ledger.CodePlatformFees, ledger.CodeServiceFeeRevenue}
-	for _, r := range []string{"ach_standard", "ach_same_day", "rtp", "fednow"} {
-		codes = append(codes, ledger.RailClearing(r))
+	for _, r := range rails.All {
+		codes = append(codes, ledger.RailClearing(r.String()))
 	}
 	return codes
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/opentreasury/treasury/domain"
 )
@@ -25,8 +24,10 @@ type Idempotency struct {
 const MaxIdempotencyKeyLen = 255
 
 // runIdempotent runs a command at most once per idempotency key. The key
-// is looked up first (a replay costs one read); a concurrent duplicate
-// blocks on the key's primary key at insert, then replays the winner.
+// is claimed first, in the command's transaction: a concurrent duplicate
+// blocks on the key's primary key until the first commits (then it replays
+// its result) or rolls back (then it runs itself). A request that fails
+// rolls its claim back with it, so nothing is stored for it.
 func (a *App) runIdempotent(ctx context.Context, idem *Idempotency, fn func(ctx context.Context, tx pgx.Tx) (Result, error)) (Result, error) {
 	var res Result
 	if idem == nil {
@@ -37,7 +38,14 @@ func (a *App) runIdempotent(ctx context.Context, idem *Idempotency, fn func(ctx 
 		return res, err
 	}
 	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		if prior, found, err := lookupIdempotency(ctx, tx, idem); err != nil || found {
+		tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
+            VALUES ($1, $2, $3, $4, $5, '', 201) ON CONFLICT DO NOTHING`,
+			idem.Scope, idem.Environment, idem.Key, idem.Operation, idem.RequestHash)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			prior, _, err := lookupIdempotency(ctx, tx, idem)
 			res = prior
 			return err
 		}
@@ -45,37 +53,13 @@ func (a *App) runIdempotent(ctx context.Context, idem *Idempotency, fn func(ctx 
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
-            VALUES ($1, $2, $3, $4, $5, $6, 201) ON CONFLICT DO NOTHING`,
-			idem.Scope, idem.Environment, idem.Key, idem.Operation, idem.RequestHash, r.ID)
-		if err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE idempotency_keys SET resource_id = $4 WHERE scope = $1 AND environment = $2 AND key = $3`,
+			idem.Scope, idem.Environment, idem.Key, r.ID); err != nil {
 			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return errLostIdempotencyRace
 		}
 		res = r
 		return nil
 	})
-	if errors.Is(err, errLostIdempotencyRace) {
-		// The concurrent duplicate committed first: answer with its result.
-		return a.replay(ctx, idem)
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
-		return Result{}, domain.Errorf(domain.CodeIdempotencyInProgress, "a request with this idempotency key is in progress; retry shortly")
-	}
-	return res, err
-}
-
-var errLostIdempotencyRace = errors.New("idempotency key taken by a concurrent request")
-
-func (a *App) replay(ctx context.Context, idem *Idempotency) (Result, error) {
-	res, found, err := lookupIdempotency(ctx, a.Pool, idem)
-	if err == nil && !found {
-		// It rolled back after all: the client may simply retry.
-		err = domain.Errorf(domain.CodeIdempotencyInProgress, "a request with this idempotency key is in progress; retry shortly")
-	}
 	return res, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/eventstore"
 )
@@ -238,7 +239,7 @@ func checkAccounts(ctx context.Context, tx pgx.Tx, c Caller, lines []ledger.Line
 	}
 	balances := map[string]ledger.Balance{}
 	for id, acc := range locked {
-		if acc.Status == "closed" {
+		if acc.Status == account.StatusClosed.String() {
 			return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: id, Message: "the virtual account is closed"}
 		}
 		balances[id] = acc.Balance

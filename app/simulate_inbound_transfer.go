@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/rails"
@@ -27,6 +28,9 @@ type SimulateInboundTransfer struct {
 // at once; ACH is pending until the platform's sandbox delay has passed
 // (the sandbox settler completes it, restart-safe).
 func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, in SimulateInboundTransfer) (Result, error) {
+	if c.Environment != domain.Sandbox {
+		return Result{}, domain.Errorf(domain.CodeForbidden, "inbound transfers are simulated in the sandbox only")
+	}
 	rail, err := inbound.Validate(in.Amount, in.Rail, in.Originator, in.Description)
 	if err != nil {
 		return Result{}, err
@@ -38,7 +42,7 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 			return err
 		}
 		acc := locked[in.VirtualAccountID]
-		if acc.Status == "closed" {
+		if acc.Status == account.StatusClosed.String() {
 			return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID, Message: "a closed account rejects inbound funds"}
 		}
 		chart, err := a.ensureChart(ctx, tx, meta, c)

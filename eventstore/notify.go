@@ -75,7 +75,7 @@ func (n *Notifier) Run(ctx context.Context) {
 			return
 		case <-n.pending:
 			if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, Channel); err != nil && ctx.Err() == nil {
-				n.log.Debug("notify failed; subscribers fall back to polling", "error", err)
+				n.log.Warn("notify failed; other replicas fall back to polling", "error", err)
 			}
 		}
 	}
@@ -89,7 +89,7 @@ func (n *Notifier) listen(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		n.log.Debug("listen connection lost; retrying", "error", err)
+		n.log.Warn("listen connection lost; retrying (polling meanwhile)", "error", err)
 		select {
 		case <-ctx.Done():
 			return

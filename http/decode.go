@@ -46,6 +46,11 @@ func decodeStrict(body []byte, v any) error {
 	if body[0] != '{' {
 		return domain.Invalid("", "the request body must be a JSON object")
 	}
+	// PostgreSQL stores no NUL character (in text or jsonb): refuse it here
+	// rather than fail later.
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		return domain.Invalid("", "strings must not contain the NUL character (\\u0000)")
+	}
 	// First the shape: every key must be a field of v, spelled exactly
 	// (encoding/json would match case-insensitively and cannot name the
 	// path of an unknown field nested in an Optional).

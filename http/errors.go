@@ -53,6 +53,8 @@ type ErrorBody struct {
 // handleError turns any error a handler returns into the API's error body.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
+		// Too late for an error body (a streamed CSV, say): log it at least.
+		s.log.Error("error after the response started", "request_id", requestID(c), "route", c.Path(), "error", err)
 		return
 	}
 	body, status := s.errorBody(err, c)

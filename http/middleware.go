@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +40,21 @@ func withRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 func requestID(c echo.Context) string {
 	id, _ := c.Get(requestIDKey).(string)
 	return id
+}
+
+// validQuery refuses query parameters that are not valid UTF-8 or hold a
+// NUL character: no filter could match them, and PostgreSQL refuses them.
+func validQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for name, values := range c.QueryParams() {
+			for _, v := range values {
+				if !utf8.ValidString(v) || strings.ContainsRune(v, 0) || !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
+					return domain.Invalid(strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "?"), "query parameters must be UTF-8 text without NUL characters")
+				}
+			}
+		}
+		return next(c)
+	}
 }
 
 // recoverPanics turns a panic into a logged 500 internal_error.

@@ -56,7 +56,7 @@ func New(a *app.App, cfg Config) *Server {
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.JSONSerializer = jsonSerializer{}
-	s.echo.Use(s.observe, withRequestID, s.recoverPanics, s.withTimeout, s.untilReady, limitBody)
+	s.echo.Use(s.observe, withRequestID, s.recoverPanics, s.withTimeout, s.untilReady, limitBody, validQuery)
 	s.routes()
 	return s
 }

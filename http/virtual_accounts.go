@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"net/http"
 	"time"
 
@@ -195,10 +196,12 @@ func (s *Server) getStatement(c echo.Context) error {
 	case "", "json":
 		return c.JSON(http.StatusOK, v)
 	case "csv":
-		c.Response().Header().Set("Content-Type", "text/csv; charset=utf-8")
+		var buf bytes.Buffer
+		if err := projections.WriteStatementCSV(&buf, v); err != nil {
+			return err
+		}
 		c.Response().Header().Set("Content-Disposition", `attachment; filename="statement-`+id+`-`+v.Month+`.csv"`)
-		c.Response().WriteHeader(http.StatusOK)
-		return projections.WriteStatementCSV(c.Response(), v)
+		return c.Blob(http.StatusOK, "text/csv; charset=utf-8", buf.Bytes())
 	}
 	return domain.Invalid("format", "format must be json or csv")
 }

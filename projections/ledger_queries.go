@@ -219,8 +219,8 @@ func ListLedgerAccounts(ctx context.Context, db eventstore.DB, s Scope, page Pag
           coalesce(sum(CASE WHEN e.direction = la.normal_balance THEN e.amount ELSE -e.amount END) FILTER (WHERE e.status = 'pending'), 0),
           coalesce(sum(e.amount) FILTER (WHERE e.status = 'pending' AND e.direction <> la.normal_balance), 0)
         FROM ledger_accounts la LEFT JOIN ledger_entries e ON e.ledger_account_id = la.id
-        WHERE la.platform_id = $1 AND la.environment = $2 AND ($3 = '' OR la.id > $3)
-        GROUP BY la.id ORDER BY la.id LIMIT $4`, s.PlatformID, s.Environment.String(), page.After, page.Limit+1)
+        WHERE la.platform_id = $1 AND la.environment = $2 AND ($3 = '' OR la.id < $3)
+        GROUP BY la.id ORDER BY la.id DESC LIMIT $4`, s.PlatformID, s.Environment.String(), page.After, page.Limit+1)
 	if err != nil {
 		return List[LedgerAccountView]{}, err
 	}

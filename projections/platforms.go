@@ -33,9 +33,15 @@ func (Platforms) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEve
 	case platform.Registered:
 		fees, _ := json.Marshal(e.Config.FeeSchedule)
 		md, _ := json.Marshal(e.Metadata)
-		_, err = tx.Exec(ctx, `INSERT INTO platforms (id, name, contact_email, status, fee_schedule, metadata, created_at, updated_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
-			e.PlatformID, e.Name, e.ContactEmail, platform.StatusPendingApproval.String(), fees, md, e.At)
+		var rl []byte
+		if e.Config.RateLimit != nil {
+			rl, _ = json.Marshal(e.Config.RateLimit)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO platforms (id, name, contact_email, status, revenue_share_rate, interest_rate,
+            fee_schedule, rate_limit, metadata, created_at, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
+			e.PlatformID, e.Name, e.ContactEmail, platform.StatusPendingApproval.String(),
+			e.Config.RevenueShareRate.String(), e.Config.InterestRate.String(), fees, rl, md, e.At)
 	case platform.Approved:
 		_, err = tx.Exec(ctx, `UPDATE platforms SET status = $2, updated_at = $3 WHERE id = $1`, pid, platform.StatusApproved.String(), e.At)
 	case platform.LiveEnabled:

@@ -136,43 +136,48 @@ func (s *Simulator) RunSettler(ctx context.Context) {
 	}
 }
 
-// SettleDue performs the actions that are due now and returns how many.
-// Rows are claimed with SKIP LOCKED, so replicas share the work; an action
-// is deleted only after its command succeeded, and commands are
-// idempotent, so a crash in between repeats it harmlessly.
+// Lease is how long a claimed action is reserved for the process that
+// claimed it; if that process dies, another takes it after the lease.
+const Lease = 30 * time.Second
+
+// SettleDue performs the actions that are due now and returns how many it
+// performed. Actions are claimed with a lease in one short statement (no
+// transaction stays open while commands run: an open transaction would
+// hold back every reader of the log), then performed one by one and
+// deleted when done. A failing action waits out its lease and is retried
+// without blocking the others; commands are idempotent, so a crash between
+// performing and deleting repeats one harmlessly.
 func (s *Simulator) SettleDue(ctx context.Context) (int, error) {
-	done := 0
-	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id, action FROM sandbox_schedule WHERE due_at <= now()
-            ORDER BY due_at LIMIT 50 FOR UPDATE SKIP LOCKED`)
-		if err != nil {
-			return err
-		}
-		type job struct{ id, action string }
-		var jobs []job
-		for rows.Next() {
-			var j job
-			if err := rows.Scan(&j.id, &j.action); err != nil {
-				rows.Close()
-				return err
-			}
-			jobs = append(jobs, j)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			if err := s.perform(ctx, j.id, j.action); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM sandbox_schedule WHERE id = $1`, j.id); err != nil {
-				return err
-			}
-			done++
-		}
-		return nil
+	rows, err := s.Pool.Query(ctx, `UPDATE sandbox_schedule SET due_at = now() + $1::interval
+        WHERE id IN (SELECT id FROM sandbox_schedule WHERE due_at <= now() ORDER BY due_at LIMIT 50 FOR UPDATE SKIP LOCKED)
+        RETURNING id, action`, Lease.String())
+	if err != nil {
+		return 0, err
+	}
+	type job struct{ id, action string }
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
+		var j job
+		err := r.Scan(&j.id, &j.action)
+		return j, err
 	})
-	return done, err
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	var firstErr error
+	for _, j := range jobs {
+		if err := s.perform(ctx, j.id, j.action); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if _, err := s.Pool.Exec(ctx, `DELETE FROM sandbox_schedule WHERE id = $1`, j.id); err != nil {
+			return done, err
+		}
+		done++
+	}
+	return done, firstErr
 }
 
 func (s *Simulator) perform(ctx context.Context, id, action string) error {

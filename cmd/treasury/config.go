@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain/rails"
 	apihttp "github.com/opentreasury/treasury/http"
 )
@@ -33,8 +34,11 @@ func loadConfig() (config, error) {
 		DatabaseURL:    os.Getenv("DATABASE_URL"),
 		Addr:           envOr("TREASURY_ADDR", ":8080"),
 		OperatorKey:    os.Getenv("TREASURY_OPERATOR_KEY"),
-		RoutingNumber:  envOr("TREASURY_ROUTING_NUMBER", "110000000"),
+		RoutingNumber:  envOr("TREASURY_ROUTING_NUMBER", app.DefaultRoutingNumber),
 		MigrateOnStart: os.Getenv("TREASURY_MIGRATE") != "false",
+	}
+	if c.OperatorKey != "" && len(c.OperatorKey) < 32 {
+		return c, fmt.Errorf("TREASURY_OPERATOR_KEY must be at least 32 characters")
 	}
 	var err error
 	if c.WebhookAllowPriv, err = envBool("TREASURY_WEBHOOK_ALLOW_PRIVATE"); err != nil {
