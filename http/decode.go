@@ -3,11 +3,13 @@ package http
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/projections"
@@ -58,8 +61,11 @@ func decodeStrict(body []byte, v any) error {
 	if err := json.Unmarshal(body, &generic); err != nil {
 		return jsonError(err)
 	}
-	if path := unknownField(generic, reflect.TypeOf(v), ""); path != "" {
-		return domain.Invalid(path, "unknown field %q", path)
+	if path, what := shapeError(generic, reflect.TypeOf(v), ""); path != "" {
+		if what == "" {
+			return domain.Invalid(path, "unknown field %q", path)
+		}
+		return domain.Invalid(path, "%s must be %s", path, what)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -72,46 +78,108 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
-// unknownField returns the dotted path of the first key in data that t
-// does not declare, or "". Maps are free-form; Optional[T] is seen through.
-func unknownField(data any, t reflect.Type, path string) string {
+// shapeError returns the path of the first place where data does not fit
+// t — a key t does not declare, or a value of the wrong JSON type — and
+// what is wrong there, or "" when it fits. Maps are free-form in their
+// keys; Optional[T] is seen through. It names array elements by index
+// (beneficial_owners[1].is_control_person), which encoding/json does not.
+func shapeError(data any, t reflect.Type, path string) (string, string) {
+	if data == nil {
+		return "", "" // null: absent, or explicitly empty; the rules decide
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch d := data.(type) {
-	case map[string]any:
-		if t.Kind() != reflect.Struct {
-			return ""
+	if t == decimalType {
+		switch d := data.(type) {
+		case float64:
+			return "", ""
+		case string:
+			if _, err := decimal.NewFromString(d); err == nil {
+				return "", ""
+			}
 		}
+		return path, "a decimal number"
+	}
+	if t.Kind() == reflect.Struct {
 		if inner, ok := optionalValueType(t); ok {
-			return unknownField(data, inner, path)
+			return shapeError(data, inner, path)
+		}
+	}
+	if t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		if _, ok := data.(string); !ok {
+			return path, "a string"
+		}
+		return "", ""
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := data.(string); !ok {
+			return path, "a string"
+		}
+	case reflect.Bool:
+		if _, ok := data.(bool); !ok {
+			return path, "a boolean"
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if f, ok := data.(float64); !ok || f != math.Trunc(f) {
+			return path, "an integer"
+		}
+	case reflect.Float32, reflect.Float64:
+		if _, ok := data.(float64); !ok {
+			return path, "a number"
+		}
+	case reflect.Map:
+		m, ok := data.(map[string]any)
+		if !ok {
+			return path, "an object"
+		}
+		for key, val := range m {
+			if p, what := shapeError(val, t.Elem(), join(path, key)); p != "" {
+				return p, what
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		arr, ok := data.([]any)
+		if !ok {
+			return path, "an array"
+		}
+		for i, val := range arr {
+			if p, what := shapeError(val, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p, what
+			}
+		}
+	case reflect.Struct:
+		m, ok := data.(map[string]any)
+		if !ok {
+			return path, "an object"
 		}
 		fields := jsonFields(t)
-		for key, val := range d {
-			child := key
-			if path != "" {
-				child = path + "." + key
-			}
+		for key, val := range m {
 			ft, ok := fields[key]
 			if !ok {
-				return child
+				return join(path, key), ""
 			}
-			if p := unknownField(val, ft, child); p != "" {
-				return p
-			}
-		}
-	case []any:
-		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
-			return ""
-		}
-		for i, val := range d {
-			if p := unknownField(val, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); p != "" {
-				return p
+			if p, what := shapeError(val, ft, join(path, key)); p != "" {
+				return p, what
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+var (
+	decimalType     = reflect.TypeOf(decimal.Decimal{})
+	textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
+)
 
 // optionalValueType sees through domain.Optional[T] to T.
 func optionalValueType(t reflect.Type) (reflect.Type, bool) {

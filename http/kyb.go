@@ -90,8 +90,11 @@ func (r kybDecisionRequest) decide(id string) (kyb.Decide, error) {
 		if !reasonCode.MatchString(reason.Code) {
 			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].code", "a reason code is 1 to 64 characters of a-z, 0-9 and _")
 		}
-		if utf8.RuneCountInString(reason.Message) > 500 || utf8.RuneCountInString(reason.Field) > 100 {
-			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].message", "a reason's message is at most 500 characters and its field 100")
+		if utf8.RuneCountInString(reason.Message) > 500 {
+			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].message", "a reason's message is at most 500 characters")
+		}
+		if utf8.RuneCountInString(reason.Field) > 100 {
+			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].field", "a reason's field is at most 100 characters")
 		}
 	}
 	return kyb.Decide{VerificationID: id, Outcome: r.Outcome, Method: kyb.MethodManual, Reasons: r.Reasons}, nil

@@ -81,7 +81,7 @@ var (
 	ssn4Pattern   = regexp.MustCompile(`^[0-9]{4}$`)
 	// A PO box in any of its usual spellings: "PO Box", "P.O. Box",
 	// "Post Office Box", "POB 12", "Box 12" alone.
-	poBoxPattern = regexp.MustCompile(`(?i)\b(p\.?\s*o\.?\s*b(ox)?|post\s+office\s+box|postal\s+box)\b|^\s*box\s+[0-9]`)
+	poBoxPattern = regexp.MustCompile(`(?i)\b(p\.?\s*o\.?\s*b(ox)?|post\s+office\s+box|postal\s+box)(\b|[0-9])|^\s*box\s+[0-9]`)
 )
 
 // Validate checks a submission field by field (400 naming the field).
