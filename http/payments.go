@@ -50,7 +50,9 @@ func (s *Server) createPayment(c echo.Context) error {
 	return created(c, res, v)
 }
 
-func paymentID(c echo.Context) (string, error) { return pathID(c, "id", domain.PrefixPayment, "payment") }
+func paymentID(c echo.Context) (string, error) {
+	return pathID(c, "id", domain.PrefixPayment, "payment")
+}
 
 // GET /v1/payments/:id
 func (s *Server) getPayment(c echo.Context) error {
