@@ -69,8 +69,10 @@ func lastWeekday(y int, m time.Month, wd time.Weekday) time.Time {
 	return d
 }
 
-// IsBusinessDay reports whether the Fed's services run on d's date (Eastern).
+// IsBusinessDay reports whether the Fed's services run on d's date in
+// New York.
 func IsBusinessDay(d time.Time) bool {
+	d = d.In(Eastern)
 	wd := d.Weekday()
 	return wd != time.Saturday && wd != time.Sunday && !IsHoliday(d)
 }
@@ -89,7 +91,7 @@ func ExpectedSettlement(r Rail, t time.Time) time.Time {
 	et := t.In(Eastern)
 	switch r {
 	case RTP, FedNow:
-		return t
+		return t.UTC()
 	case ACHSameDay:
 		for day := et; ; day = nextDay(day) {
 			if !IsBusinessDay(day) {
