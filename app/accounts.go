@@ -106,13 +106,9 @@ func loadAccount(ctx context.Context, db eventstore.DB, c Caller, id string) (ac
 	if err != nil {
 		return account.State{}, 0, err
 	}
-	s := account.State{ID: id}
-	for i := range recs {
-		e, err := recs[i].Decode()
-		if err != nil {
-			return s, 0, err
-		}
-		s = account.Evolve(s, e)
+	s, err := eventstore.Fold(recs, account.State{ID: id}, account.Evolve)
+	if err != nil {
+		return s, 0, err
 	}
 	if !s.Exists() || s.PlatformID != c.PlatformID || s.Environment != c.Environment {
 		return account.State{ID: id}, 0, domain.NotFound("virtual_account", id)

@@ -23,13 +23,9 @@ func (a *App) CompleteInboundTransfer(ctx context.Context, meta Meta, id string)
 		if len(recs) == 0 {
 			return domain.NotFound("inbound_transfer", id)
 		}
-		var s inbound.State
-		for i := range recs {
-			e, err := recs[i].Decode()
-			if err != nil {
-				return err
-			}
-			s = inbound.Evolve(s, e)
+		s, err := eventstore.Fold(recs, inbound.State{}, inbound.Evolve)
+		if err != nil {
+			return err
 		}
 		if s.Status != inbound.StatusPending {
 			return nil

@@ -17,13 +17,9 @@ func loadPayment(ctx context.Context, db eventstore.DB, caller *Caller, id strin
 	if err != nil {
 		return payment.State{}, 0, Caller{}, err
 	}
-	var s payment.State
-	for i := range recs {
-		e, err := recs[i].Decode()
-		if err != nil {
-			return s, 0, Caller{}, err
-		}
-		s = payment.Evolve(s, e)
+	s, err := eventstore.Fold(recs, payment.State{}, payment.Evolve)
+	if err != nil {
+		return s, 0, Caller{}, err
 	}
 	c := Caller{PlatformID: s.PlatformID, Environment: s.Environment}
 	if s.Status == "" || (caller != nil && *caller != c) {

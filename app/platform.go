@@ -20,13 +20,9 @@ func (a *App) updatePlatform(ctx context.Context, tx pgx.Tx, meta Meta, platform
 	if err != nil {
 		return err
 	}
-	state := platform.State{ID: platformID}
-	for i := range recs {
-		e, err := recs[i].Decode()
-		if err != nil {
-			return err
-		}
-		state = platform.Evolve(state, e)
+	state, err := eventstore.Fold(recs, platform.State{ID: platformID}, platform.Evolve)
+	if err != nil {
+		return err
 	}
 	events, err := decide(state)
 	if err != nil || len(events) == 0 {

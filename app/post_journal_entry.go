@@ -258,13 +258,9 @@ func loadJournalEntry(ctx context.Context, db eventstore.DB, c Caller, id string
 	if err != nil {
 		return ledger.State{}, 0, err
 	}
-	var s ledger.State
-	for i := range recs {
-		e, err := recs[i].Decode()
-		if err != nil {
-			return s, 0, err
-		}
-		s = ledger.Evolve(s, e)
+	s, err := eventstore.Fold(recs, ledger.State{}, ledger.Evolve)
+	if err != nil {
+		return s, 0, err
 	}
 	if s.ID == "" || s.PlatformID != c.PlatformID || s.Environment != c.Environment {
 		return s, 0, &domain.Error{Code: domain.CodeNotFound, Param: "reverses", Message: "no such journal entry: " + id}

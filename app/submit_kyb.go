@@ -69,13 +69,6 @@ func loadKYB(ctx context.Context, db eventstore.DB, streamID string) (kyb.State,
 	if err != nil {
 		return kyb.State{}, 0, err
 	}
-	var s kyb.State
-	for i := range recs {
-		e, err := recs[i].Decode()
-		if err != nil {
-			return s, 0, err
-		}
-		s = kyb.Evolve(s, e)
-	}
-	return s, version, nil
+	s, err := eventstore.Fold(recs, kyb.State{}, kyb.Evolve)
+	return s, version, err
 }

@@ -258,3 +258,16 @@ func Head(ctx context.Context, db DB) (Position, error) {
 	pos.TransactionID = uint64(txid)
 	return pos, err
 }
+
+// Fold decodes events and folds them into s with evolve: an aggregate's
+// state from its stream.
+func Fold[S any](events []RecordedEvent, s S, evolve func(S, domain.Event) S) (S, error) {
+	for i := range events {
+		e, err := events[i].Decode()
+		if err != nil {
+			return s, err
+		}
+		s = evolve(s, e)
+	}
+	return s, nil
+}

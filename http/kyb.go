@@ -100,17 +100,23 @@ func (r kybDecisionRequest) decide(id string) (kyb.Decide, error) {
 	return kyb.Decide{VerificationID: id, Outcome: r.Outcome, Method: kyb.MethodManual, Reasons: r.Reasons}, nil
 }
 
-// POST /v1/operator/kyb/:id/decision
-func (s *Server) operatorDecideKYB(c echo.Context) error {
+// readDecision reads a manual decision on the verification in the path.
+func readDecision(c echo.Context) (string, kyb.Decide, error) {
 	id, err := pathID(c, "id", domain.PrefixKYB, "kyb_verification")
 	if err != nil {
-		return err
+		return "", kyb.Decide{}, err
 	}
 	var req kybDecisionRequest
 	if _, err := bind(c, &req); err != nil {
-		return err
+		return "", kyb.Decide{}, err
 	}
 	d, err := req.decide(id)
+	return id, d, err
+}
+
+// POST /v1/operator/kyb/:id/decision
+func (s *Server) operatorDecideKYB(c echo.Context) error {
+	id, d, err := readDecision(c)
 	if err != nil {
 		return err
 	}
@@ -130,15 +136,7 @@ func (s *Server) operatorDecideKYB(c echo.Context) error {
 
 // POST /v1/simulations/kyb/:id/decision
 func (s *Server) simulateKYBDecision(c echo.Context) error {
-	id, err := pathID(c, "id", domain.PrefixKYB, "kyb_verification")
-	if err != nil {
-		return err
-	}
-	var req kybDecisionRequest
-	if _, err := bind(c, &req); err != nil {
-		return err
-	}
-	d, err := req.decide(id)
+	_, d, err := readDecision(c)
 	if err != nil {
 		return err
 	}

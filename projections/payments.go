@@ -142,16 +142,6 @@ func paymentAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (Pay
 	if err != nil {
 		return PaymentView{}, err
 	}
-	var s payment.State
-	for i := range recs {
-		if recs[i].StreamVersion > r.StreamVersion {
-			break
-		}
-		e, err := recs[i].Decode()
-		if err != nil {
-			return PaymentView{}, err
-		}
-		s = payment.Evolve(s, e)
-	}
-	return NewPaymentView(s), nil
+	s, err := eventstore.Fold(upTo(recs, r), payment.State{}, payment.Evolve)
+	return NewPaymentView(s), err
 }

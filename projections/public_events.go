@@ -13,8 +13,8 @@ import (
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/kyb"
-	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/eventstore"
 )
 
@@ -120,6 +120,17 @@ func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.Recorded
 	return nil
 }
 
+// upTo keeps a stream's events up to and including r: the stream as it
+// was right after r.
+func upTo(recs []eventstore.RecordedEvent, r *eventstore.RecordedEvent) []eventstore.RecordedEvent {
+	for i := range recs {
+		if recs[i].StreamVersion > r.StreamVersion {
+			return recs[:i]
+		}
+	}
+	return recs
+}
+
 // entryEventID is the id of the ledger.entry.created event of an entry:
 // one per entry, stable across rebuilds.
 func entryEventID(entryID string) string {
@@ -196,16 +207,9 @@ func inboundAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (Inb
 	if err != nil {
 		return InboundTransferView{}, err
 	}
-	var s inbound.State
-	for i := range recs {
-		if recs[i].StreamVersion > r.StreamVersion {
-			break
-		}
-		e, err := recs[i].Decode()
-		if err != nil {
-			return InboundTransferView{}, err
-		}
-		s = inbound.Evolve(s, e)
+	s, err := eventstore.Fold(upTo(recs, r), inbound.State{}, inbound.Evolve)
+	if err != nil {
+		return InboundTransferView{}, err
 	}
 	return InboundTransferView{ID: s.InboundTransferID, Object: "inbound_transfer", VirtualAccountID: s.VirtualAccountID,
 		Amount: s.Amount, Currency: "USD", Rail: s.Rail, Originator: OriginatorView(s.Originator), Description: s.Description,

@@ -4,7 +4,6 @@
 package inbound
 
 import (
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -84,37 +83,14 @@ func Validate(amount int64, rail string, o Originator, description string) (rail
 	if !ok {
 		return r, domain.Invalid("rail", "rail must be one of ach_standard, ach_same_day, rtp, fednow")
 	}
-	if amount < 1 {
-		return r, domain.Invalid("amount", "amount must be an integer number of cents of at least 1")
+	if err := rails.CheckAmount(r, amount); err != nil {
+		return r, err
 	}
-	if amount > rails.MaxAmount(r) {
-		return r, &domain.Error{Code: domain.CodeAmountExceedsRailLimit, Param: "amount",
-			Message: "amount exceeds the " + rail + " limit"}
-	}
-	name := strings.TrimSpace(o.Name)
-	if name == "" || utf8.RuneCountInString(name) > 80 {
-		return r, domain.Invalid("originator.name", "originator.name must be 1 to 80 characters")
-	}
-	if !digits(o.AccountNumber, 4, 17) {
-		return r, domain.Invalid("originator.account_number", "originator.account_number must be 4 to 17 digits")
-	}
-	if !rails.ValidABA(o.RoutingNumber) {
-		return r, domain.Invalid("originator.routing_number", "originator.routing_number must be 9 digits with a valid ABA checksum")
+	if err := rails.CheckCounterparty("originator", o.AccountNumber, o.RoutingNumber, o.Name); err != nil {
+		return r, err
 	}
 	if utf8.RuneCountInString(description) > 140 {
 		return r, domain.Invalid("description", "description must be at most 140 characters")
 	}
 	return r, nil
-}
-
-func digits(s string, min, max int) bool {
-	if len(s) < min || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

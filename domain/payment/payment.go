@@ -5,8 +5,6 @@
 package payment
 
 import (
-	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -39,7 +37,7 @@ type Destination struct {
 // Limits of a payment request.
 const (
 	MaxDescriptionLen = 140
-	MaxDestNameLen    = 80
+	MaxDestNameLen    = rails.MaxNameLen
 )
 
 // Request is a payment as the platform asked for it.
@@ -59,43 +57,18 @@ func (r Request) Validate() (rails.Rail, error) {
 	if !ok {
 		return rail, domain.Invalid("rail", "rail must be one of ach_standard, ach_same_day, rtp, fednow")
 	}
-	if r.Amount < 1 {
-		return rail, domain.Invalid("amount", "amount must be an integer number of cents of at least 1")
+	if err := rails.CheckAmount(rail, r.Amount); err != nil {
+		return rail, err
 	}
-	if r.Amount > rails.MaxAmount(rail) {
-		return rail, &domain.Error{Code: domain.CodeAmountExceedsRailLimit, Param: "amount",
-			Message: "amount exceeds the " + rail.String() + " limit of " + cents(rails.MaxAmount(rail))}
-	}
-	if !rails.ValidABA(r.Destination.RoutingNumber) {
-		return rail, domain.Invalid("destination.routing_number", "routing_number must be 9 digits with a valid ABA checksum")
-	}
-	if !digits(r.Destination.AccountNumber, 4, 17) {
-		return rail, domain.Invalid("destination.account_number", "account_number must be 4 to 17 digits")
-	}
-	name := strings.TrimSpace(r.Destination.Name)
-	if name == "" || utf8.RuneCountInString(r.Destination.Name) > MaxDestNameLen {
-		return rail, domain.Invalid("destination.name", "name must be 1 to %d characters", MaxDestNameLen)
+	d := r.Destination
+	if err := rails.CheckCounterparty("destination", d.AccountNumber, d.RoutingNumber, d.Name); err != nil {
+		return rail, err
 	}
 	if utf8.RuneCountInString(r.Description) > MaxDescriptionLen {
 		return rail, domain.Invalid("description", "description must be at most %d characters", MaxDescriptionLen)
 	}
 	return rail, domain.ValidateMetadata("metadata", r.Metadata)
 }
-
-func digits(s string, min, max int) bool {
-	if len(s) < min || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// cents writes an amount as dollars: 100000000 → "$1000000.00".
-func cents(n int64) string { return fmt.Sprintf("$%d.%02d", n/100, n%100) }
 
 // Created: a payment was accepted and amount + fee are held.
 type Created struct {
