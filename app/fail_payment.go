@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
 )
@@ -12,6 +13,9 @@ import (
 func (a *App) FailPayment(ctx context.Context, meta Meta, caller *Caller, id, networkCode string) error {
 	return a.changePayment(ctx, meta, caller, id, func(s payment.State) any {
 		r, _ := rails.Parse(s.Rail)
+		if !rails.KnownNetworkCode(r, networkCode) {
+			return domain.Invalid("network_code", "%s is not a %s return or reason code", networkCode, s.Rail)
+		}
 		return payment.Fail{Failure: rails.FailureFor(r, networkCode), At: now()}
 	})
 }

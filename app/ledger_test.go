@@ -422,7 +422,7 @@ func TestLinesForm(t *testing.T) {
 	t.Run("several lines with system accounts", func(t *testing.T) {
 		res, err := e.lines(c, ledger.TypeFee,
 			vaLine(a, "debit", 100), laLine(chart[ledger.CodePlatformFees], "credit", 70),
-			laLine(chart[ledger.CodeServiceFeeRevenue], "credit", 30))
+			laLine(chart[ledger.CodePlatformOperating], "credit", 30))
 		if err != nil {
 			t.Fatal(err)
 		}

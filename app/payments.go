@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/eventstore"
@@ -28,7 +29,9 @@ func loadPayment(ctx context.Context, db eventstore.DB, caller *Caller, id strin
 	return s, version, c, nil
 }
 
-// changePayment runs a payment command under the account's balance lock
+// changePayment runs a payment command under the account's balance lock.
+// command builds the command from the payment; it may return nil (nothing
+// to do) or an error (refused).
 // and moves the payment's journal entry along with it: post on completion,
 // archive on failure or cancel while pending, reverse once posted.
 func (a *App) changePayment(ctx context.Context, meta Meta, caller *Caller, id string, command func(payment.State) any) error {
@@ -37,17 +40,37 @@ func (a *App) changePayment(ctx context.Context, meta Meta, caller *Caller, id s
 		if err != nil {
 			return err
 		}
-		if _, err := lockAccounts(ctx, tx, c, []string{s.VirtualAccountID}); err != nil {
+		locked, err := lockAccounts(ctx, tx, c, []string{s.VirtualAccountID})
+		if err != nil {
 			return err
 		}
 		cmd := command(s)
+		if cmd == nil {
+			return nil
+		}
+		if err, ok := cmd.(error); ok {
+			return err // the command could not be built (bad input)
+		}
 		je, jeVersion, err := loadJournalEntry(ctx, tx, c, s.JournalEntryID)
 		if err != nil {
 			return err
 		}
 		var reversal *ledger.Recorded
 		if f, ok := cmd.(payment.Fail); ok && s.Status == payment.StatusCompleted {
-			r := paymentReversal(c, s, je)
+			if je.ReversedBy != "" {
+				return &domain.Error{Code: domain.CodeInvalidState, ResourceID: je.ReversedBy, Message: "this payment's entry was already reversed"}
+			}
+			// A closed account rejects inbound funds: a return to it is
+			// credited to the platform's operating account instead.
+			var operating string
+			if locked[s.VirtualAccountID].Status == account.StatusClosed.String() {
+				chart, err := a.ensureChart(ctx, tx, meta, c)
+				if err != nil {
+					return err
+				}
+				operating = chart[ledger.CodePlatformOperating]
+			}
+			r := paymentReversal(c, s, je, operating)
 			f.ReversalJournalEntryID = r.JournalEntryID
 			cmd, reversal = f, &r
 		}
@@ -86,11 +109,20 @@ func (a *App) changePayment(ctx context.Context, meta Meta, caller *Caller, id s
 
 // paymentReversal is the mirror image of a posted payment's entry: the
 // money (and the fee) come back to the account.
-func paymentReversal(c Caller, s payment.State, je ledger.State) ledger.Recorded {
+// redirectTo, if not empty, is the ledger account that takes the account's
+// lines instead (the account was closed).
+func paymentReversal(c Caller, s payment.State, je ledger.State, redirectTo string) ledger.Recorded {
 	at := now()
 	id := domain.NewID(domain.PrefixJournalEntry)
+	lines := ledger.Mirror(je.Lines, func() string { return domain.NewID(domain.PrefixLedgerEntry) }, ledger.TypePaymentReversal)
+	if redirectTo != "" {
+		for i := range lines {
+			if lines[i].VirtualAccountID != "" {
+				lines[i].VirtualAccountID, lines[i].LedgerAccountID = "", redirectTo
+			}
+		}
+	}
 	return ledger.Recorded{JournalEntryID: id, PlatformID: c.PlatformID, Environment: c.Environment,
 		Type: ledger.TypePaymentReversal, Description: "Return of payment " + s.PaymentID, Status: ledger.StatusPosted,
-		Lines:  ledger.Mirror(je.Lines, func() string { return domain.NewID(domain.PrefixLedgerEntry) }, ledger.TypePaymentReversal),
-		Source: ledger.Source{Type: "payment", ID: s.PaymentID}, Reverses: je.ID, EffectiveAt: at, At: at}
+		Lines: lines, Source: ledger.Source{Type: "payment", ID: s.PaymentID}, Reverses: je.ID, EffectiveAt: at, At: at}
 }

@@ -182,21 +182,21 @@ func resolveLines(ctx context.Context, tx pgx.Tx, c Caller, in []JournalLine, ty
 			ids = append(ids, l.LedgerAccountID)
 		}
 	}
-	type la struct{ va string }
+	type la struct{ va, code string }
 	known := map[string]la{}
 	if len(ids) > 0 {
-		rows, err := tx.Query(ctx, `SELECT id, coalesce(virtual_account_id, '') FROM ledger_accounts
+		rows, err := tx.Query(ctx, `SELECT id, coalesce(virtual_account_id, ''), code FROM ledger_accounts
             WHERE id = ANY($1) AND platform_id = $2 AND environment = $3`, ids, c.PlatformID, c.Environment.String())
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var id, va string
-			if err := rows.Scan(&id, &va); err != nil {
+			var id, va, code string
+			if err := rows.Scan(&id, &va, &code); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			known[id] = la{va}
+			known[id] = la{va, code}
 		}
 		if err := rows.Err(); err != nil {
 			return nil, err
@@ -213,11 +213,22 @@ func resolveLines(ctx context.Context, tx pgx.Tx, c Caller, in []JournalLine, ty
 				return nil, &domain.Error{Code: domain.CodeNotFound, Param: "lines[" + itoa(i) + "].ledger_account_id",
 					Message: "no such ledger account: " + l.LedgerAccountID}
 			}
+			if !manualAccount(k.code) {
+				return nil, domain.Invalid("lines["+itoa(i)+"].ledger_account_id",
+					"%s is the service's own account: manual entries post to virtual accounts, platform_operating and platform_fees", k.code)
+			}
 			line.VirtualAccountID = k.va
 		}
 		out[i] = line
 	}
 	return out, nil
+}
+
+// manualAccount reports whether a platform may post to an account by hand:
+// its virtual accounts and its own two accounts, not the service's
+// clearing and fee revenue accounts (which payments keep).
+func manualAccount(code string) bool {
+	return code == ledger.CodeVirtualAccount || code == ledger.CodePlatformOperating || code == ledger.CodePlatformFees
 }
 
 // checkAccounts locks every virtual account the lines touch, fills in

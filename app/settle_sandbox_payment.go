@@ -3,24 +3,27 @@ package app
 import (
 	"context"
 
+	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
 )
 
-// SettleSandboxPayment does what the sandbox rail does with a payment: the
-// magic destination account numbers fail with their network codes, any
-// other settles. Running it twice changes nothing.
+// SettleSandboxPayment does what the sandbox rail does with a payment in
+// flight: the magic destination account numbers fail with their network
+// codes, any other settles. The verdict is decided inside the payment's
+// transaction, so it cannot race a simulation that settled it first; a
+// payment no longer in flight is left alone.
 func (a *App) SettleSandboxPayment(ctx context.Context, meta Meta, id string) error {
-	s, _, _, err := loadPayment(ctx, a.Pool, nil, id)
-	if err != nil {
-		return err
-	}
-	if s.Status != payment.StatusPending && s.Status != payment.StatusSubmitted {
-		return nil // canceled, or already settled: nothing left to do
-	}
-	r, _ := rails.Parse(s.Rail)
-	if code := rails.SandboxOutcome(r, s.Destination.AccountNumber); code != "" {
-		return a.FailPayment(ctx, meta, nil, id, code)
-	}
-	return a.CompletePayment(ctx, meta, nil, id)
+	return a.changePayment(ctx, meta, nil, id, func(s payment.State) any {
+		if s.Environment != domain.Sandbox {
+			return nil // the sandbox rail never touches live payments
+		}
+		r, _ := rails.Parse(s.Rail)
+		cmd := payment.Settle{At: now()}
+		if code := rails.SandboxOutcome(r, s.Destination.AccountNumber); code != "" {
+			f := rails.FailureFor(r, code)
+			cmd.Failure = &f
+		}
+		return cmd
+	})
 }

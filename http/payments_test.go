@@ -924,25 +924,19 @@ func TestPaymentSimulationEndpoints(t *testing.T) {
 	payBalanceIs(t, api, key, acc, funds-3_050-1_025, 0)
 	requireError(t, api.do("POST", "/v1/simulations/payments/"+b+"/complete", key, nil), http.StatusConflict, "invalid_state")
 
-	// Failing a completed payment (a return after settlement) reverses the
-	// posted entries: the balance is exactly what it was before it.
-	p = vaRequire(t, api.do("POST", "/v1/simulations/payments/"+c+"/fail", key, map[string]any{"network_code": "AC04"}), http.StatusOK)
-	if f, _ := p["failure"].(map[string]any); p["status"] != "failed" || f["code"] != "account_closed" || p["failed_at"] == nil {
-		t.Errorf("return of a completed payment: %v", p)
-	}
-	payBalanceIs(t, api, key, acc, funds-1_025, 0)
-	// Failing it again changes nothing.
-	vaRequire(t, api.do("POST", "/v1/simulations/payments/"+c+"/fail", key, map[string]any{"network_code": "AC04"}), http.StatusOK)
-	payBalanceIs(t, api, key, acc, funds-1_025, 0)
+	// An instant payment is final once completed: it cannot be returned
+	// (ACH returns are covered in app's TestPaymentEntriesCannotBeReversedByHand).
+	requireError(t, api.do("POST", "/v1/simulations/payments/"+c+"/fail", key, map[string]any{"network_code": "AC04"}), http.StatusConflict, "invalid_state")
+	requireError(t, api.do("POST", "/v1/simulations/payments/"+c+"/fail", key, map[string]any{"network_code": "R02"}), http.StatusBadRequest, "invalid_request")
+	payBalanceIs(t, api, key, acc, funds-3_050-1_025, 0)
 	api.sync()
-	payWantTransactions(t, payTransactions(t, api, key, acc, c), map[string]int64{"payment": -3_000, "payment_fee": -50,
-		"payment_reversal": 3_050}, "posted")
+	payWantTransactions(t, payTransactions(t, api, key, acc, c), map[string]int64{"payment": -3_000, "payment_fee": -50}, "posted")
 	ev := payEvents(t, api, key, c)
-	if len(ev["payment.completed"]) != 1 || len(ev["payment.failed"]) != 1 || ev["payment.failed"][0]["failure"] == nil {
-		t.Errorf("events of the returned payment: %v", ev)
+	if len(ev["payment.completed"]) != 1 || len(ev["payment.failed"]) != 0 {
+		t.Errorf("events of the completed instant payment: %v", ev)
 	}
-	if got := payFeeRevenue(t, api, platformID); got != 25 {
-		t.Errorf("fee revenue %d, want 25 (only the payment that stayed completed)", got)
+	if got := payFeeRevenue(t, api, platformID); got != 75 {
+		t.Errorf("fee revenue %d, want 75 (both completed payments)", got)
 	}
 
 	// Validation, other platforms, live keys.

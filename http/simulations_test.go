@@ -95,7 +95,7 @@ func TestSimulateInboundTransferValidation(t *testing.T) {
 		{"account_number not digits", req(map[string]any{"originator.account_number": "12345x"}), 400, "invalid_request", "originator.account_number"},
 		{"originator name missing", req(map[string]any{"originator.name": nil}), 400, "invalid_request", "originator.name"},
 		{"originator name 81 chars", req(map[string]any{"originator.name": strings.Repeat("n", 81)}), 400, "invalid_request", "originator.name"},
-		{"originator missing", req(map[string]any{"originator": nil}), 400, "invalid_request", "originator.name"},
+		{"originator missing", req(map[string]any{"originator": nil}), 400, "invalid_request", "originator.routing_number"},
 		{"rtp over its limit", req(map[string]any{"amount": 1_000_000_001}), 400, "amount_exceeds_rail_limit", "amount"},
 		{"fednow over its limit", req(map[string]any{"rail": "fednow", "amount": 1_000_000_001}), 400, "amount_exceeds_rail_limit", "amount"},
 		{"ach_same_day over its limit", req(map[string]any{"rail": "ach_same_day", "amount": 100_000_001}), 400, "amount_exceeds_rail_limit", "amount"},

@@ -97,8 +97,13 @@ func Evolve(s State, e domain.Event) State {
 	return s
 }
 
-// CanReverse says whether a manual reversal of s is allowed.
+// CanReverse says whether a manual reversal of s is allowed: only posted
+// manual entries (adjustment, fee, correction); payments and transfers
+// are undone by their own lifecycle (a failed payment reverses itself).
 func (s State) CanReverse() error {
+	if !IsManualType(s.Type) {
+		return domain.Errorf(domain.CodeInvalidState, "a %s entry cannot be reversed by hand; only adjustment, fee and correction entries can", s.Type)
+	}
 	if s.Status != StatusPosted {
 		return domain.Errorf(domain.CodeInvalidState, "only a posted journal entry can be reversed; this one is %s", s.Status)
 	}

@@ -168,6 +168,13 @@ type (
 		At                     time.Time
 	}
 	Cancel struct{ At time.Time }
+	// Settle is the rail's verdict on a payment still in flight: Failure
+	// nil settles it, otherwise it is rejected. A payment already settled,
+	// failed or canceled is left alone (the verdict came too late).
+	Settle struct {
+		Failure *rails.Failure
+		At      time.Time
+	}
 )
 
 // Decide returns the events of a command on s, or why not. Rail events
@@ -192,9 +199,20 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 			return nil, nil
 		}
 		return nil, domain.Errorf(domain.CodeInvalidState, "a %s payment cannot complete", s.Status)
+	case Settle:
+		if s.Status != StatusPending && s.Status != StatusSubmitted {
+			return nil, nil
+		}
+		if c.Failure != nil {
+			return []domain.Event{Failed{Failure: *c.Failure, At: c.At}}, nil
+		}
+		return Decide(s, Complete{At: c.At})
 	case Fail:
 		switch s.Status {
 		case StatusPending, StatusSubmitted, StatusCompleted:
+			if r, _ := rails.Parse(s.Rail); s.Status == StatusCompleted && rails.IsInstant(r) {
+				return nil, domain.Errorf(domain.CodeInvalidState, "an instant (%s) payment is final once completed: it cannot be returned", s.Rail)
+			}
 			if s.Status == StatusCompleted && c.ReversalJournalEntryID == "" {
 				return nil, domain.Errorf(domain.CodeInternal, "failing a completed payment needs a reversal entry")
 			}
