@@ -26,6 +26,9 @@ type Subscription struct {
 	PollInterval time.Duration // fallback when no wake-up arrives; default 500ms
 	Wake         <-chan struct{}
 	Log          *slog.Logger
+	// OnCommit, if set, is called after a batch committed (e.g. to wake
+	// the readers of what the handler wrote).
+	OnCommit func()
 }
 
 // ErrNotOwner means another process holds this subscription's checkpoint.
@@ -75,7 +78,13 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		s.Name, strconv.FormatUint(last.TransactionID, 10), last.GlobalPosition); err != nil {
 		return 0, err
 	}
-	return len(events), tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	if s.OnCommit != nil {
+		s.OnCommit()
+	}
+	return len(events), nil
 }
 
 // CatchUp processes batches until the log has nothing more to give now.
@@ -98,6 +107,11 @@ func (s *Subscription) Run(ctx context.Context) {
 		poll = 500 * time.Millisecond
 	}
 	backoff := 50 * time.Millisecond
+	// After a wake-up the new events may still be held back for a moment
+	// by an older transaction elsewhere on the server (reads stop below
+	// the oldest running one): look again quickly a few times before
+	// falling back to the slow poll.
+	eager := 0
 	for ctx.Err() == nil {
 		n, err := s.Step(ctx)
 		switch {
@@ -111,10 +125,15 @@ func (s *Subscription) Run(ctx context.Context) {
 		case n > 0:
 			backoff = 50 * time.Millisecond
 			continue // more may be waiting
+		case eager > 0:
+			sleep(ctx, time.Duration(1<<(6-eager))*time.Millisecond) // 2, 4, … 32 ms
+			eager--
+			continue
 		}
 		select {
 		case <-ctx.Done():
 		case <-s.Wake:
+			eager = 5
 		case <-time.After(poll):
 		}
 	}

@@ -137,6 +137,16 @@ func (s *Server) routes() {
 	v1.GET("/kyb", s.listKYB, platform...)
 	v1.GET("/kyb/:id", s.getKYB, platform...)
 
+	v1.POST("/webhooks", s.createWebhook, platform...)
+	v1.GET("/webhooks", s.listWebhooks, platform...)
+	v1.GET("/webhooks/:id", s.getWebhook, platform...)
+	v1.PATCH("/webhooks/:id", s.updateWebhook, platform...)
+	v1.DELETE("/webhooks/:id", s.deleteWebhook, platform...)
+	v1.POST("/webhooks/:id/rotate-secret", s.rotateWebhookSecret, platform...)
+	v1.POST("/webhooks/:id/test", s.testWebhook, platform...)
+	v1.GET("/webhooks/:id/deliveries", s.listDeliveries, platform...)
+	v1.POST("/webhooks/:id/deliveries/:delivery_id/retry", s.retryDelivery, platform...)
+
 	v1.GET("/events", s.listEvents, platform...)
 	v1.GET("/events/:id", s.getEvent, platform...)
 

@@ -21,6 +21,7 @@ import (
 	"github.com/opentreasury/treasury/migrations"
 	"github.com/opentreasury/treasury/projections"
 	"github.com/opentreasury/treasury/sandbox"
+	"github.com/opentreasury/treasury/webhooks"
 )
 
 func serveCmd() *cobra.Command {
@@ -67,8 +68,11 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	a := app.New(pool, notifier, log)
 	a.RoutingNumber = cfg.RoutingNumber
 	go runWhenReady(ctx, &ready, func() {
-		go projections.NewSubscription(pool, notifier.Subscribe(), log).Run(ctx)
+		proj := projections.NewSubscription(pool, notifier.Subscribe(), log)
+		proj.OnCommit = notifier.Notify // public events are there: wake the webhook fan-out
+		go proj.Run(ctx)
 		go a.KYBDecider(notifier.Subscribe()).Run(ctx)
+		startWebhooks(ctx, cfg, pool, a, notifier, log)
 		sim := &sandbox.Simulator{App: a, Pool: pool, Log: log}
 		go sim.Subscription(notifier.Subscribe()).Run(ctx)
 		go sim.RunSettler(ctx)
@@ -143,4 +147,22 @@ func waitUntilMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// startWebhooks runs the watermill fan-out (public events → deliveries)
+// and the sender.
+func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.App, notifier *eventstore.Notifier, log *slog.Logger) {
+	sender := &webhooks.Sender{Pool: pool, App: a, Log: log, Wake: notifier.Subscribe(), AllowPrivate: cfg.WebhookAllowPriv}
+	feed := &webhooks.FeedSubscriber{Pool: pool, Wake: notifier.Subscribe(), Log: log}
+	router, err := webhooks.NewRouter(feed, &webhooks.Fanout{Pool: pool, Delivered: notifier.Notify}, log)
+	if err != nil {
+		log.Error("webhook router", "error", err)
+		return
+	}
+	go func() {
+		if err := router.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("webhook router stopped", "error", err)
+		}
+	}()
+	go sender.Run(ctx)
 }

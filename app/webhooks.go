@@ -1,0 +1,207 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/platform"
+	"github.com/opentreasury/treasury/domain/webhook"
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
+)
+
+// WebhookInput is a create or a PATCH of an endpoint: nil fields keep
+// their value (on create: the defaults).
+type WebhookInput struct {
+	URL         *string
+	Events      []string
+	Description *string
+	Status      *string
+	RetryPolicy *platform.RetryPolicyPatch
+}
+
+// NewSecret makes an endpoint secret: whsec_ and 32 random bytes in
+// base64 (the Standard Webhooks form).
+func NewSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// CreateWebhook registers an endpoint and returns its id and secret.
+func (a *App) CreateWebhook(ctx context.Context, meta Meta, c Caller, in WebhookInput) (Result, error) {
+	var res Result
+	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		settings, err := projections.GetSettings(ctx, tx, c.PlatformID, c.Environment)
+		if err != nil {
+			return err
+		}
+		cfg := webhook.Config{Events: []string{"*"}, Status: webhook.StatusEnabled, RetryPolicy: settings.WebhookRetryPolicy}
+		if err := applyWebhookInput(&cfg, in); err != nil {
+			return err
+		}
+		if in.URL == nil {
+			return domain.Invalid("url", "url is required")
+		}
+		if err := cfg.Validate(c.Environment); err != nil {
+			return err
+		}
+		id := domain.NewID(domain.PrefixWebhook)
+		secret := NewSecret()
+		at := now()
+		if _, err := a.appendAndProject(ctx, tx, webhookStream(c, id), 0, meta, []domain.Event{webhook.Created{
+			EndpointID: id, PlatformID: c.PlatformID, Environment: c.Environment, Config: cfg, At: at}}); err != nil {
+			return err
+		}
+		res = Result{ID: id, Secret: secret}
+		_, err = tx.Exec(ctx, `INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES ($1, $2, $3)`, id, secret, at)
+		return err
+	})
+	return res, err
+}
+
+func applyWebhookInput(cfg *webhook.Config, in WebhookInput) error {
+	if in.URL != nil {
+		cfg.URL = *in.URL
+	}
+	if in.Events != nil {
+		cfg.Events = in.Events
+	}
+	if in.Description != nil {
+		cfg.Description = *in.Description
+	}
+	if in.Status != nil {
+		cfg.Status = *in.Status
+	}
+	if p := in.RetryPolicy; p != nil {
+		if p.MaxAttempts != nil {
+			cfg.RetryPolicy.MaxAttempts = *p.MaxAttempts
+		}
+		if p.InitialDelaySeconds != nil {
+			cfg.RetryPolicy.InitialDelaySeconds = *p.InitialDelaySeconds
+		}
+		if p.MaxDelaySeconds != nil {
+			cfg.RetryPolicy.MaxDelaySeconds = *p.MaxDelaySeconds
+		}
+	}
+	return nil
+}
+
+// changeWebhook loads an endpoint of the caller and appends what decide returns.
+func (a *App) changeWebhook(ctx context.Context, meta Meta, c Caller, id string, decide func(pgx.Tx, webhook.State) ([]domain.Event, error)) error {
+	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		recs, version, err := eventstore.Load(ctx, tx, webhook.StreamID(id))
+		if err != nil {
+			return err
+		}
+		s, err := eventstore.Fold(recs, webhook.State{}, webhook.Evolve)
+		if err != nil {
+			return err
+		}
+		if s.ID == "" || s.Deleted || s.PlatformID != c.PlatformID || s.Environment != c.Environment {
+			return domain.NotFound("webhook_endpoint", id)
+		}
+		events, err := decide(tx, s)
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		_, err = a.appendAndProject(ctx, tx, webhookStream(c, id), version, meta, events)
+		return err
+	})
+}
+
+// UpdateWebhook is PATCH /webhooks/:id.
+func (a *App) UpdateWebhook(ctx context.Context, meta Meta, c Caller, id string, in WebhookInput) error {
+	return a.changeWebhook(ctx, meta, c, id, func(_ pgx.Tx, s webhook.State) ([]domain.Event, error) {
+		cfg := s.Config
+		cfg.Events = append([]string(nil), cfg.Events...)
+		if err := applyWebhookInput(&cfg, in); err != nil {
+			return nil, err
+		}
+		if err := cfg.Validate(c.Environment); err != nil {
+			return nil, err
+		}
+		return []domain.Event{webhook.Updated{Config: cfg, At: now()}}, nil
+	})
+}
+
+// DisableWebhook turns an endpoint off (the sender does it on a 410).
+func (a *App) DisableWebhook(ctx context.Context, meta Meta, c Caller, id, reason string) error {
+	return a.changeWebhook(ctx, meta, c, id, func(_ pgx.Tx, s webhook.State) ([]domain.Event, error) {
+		if s.Config.Status == webhook.StatusDisabled {
+			return nil, nil
+		}
+		cfg := s.Config
+		cfg.Status = webhook.StatusDisabled
+		return []domain.Event{webhook.Updated{Config: cfg, Reason: reason, At: now()}}, nil
+	})
+}
+
+// DeleteWebhook stops deliveries to an endpoint for good.
+func (a *App) DeleteWebhook(ctx context.Context, meta Meta, c Caller, id string) error {
+	return a.changeWebhook(ctx, meta, c, id, func(tx pgx.Tx, _ webhook.State) ([]domain.Event, error) {
+		_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL
+            WHERE endpoint_id = $1 AND status = 'pending'`, id)
+		return []domain.Event{webhook.Deleted{At: now()}}, err
+	})
+}
+
+// RotateWebhookSecret issues a new secret; the old one keeps signing
+// beside it for 24 hours.
+func (a *App) RotateWebhookSecret(ctx context.Context, meta Meta, c Caller, id string) (Result, error) {
+	secret := NewSecret()
+	err := a.changeWebhook(ctx, meta, c, id, func(tx pgx.Tx, _ webhook.State) ([]domain.Event, error) {
+		at := now()
+		expires := at.Add(webhook.SecretGrace)
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE webhook_secrets SET expires_at = LEAST(coalesce(expires_at, $2), $2) WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $3)`, id, expires, at)
+		b.Queue(`INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES ($1, $2, $3)`, id, secret, at)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, err
+		}
+		return []domain.Event{webhook.SecretRotated{OldExpiresAt: expires, At: at}}, nil
+	})
+	return Result{ID: id, Secret: secret}, err
+}
+
+// TestWebhook queues a webhook.test event for one endpoint.
+func (a *App) TestWebhook(ctx context.Context, meta Meta, c Caller, id string) (Result, error) {
+	var res Result
+	err := a.changeWebhook(ctx, meta, c, id, func(tx pgx.Tx, s webhook.State) ([]domain.Event, error) {
+		at := now()
+		eventID := domain.NewID(domain.PrefixEvent)
+		payload, _ := json.Marshal(map[string]any{"id": eventID, "object": "event", "type": "webhook.test",
+			"platform_id": c.PlatformID, "environment": c.Environment.String(), "created_at": projections.NewTime(at),
+			"data": map[string]any{"object": map[string]any{"id": id, "object": "webhook_endpoint", "url": s.Config.URL}}})
+		res.ID = domain.NewID(domain.PrefixDelivery)
+		_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
+            next_attempt_at, committed_at, created_at) VALUES ($1, $2, $3, 'webhook.test', $4, 'pending', $5, $5, $5)`,
+			res.ID, id, eventID, payload, at)
+		return nil, err
+	})
+	return res, err
+}
+
+// RetryDelivery sends a delivery again now, whatever its state.
+func (a *App) RetryDelivery(ctx context.Context, meta Meta, c Caller, endpointID, deliveryID string) error {
+	return a.changeWebhook(ctx, meta, c, endpointID, func(tx pgx.Tx, _ webhook.State) ([]domain.Event, error) {
+		tag, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3
+            WHERE id = $1 AND endpoint_id = $2`, deliveryID, endpointID, time.Now())
+		if err == nil && tag.RowsAffected() == 0 {
+			err = domain.NotFound("webhook_delivery", deliveryID)
+		}
+		return nil, err
+	})
+}
+
+func webhookStream(c Caller, id string) eventstore.Stream {
+	return eventstore.Stream{ID: webhook.StreamID(id), Type: webhook.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
+}

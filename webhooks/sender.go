@@ -1,0 +1,225 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/platform"
+)
+
+// Sender claims due deliveries and sends them. Claiming is one short
+// statement (a lease, committed at once); the POST happens outside any
+// transaction; the attempt is recorded after.
+type Sender struct {
+	Pool *pgxpool.Pool
+	App  *app.App
+	Log  *slog.Logger
+	Wake <-chan struct{}
+	// AllowPrivate lets sandbox endpoints reach private and loopback
+	// addresses (TREASURY_WEBHOOK_ALLOW_PRIVATE). Live endpoints never may.
+	AllowPrivate bool
+	// Concurrency bounds the requests in flight; default 32.
+	Concurrency int
+
+	once    sync.Once
+	live    *http.Client
+	sandbox *http.Client
+}
+
+// Lease is how long a claimed delivery is reserved for its sender.
+const Lease = 30 * time.Second
+
+// MaxResponseBody is how much of a response is kept with an attempt.
+const MaxResponseBody = 4096
+
+func (s *Sender) init() {
+	s.once.Do(func() {
+		s.live = NewClient(false)
+		s.sandbox = NewClient(s.AllowPrivate)
+		if s.Concurrency <= 0 {
+			s.Concurrency = 32
+		}
+		if s.Log == nil {
+			s.Log = slog.Default()
+		}
+	})
+}
+
+// Run sends due deliveries until ctx ends, woken by new deliveries and
+// polling every 100 ms for retries that came due.
+func (s *Sender) Run(ctx context.Context) {
+	s.init()
+	for ctx.Err() == nil {
+		n, err := s.SendDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.Log.Warn("webhook sender", "error", err)
+		}
+		if n > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.Wake:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+type job struct {
+	id, endpointID, eventType, url, platformID, environment string
+	payload                                                 []byte
+	attempts                                                int
+	policy                                                  platform.RetryPolicy
+	secrets                                                 []string
+}
+
+// SendDue sends the deliveries due now (up to a batch) and returns how many.
+func (s *Sender) SendDue(ctx context.Context) (int, error) {
+	s.init()
+	rows, err := s.Pool.Query(ctx, `WITH claimed AS (
+            UPDATE webhook_deliveries d SET next_attempt_at = now() + $1::interval
+            WHERE d.id IN (SELECT d2.id FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
+                WHERE d2.status = 'pending' AND d2.next_attempt_at <= now() AND e.status = 'enabled' AND NOT e.deleted
+                ORDER BY d2.next_attempt_at LIMIT $2 FOR UPDATE OF d2 SKIP LOCKED)
+            RETURNING d.id, d.endpoint_id, d.event_type, d.payload, d.attempt_count)
+        SELECT c.id, c.endpoint_id, c.event_type, c.payload, c.attempt_count, e.url, e.platform_id, e.environment, e.retry_policy,
+            ARRAY(SELECT secret FROM webhook_secrets w WHERE w.endpoint_id = c.endpoint_id
+                AND (w.expires_at IS NULL OR w.expires_at > now()) ORDER BY w.created_at DESC)
+        FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`, Lease.String(), s.Concurrency*2)
+	if err != nil {
+		return 0, err
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
+		var j job
+		err := r.Scan(&j.id, &j.endpointID, &j.eventType, &j.payload, &j.attempts, &j.url, &j.platformID, &j.environment,
+			&j.policy, &j.secrets)
+		return j, err
+	})
+	if err != nil || len(jobs) == 0 {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.Concurrency)
+	errs := make([]error, len(jobs))
+	for i := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.deliver(ctx, jobs[i])
+		}()
+	}
+	wg.Wait()
+	return len(jobs), errors.Join(errs...)
+}
+
+// attempt is the outcome of one POST.
+type attempt struct {
+	at       time.Time
+	status   int
+	duration time.Duration
+	err      string
+	body     string
+}
+
+func (s *Sender) deliver(ctx context.Context, j job) error {
+	a := s.post(ctx, j)
+	return s.record(ctx, j, a)
+}
+
+func (s *Sender) post(ctx context.Context, j job) attempt {
+	a := attempt{at: time.Now()}
+	ts := a.at.Unix()
+	sig, err := SignAll(j.secrets, j.id, ts, j.payload)
+	if err != nil {
+		a.err = err.Error()
+		return a
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.url, bytes.NewReader(j.payload))
+	if err != nil {
+		a.err = err.Error()
+		return a
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Treasury-Webhooks/1")
+	req.Header.Set("webhook-id", j.id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", sig)
+	client := s.sandbox
+	if j.environment == domain.Live.String() {
+		client = s.live
+	}
+	res, err := client.Do(req)
+	a.duration = time.Since(a.at)
+	if err != nil {
+		a.err = err.Error()
+		return a
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, MaxResponseBody))
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20)) // let the connection be reused
+	a.status = res.StatusCode
+	if utf8.Valid(body) {
+		a.body = string(bytes.ReplaceAll(body, []byte{0}, nil))
+	}
+	return a
+}
+
+func (s *Sender) record(ctx context.Context, j job, a attempt) error {
+	n := j.attempts + 1
+	status, next := "pending", any(nil)
+	switch {
+	case a.status >= 200 && a.status < 300:
+		status = "succeeded"
+	case a.status == http.StatusGone || n >= j.policy.MaxAttempts:
+		status = "failed"
+	default:
+		next = a.at.Add(Backoff(j.policy, n))
+	}
+	var code, errText, body any
+	if a.status != 0 {
+		code = a.status
+	}
+	if a.err != "" {
+		errText = a.err
+	}
+	if a.body != "" {
+		body = a.body
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error, response_body)
+        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, j.id, a.at, code, a.duration.Milliseconds(), errText, body)
+	b.Queue(`UPDATE webhook_deliveries SET status = $2, attempt_count = $3, next_attempt_at = $4 WHERE id = $1`, j.id, status, n, next)
+	if err := s.Pool.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	if a.status == http.StatusGone {
+		env, _ := domain.ParseEnvironment(j.environment)
+		return s.App.DisableWebhook(ctx, app.Meta{Actor: "webhook_sender"}, app.Caller{PlatformID: j.platformID, Environment: env},
+			j.endpointID, "the endpoint answered 410 Gone")
+	}
+	return nil
+}
+
+// Backoff is the wait before attempt n+1 after n failed attempts:
+// initial × 2^(n−1) with ±20 % jitter, capped at the maximum.
+func Backoff(p platform.RetryPolicy, n int) time.Duration {
+	base := float64(p.InitialDelaySeconds) * math.Pow(2, float64(n-1))
+	d := math.Min(base*(0.8+0.4*rand.Float64()), float64(p.MaxDelaySeconds))
+	return time.Duration(d * float64(time.Second))
+}
