@@ -14,6 +14,10 @@ test: postgres
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+## bench: start the service on a fresh database and measure it (writes bench/results.json)
+bench: postgres
+	$(GO) run ./bench
+
 build:
 	$(GO) build -o bin/treasury ./cmd/treasury
 

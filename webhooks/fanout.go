@@ -101,40 +101,52 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 		err := r.Scan(&e.seq, &e.id, &e.typ, &e.platformID, &e.environment, &e.createdAt, &e.payload)
 		return e, err
 	})
-	if err != nil {
+	if err != nil || len(events) == 0 {
 		return 0, err
 	}
+	// Emit the whole batch at once: the router handles messages
+	// concurrently. The checkpoint moves past the batch once every message
+	// is acked; a nacked one is sent again after a pause. A crash before
+	// that emits the batch again, which the idempotent handler absorbs.
+	pending := make([]*message.Message, len(events))
 	for i, e := range events {
 		msg := message.NewMessage(e.id, e.payload)
 		msg.Metadata.Set("type", e.typ)
 		msg.Metadata.Set("platform_id", e.platformID)
 		msg.Metadata.Set("environment", e.environment)
 		msg.Metadata.Set("created_at", e.createdAt.Format(time.RFC3339Nano))
-		for {
+		pending[i] = msg
+	}
+	for len(pending) > 0 {
+		for _, msg := range pending {
 			select {
 			case out <- msg:
 			case <-ctx.Done():
-				return i, ctx.Err()
+				return 0, ctx.Err()
 			}
+		}
+		var nacked []*message.Message
+		for _, msg := range pending {
 			select {
 			case <-msg.Acked():
 			case <-msg.Nacked():
-				msg = msg.Copy() // handled again after a pause
-				select {
-				case <-time.After(time.Second):
-				case <-ctx.Done():
-					return i, ctx.Err()
-				}
-				continue
+				nacked = append(nacked, msg.Copy())
 			case <-ctx.Done():
-				return i, ctx.Err()
+				return 0, ctx.Err()
 			}
-			break
 		}
-		if _, err := f.Pool.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = now()
-            WHERE name = $1 AND global_position < $2`, FanoutName, e.seq); err != nil {
-			return i, err
+		if pending = nacked; len(pending) > 0 {
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
 		}
+	}
+	last := events[len(events)-1].seq
+	if _, err := f.Pool.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = now()
+        WHERE name = $1 AND global_position < $2`, FanoutName, last); err != nil {
+		return 0, err
 	}
 	return len(events), nil
 }
