@@ -1,0 +1,461 @@
+package webhooks_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/platform"
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/eventstore/pgtest"
+	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/webhooks"
+)
+
+type env struct {
+	ctx  context.Context
+	pool *pgxpool.Pool
+	app  *app.App
+	c    app.Caller
+	log  *slog.Logger
+}
+
+func setup(t *testing.T) env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	pool := pgtest.Pool(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := app.New(pool, nil, log)
+	res, err := a.RegisterPlatform(ctx, app.Meta{}, nil, app.RegisterPlatform{Name: "Acme", ContactEmail: "ops@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ApprovePlatform(ctx, app.Meta{}, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	return env{ctx: ctx, pool: pool, app: a, c: app.Caller{PlatformID: res.ID, Environment: domain.Sandbox}, log: log}
+}
+
+func (e env) catchUp(t *testing.T) {
+	t.Helper()
+	head, err := eventstore.Head(e.ctx, e.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := projections.NewSubscription(e.pool, nil, nil).CatchUpTo(e.ctx, head); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e env) openAccount(t *testing.T) {
+	t.Helper()
+	if _, err := e.app.OpenVirtualAccount(e.ctx, app.Meta{}, e.c, app.OpenVirtualAccount{PlatformID: e.c.PlatformID, EntityRef: "biz", Type: "checking"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e env) createWebhook(t *testing.T, url string, events []string) app.Result {
+	t.Helper()
+	res, err := e.app.CreateWebhook(e.ctx, app.Meta{}, e.c, app.WebhookInput{URL: &url, Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Secret, webhooks.SecretPrefix) {
+		t.Fatalf("secret %q", res.Secret)
+	}
+	return res
+}
+
+func (e env) setPolicy(t *testing.T, id string, maxAttempts, initial, maxDelay int) {
+	t.Helper()
+	if err := e.app.UpdateWebhook(e.ctx, app.Meta{}, e.c, id, app.WebhookInput{RetryPolicy: &platform.RetryPolicyPatch{
+		MaxAttempts: &maxAttempts, InitialDelaySeconds: &initial, MaxDelaySeconds: &maxDelay}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e env) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.pool.QueryRow(e.ctx, query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds, failing after limit.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startRouter runs a fresh feed and router until the returned stop is called.
+func (e env) startRouter(t *testing.T) (stop func()) {
+	t.Helper()
+	r, err := webhooks.NewRouter(&webhooks.FeedSubscriber{Pool: e.pool, Poll: 20 * time.Millisecond, Log: e.log},
+		&webhooks.Fanout{Pool: e.pool}, e.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("router: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("router did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func (e env) deliveries(t *testing.T, endpointID string) []projections.DeliveryView {
+	t.Helper()
+	l, err := projections.ListDeliveries(e.ctx, e.pool, projections.Scope{PlatformID: e.c.PlatformID, Environment: e.c.Environment},
+		endpointID, "", projections.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Data
+}
+
+func (e env) delivery(t *testing.T, endpointID, id string) projections.DeliveryView {
+	t.Helper()
+	for _, d := range e.deliveries(t, endpointID) {
+		if d.ID == id {
+			return d
+		}
+	}
+	t.Fatalf("delivery %s of %s not found", id, endpointID)
+	return projections.DeliveryView{}
+}
+
+// sendUntil calls SendDue until the delivery leaves pending (bounded).
+func (e env) sendUntil(t *testing.T, s *webhooks.Sender, endpointID, id string, limit time.Duration) projections.DeliveryView {
+	t.Helper()
+	var d projections.DeliveryView
+	waitFor(t, limit, "delivery "+id+" to finish", func() bool {
+		if _, err := s.SendDue(e.ctx); err != nil {
+			t.Logf("SendDue: %v", err)
+		}
+		d = e.delivery(t, endpointID, id)
+		return d.Status != "pending"
+	})
+	return d
+}
+
+func TestFanoutExactlyOnceAcrossRestart(t *testing.T) {
+	e := setup(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	all := e.createWebhook(t, srv.URL, nil)
+	payments := e.createWebhook(t, srv.URL, []string{"payment.completed"})
+
+	for range 3 {
+		e.openAccount(t)
+	}
+	e.catchUp(t)
+	const vaCreated = `SELECT count(*) FROM public_events WHERE platform_id = $1 AND environment = 'sandbox' AND type = 'virtual_account.created'`
+	if n := e.count(t, vaCreated, e.c.PlatformID); n != 3 {
+		t.Fatalf("%d virtual_account.created public events, want 3", n)
+	}
+	const mine = `SELECT count(*) FROM public_events WHERE platform_id = $1 AND environment = 'sandbox'`
+	const delivered = `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`
+	want := e.count(t, mine, e.c.PlatformID)
+
+	stop := e.startRouter(t)
+	waitFor(t, 15*time.Second, "first fan-out", func() bool { return e.count(t, delivered, all.ID) >= want })
+	stop()
+
+	e.startRouter(t)
+	e.openAccount(t)
+	e.catchUp(t)
+	want = e.count(t, mine, e.c.PlatformID)
+	waitFor(t, 15*time.Second, "fan-out after restart", func() bool { return e.count(t, delivered, all.ID) >= want })
+
+	const vaDelivered = `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1 AND event_type = 'virtual_account.created'`
+	if n := e.count(t, vaDelivered, all.ID); n != 4 {
+		t.Errorf("%d virtual_account.created deliveries, want 4", n)
+	}
+	if n := e.count(t, delivered, all.ID); n != want {
+		t.Errorf("%d deliveries, want %d (one per public event)", n, want)
+	}
+	if n := e.count(t, `SELECT count(*) FROM (SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1
+        GROUP BY event_id HAVING count(*) > 1) d`, all.ID); n != 0 {
+		t.Errorf("%d events delivered more than once", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM public_events p WHERE platform_id = $1 AND environment = 'sandbox'
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = $2 AND d.event_id = p.id)`, e.c.PlatformID, all.ID); n != 0 {
+		t.Errorf("%d public events without a delivery", n)
+	}
+	if n := e.count(t, delivered, payments.ID); n != 0 {
+		t.Errorf("the payment.completed endpoint got %d deliveries", n)
+	}
+}
+
+type received struct {
+	id, ts, sig string
+	body        []byte
+}
+
+// receiver answers with the codes in turn (the last one thereafter) and
+// records each request.
+type receiver struct {
+	mu    sync.Mutex
+	codes []int
+	body  string
+	got   []received
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	b, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.got = append(r.got, received{req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp"), req.Header.Get("webhook-signature"), b})
+	code := r.codes[min(len(r.got), len(r.codes))-1]
+	r.mu.Unlock()
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, r.body)
+}
+
+func (r *receiver) requests() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.got...)
+}
+
+// verify reports whether one of the request's signatures is valid for secret.
+func verify(t *testing.T, rq received, secret string) bool {
+	t.Helper()
+	ts, err := strconv.ParseInt(rq.ts, 10, 64)
+	if err != nil {
+		t.Fatalf("webhook-timestamp %q: %v", rq.ts, err)
+	}
+	if d := time.Since(time.Unix(ts, 0)); d < -time.Minute || d > time.Minute {
+		t.Errorf("webhook-timestamp %d is %s from now", ts, d)
+	}
+	want, err := webhooks.Sign(secret, rq.id, ts, rq.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range strings.Fields(rq.sig) {
+		if s == want {
+			return true
+		}
+	}
+	return false
+}
+
+func (e env) sender(private bool) *webhooks.Sender {
+	return &webhooks.Sender{Pool: e.pool, App: e.app, Log: e.log, AllowPrivate: private}
+}
+
+func (e env) test(t *testing.T, endpointID string) string {
+	t.Helper()
+	res, err := e.app.TestWebhook(e.ctx, app.Meta{}, e.c, endpointID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.ID
+}
+
+func TestSenderSuccessSigned(t *testing.T) {
+	e := setup(t)
+	rcv := &receiver{codes: []int{200}, body: strings.Repeat("x", 10000)}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+	id := e.test(t, wh.ID)
+
+	d := e.sendUntil(t, e.sender(true), wh.ID, id, 15*time.Second)
+	if d.Status != "succeeded" || len(d.Attempts) != 1 {
+		t.Fatalf("delivery %+v", d)
+	}
+	a := d.Attempts[0]
+	if a.StatusCode == nil || *a.StatusCode != 200 || a.Error != nil {
+		t.Errorf("attempt status %v error %v", a.StatusCode, a.Error)
+	}
+	if a.ResponseBody == nil || len(*a.ResponseBody) > webhooks.MaxResponseBody || len(*a.ResponseBody) == 0 {
+		t.Errorf("stored response body: %v bytes, want 1..%d", func() int {
+			if a.ResponseBody == nil {
+				return -1
+			}
+			return len(*a.ResponseBody)
+		}(), webhooks.MaxResponseBody)
+	}
+	got := rcv.requests()
+	if len(got) != 1 {
+		t.Fatalf("%d requests, want 1", len(got))
+	}
+	if got[0].id != id {
+		t.Errorf("webhook-id %q, want the delivery id %q", got[0].id, id)
+	}
+	if !verify(t, got[0], wh.Secret) {
+		t.Errorf("signature %q not valid for the endpoint's secret", got[0].sig)
+	}
+}
+
+func TestSenderRetriesThenSucceeds(t *testing.T) {
+	e := setup(t)
+	rcv := &receiver{codes: []int{500, 500, 200}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+	e.setPolicy(t, wh.ID, 5, 1, 2)
+	id := e.test(t, wh.ID)
+
+	d := e.sendUntil(t, e.sender(true), wh.ID, id, 15*time.Second)
+	if d.Status != "succeeded" {
+		t.Fatalf("status %s", d.Status)
+	}
+	var codes []int
+	for _, a := range d.Attempts {
+		if a.StatusCode == nil {
+			codes = append(codes, 0)
+		} else {
+			codes = append(codes, *a.StatusCode)
+		}
+	}
+	if len(codes) != 3 || codes[0] != 500 || codes[1] != 500 || codes[2] != 200 {
+		t.Fatalf("attempt codes %v, want [500 500 200]", codes)
+	}
+	got := rcv.requests()
+	if len(got) != 3 {
+		t.Fatalf("%d requests, want 3", len(got))
+	}
+	for i, rq := range got {
+		if rq.id != id {
+			t.Errorf("request %d: webhook-id %q, want %q (stable across retries)", i, rq.id, id)
+		}
+		if !verify(t, rq, wh.Secret) {
+			t.Errorf("request %d: bad signature", i)
+		}
+	}
+}
+
+func TestSenderFailsAfterMaxAttempts(t *testing.T) {
+	e := setup(t)
+	rcv := &receiver{codes: []int{500}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+	e.setPolicy(t, wh.ID, 2, 1, 1)
+	id := e.test(t, wh.ID)
+
+	d := e.sendUntil(t, e.sender(true), wh.ID, id, 15*time.Second)
+	if d.Status != "failed" || len(d.Attempts) != 2 || len(rcv.requests()) != 2 {
+		t.Fatalf("status %s, %d attempts, %d requests; want failed after 2", d.Status, len(d.Attempts), len(rcv.requests()))
+	}
+	if d.NextAttemptAt != nil {
+		t.Errorf("failed delivery still has next_attempt_at %v", d.NextAttemptAt)
+	}
+}
+
+func TestSender410DisablesEndpoint(t *testing.T) {
+	e := setup(t)
+	rcv := &receiver{codes: []int{410}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+	id := e.test(t, wh.ID)
+
+	d := e.sendUntil(t, e.sender(true), wh.ID, id, 15*time.Second)
+	if d.Status != "failed" || len(d.Attempts) != 1 {
+		t.Fatalf("status %s, %d attempts; want failed after 1", d.Status, len(d.Attempts))
+	}
+	v, err := projections.GetWebhook(e.ctx, e.pool, projections.Scope{PlatformID: e.c.PlatformID, Environment: e.c.Environment}, wh.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != "disabled" || v.DeliveryStatus.State != "disabled" {
+		t.Errorf("endpoint status %s, state %s; want disabled", v.Status, v.DeliveryStatus.State)
+	}
+}
+
+func TestRotateSecretSignsWithBoth(t *testing.T) {
+	e := setup(t)
+	rcv := &receiver{codes: []int{200}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+	rot, err := e.app.RotateWebhookSecret(e.ctx, app.Meta{}, e.c, wh.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rot.Secret == wh.Secret || !strings.HasPrefix(rot.Secret, webhooks.SecretPrefix) {
+		t.Fatalf("rotated secret %q", rot.Secret)
+	}
+	id := e.test(t, wh.ID)
+	if d := e.sendUntil(t, e.sender(true), wh.ID, id, 15*time.Second); d.Status != "succeeded" {
+		t.Fatalf("status %s", d.Status)
+	}
+	got := rcv.requests()
+	if len(got) != 1 {
+		t.Fatalf("%d requests", len(got))
+	}
+	if n := len(strings.Fields(got[0].sig)); n != 2 {
+		t.Errorf("webhook-signature %q has %d signatures, want 2", got[0].sig, n)
+	}
+	if !verify(t, got[0], wh.Secret) {
+		t.Error("no signature valid for the old secret")
+	}
+	if !verify(t, got[0], rot.Secret) {
+		t.Error("no signature valid for the new secret")
+	}
+}
+
+func TestSenderBlocksPrivateAddress(t *testing.T) {
+	e := setup(t)
+	rcv := &receiver{codes: []int{200}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+	id := e.test(t, wh.ID)
+
+	if _, err := e.sender(false).SendDue(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := e.delivery(t, wh.ID, id)
+	if len(d.Attempts) != 1 {
+		t.Fatalf("%d attempts, want 1", len(d.Attempts))
+	}
+	a := d.Attempts[0]
+	if a.Error == nil || !strings.Contains(*a.Error, webhooks.ErrBlockedAddress.Error()) {
+		t.Errorf("attempt error %v, want one mentioning %q", a.Error, webhooks.ErrBlockedAddress)
+	}
+	if a.StatusCode != nil {
+		t.Errorf("attempt status code %d", *a.StatusCode)
+	}
+	if d.Status == "succeeded" {
+		t.Error("delivery succeeded")
+	}
+	if n := len(rcv.requests()); n != 0 {
+		t.Errorf("%d requests reached the receiver", n)
+	}
+}
