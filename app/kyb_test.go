@@ -902,7 +902,12 @@ func TestKYBIdentifiersAreMaskedEverywhere(t *testing.T) {
 	}
 	rowCount := map[string]int{}
 	for _, table := range tables {
-		rows, err := e.pool.Query(e.ctx, `SELECT row_to_json(t)::text FROM `+table+` t`)
+		// Times, counters and transaction ids can contain any four digits
+		// by chance: they are left out of the search (no identifier is
+		// stored in such a column).
+		rows, err := e.pool.Query(e.ctx, `SELECT (to_jsonb(t) - ARRAY(SELECT column_name::text FROM information_schema.columns
+            WHERE table_schema = 'public' AND table_name = $1
+              AND data_type IN ('timestamp with time zone', 'timestamp without time zone', 'bigint', 'integer', 'xid8')))::text FROM `+table+` t`, table)
 		if err != nil {
 			t.Fatal(err)
 		}
