@@ -87,3 +87,31 @@ func paramOf(err error) string {
 }
 
 func codeOf(err error) string { return string(domain.CodeOf(err)) }
+
+// TestManualRetryResendsAFailedDelivery: a delivery that failed for good
+// goes back to pending on retry and is sent again, under the same id.
+func TestManualRetryResendsAFailedDelivery(t *testing.T) {
+	e := setup(t)
+	rcv := &receiver{codes: []int{500, 200}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+	e.setPolicy(t, wh.ID, 1, 1, 1)
+	id := e.test(t, wh.ID)
+	if d := e.sendUntil(t, e.sender(true), wh.ID, id, 15*time.Second); d.Status != "failed" || len(d.Attempts) != 1 {
+		t.Fatalf("with max_attempts 1 and a 500: %+v", d)
+	}
+	if err := e.app.RetryDelivery(e.ctx, app.Meta{}, e.c, wh.ID, id); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.sendUntil(t, e.sender(true), wh.ID, id, 15*time.Second); d.Status != "succeeded" || len(d.Attempts) != 2 {
+		t.Fatalf("after the manual retry: %+v", d)
+	}
+	reqs := rcv.requests()
+	if len(reqs) != 2 || reqs[0].id != id || reqs[1].id != id {
+		t.Fatalf("requests: %+v", reqs)
+	}
+	if err := e.app.RetryDelivery(e.ctx, app.Meta{}, e.c, wh.ID, "msg_01hzzzzzzzzzzzzzzzzzzzzzzz"); codeOf(err) != "not_found" {
+		t.Fatalf("retry of an unknown delivery: %v", err)
+	}
+}
