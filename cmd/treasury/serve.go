@@ -72,6 +72,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		proj.OnCommit = notifier.Notify // public events are there: wake the webhook fan-out
 		go proj.Run(ctx)
 		go a.KYBDecider(notifier.Subscribe()).Run(ctx)
+		go eventstore.ChainSubscription(pool, notifier.Subscribe()).Run(ctx)
 		startWebhooks(ctx, cfg, pool, a, notifier, log)
 		sim := &sandbox.Simulator{App: a, Pool: pool, Log: log}
 		go sim.Subscription(notifier.Subscribe()).Run(ctx)

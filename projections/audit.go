@@ -1,0 +1,116 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// TableDiff is how a rebuilt table differs from the live one.
+type TableDiff struct {
+	Table       string
+	OnlyLive    int64 // rows in the live table the log does not produce
+	OnlyRebuilt int64 // rows the log produces that the live table lacks
+}
+
+// CompareWithLog rebuilds every projection from the log into a scratch
+// schema and compares it with the live tables, row for row, in one
+// REPEATABLE READ transaction that is rolled back (nothing is kept, the
+// live tables are only read). Inline projections are rebuilt from every
+// event; asynchronous ones up to their checkpoint, which is what the live
+// ones have applied. It returns the tables that differ.
+func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, error) {
+	var diffs []TableDiff
+	events := 0
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadWrite})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tx.Rollback(context.Background())
+
+	var cpTx, cpPos int64
+	err = tx.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints WHERE name = $1`,
+		SubscriptionName).Scan(&cpTx, &cpPos)
+	if err != nil && err != pgx.ErrNoRows {
+		return nil, 0, err
+	}
+	checkpoint := eventstore.Position{TransactionID: uint64(cpTx), GlobalPosition: cpPos}
+
+	var tables []string
+	for _, p := range All() {
+		tables = append(tables, p.Tables()...)
+	}
+	if _, err := tx.Exec(ctx, `CREATE SCHEMA audit_scratch`); err != nil {
+		return nil, 0, err
+	}
+	for _, t := range tables {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE audit_scratch.%s (LIKE public.%s INCLUDING ALL)`, t, t)); err != nil {
+			return nil, 0, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL search_path = audit_scratch, public`); err != nil {
+		return nil, 0, err
+	}
+	inline, async := Inline(), Async()
+	var pos eventstore.Position
+	for {
+		batch, err := eventstore.ReadCommitted(ctx, tx, pos, 2000)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for i := range batch {
+			e := &batch[i]
+			for _, p := range inline {
+				if err := p.Apply(ctx, tx, e); err != nil {
+					return nil, 0, fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
+				}
+			}
+			if !checkpoint.Less(eventstore.PositionOf(*e)) {
+				for _, p := range async {
+					if err := p.Apply(ctx, tx, e); err != nil {
+						return nil, 0, fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
+					}
+				}
+			}
+		}
+		events += len(batch)
+		pos = eventstore.PositionOf(batch[len(batch)-1])
+	}
+	for _, t := range tables {
+		d := TableDiff{Table: t}
+		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT
+            (SELECT count(*) FROM (SELECT * FROM public.%[1]s EXCEPT ALL SELECT * FROM audit_scratch.%[1]s) a),
+            (SELECT count(*) FROM (SELECT * FROM audit_scratch.%[1]s EXCEPT ALL SELECT * FROM public.%[1]s) b)`, t)).
+			Scan(&d.OnlyLive, &d.OnlyRebuilt); err != nil {
+			return nil, 0, fmt.Errorf("compare %s: %w", t, err)
+		}
+		if d.OnlyLive > 0 || d.OnlyRebuilt > 0 {
+			diffs = append(diffs, d)
+		}
+	}
+	return diffs, events, nil
+}
+
+// LedgerImbalance lists the journal entries whose debits and credits differ
+// (by status), and the imbalance over the whole ledger.
+func LedgerImbalance(ctx context.Context, db eventstore.DB) (entries []string, total int64, err error) {
+	rows, err := db.Query(ctx, `SELECT journal_entry_id || ' (' || status || ')' FROM ledger_entries
+        GROUP BY journal_entry_id, status
+        HAVING sum(CASE WHEN direction = 'debit' THEN amount ELSE -amount END) <> 0 ORDER BY 1 LIMIT 100`)
+	if err != nil {
+		return nil, 0, err
+	}
+	entries, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, 0, err
+	}
+	err = db.QueryRow(ctx, `SELECT coalesce(sum(CASE WHEN direction = 'debit' THEN amount ELSE -amount END), 0) FROM ledger_entries`).Scan(&total)
+	return entries, total, err
+}
