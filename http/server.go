@@ -108,6 +108,7 @@ func (s *Server) routes() {
 	v1.GET("/platform", s.getOwnPlatform, platform...)
 	v1.GET("/platform/settings", s.getSettings, platform...)
 	v1.PATCH("/platform/settings", s.updateSettings, platform...)
+	v1.GET("/platform/revenue-share", s.revenueShare, platform...)
 	v1.POST("/platform/api-keys", s.createAPIKey, platform...)
 	v1.GET("/platform/api-keys", s.listAPIKeys, platform...)
 	v1.DELETE("/platform/api-keys/:id", s.revokeAPIKey, platform...)
