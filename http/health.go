@@ -29,6 +29,11 @@ func (s *Server) readyz(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "migrations pending"})
 	}
+	if s.cfg.Ready != nil && !s.cfg.Ready() {
+		// Ready only once /v1 is: its gate opens just after the migrations.
+		c.Response().Header().Set("Retry-After", "1")
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "starting"})
+	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
