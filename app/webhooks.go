@@ -33,7 +33,7 @@ func NewSecret() string {
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
-	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(b)
 }
 
 // CreateWebhook registers an endpoint and returns its id and secret.

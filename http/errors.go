@@ -91,6 +91,12 @@ func (s *Server) errorBody(err error, c echo.Context) (ErrorBody, int) {
 			return ErrorBody{Code: domain.CodeInvalidRequest, Message: http.StatusText(he.Code)}, http.StatusBadRequest
 		}
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22003" { // numeric_value_out_of_range
+		// Only reachable by amounts no bank holds (a balance past 9.2e18
+		// cents): the request is what is wrong, not the service.
+		return ErrorBody{Code: domain.CodeInvalidRequest, Message: "an amount or balance would exceed what the ledger can hold"}, http.StatusBadRequest
+	}
 	if Unavailable(err) {
 		s.log.Warn("database unavailable", "request_id", requestID(c), "error", err)
 		return ErrorBody{Code: domain.CodeUnavailable, Message: "the service is temporarily unavailable; retry shortly"}, http.StatusServiceUnavailable

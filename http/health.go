@@ -7,8 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/opentreasury/treasury/migrations"
 )
 
 // GET /healthz: the process is up.
@@ -24,7 +22,10 @@ func (s *Server) readyz(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
 	}
-	pending, err := migrations.Pending(ctx, s.pool)
+	pending, err := false, error(nil)
+	if s.cfg.Pending != nil {
+		pending, err = s.cfg.Pending(ctx)
+	}
 	if err != nil || pending {
 		c.Response().Header().Set("Retry-After", "1")
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "migrations pending"})

@@ -3,12 +3,14 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"github.com/opentreasury/treasury/app"
@@ -41,5 +43,19 @@ func TestPanicBecomesLoggedInternalError(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"request_id":"req-panic-1"`) || !strings.Contains(logs.String(), "secret internals") {
 		t.Fatalf("the panic and its request id are not in the log:\n%s", logs.String())
+	}
+}
+
+// TestOverflowIsABadRequest: a balance pushed past bigint (only by absurd
+// amounts) answers 400, not 500.
+func TestOverflowIsABadRequest(t *testing.T) {
+	s := New(app.New(pgtest.Pool(t), nil, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))), Config{})
+	s.echo.GET("/v1/overflow", func(echo.Context) error {
+		return fmt.Errorf("project: %w", &pgconn.PgError{Code: "22003", Message: "bigint out of range"})
+	})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/overflow", nil))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"invalid_request"`) {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 }

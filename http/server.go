@@ -26,6 +26,9 @@ type Config struct {
 	RateLimit    *RateLimit // TREASURY_RATE_LIMIT=N:B, over the defaults
 	// RequestTimeout bounds each request's work; default 30 s.
 	RequestTimeout time.Duration
+	// Pending, if set, tells /readyz whether migrations wait to be applied
+	// (cmd wires migrations.Pending: http does not import migrations).
+	Pending func(context.Context) (bool, error)
 	// Ready, if set, gates /v1 until it returns true (migrations applied).
 	Ready func() bool
 }

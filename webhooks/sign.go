@@ -10,10 +10,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"github.com/opentreasury/treasury/domain/webhook"
 )
 
 // SecretPrefix starts every endpoint secret.
-const SecretPrefix = "whsec_"
+const SecretPrefix = webhook.SecretPrefix
 
 // Sign returns the Standard Webhooks signature of a message: "v1," and the
 // base64 HMAC-SHA256, keyed with the secret's bytes (the base64 after

@@ -80,7 +80,8 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	})
 	api := apihttp.New(a, apihttp.Config{
 		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit,
-		Ready: ready.Load,
+		Ready:   ready.Load,
+		Pending: func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
 	})
 	if cfg.OperatorKey == "" {
 		log.Warn("TREASURY_OPERATOR_KEY is not set: operator routes answer 401")

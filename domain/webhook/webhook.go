@@ -104,6 +104,9 @@ func Evolve(s State, e domain.Event) State {
 	return s
 }
 
+// SecretPrefix starts every endpoint secret (the Standard Webhooks form).
+const SecretPrefix = "whsec_"
+
 // Limits.
 const (
 	MaxURLLen         = 2048
