@@ -56,10 +56,13 @@ type Result struct {
 
 // run executes fn in a transaction, retrying with jittered backoff when it
 // lost a race (stream version conflict, serialization failure, deadlock).
+// The transaction holds the writer gate shared, so that a projection
+// rebuild can pause commands for the moment it swaps its tables in.
 func (a *App) run(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	backoff := 2 * time.Millisecond
+	begin := pgx.TxOptions{BeginQuery: projections.CommandBegin}
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, a.Pool, func(tx pgx.Tx) error { return fn(ctx, tx) })
+		err := pgx.BeginTxFunc(ctx, a.Pool, begin, func(tx pgx.Tx) error { return fn(ctx, tx) })
 		if err == nil {
 			a.Notifier.Notify()
 			return nil

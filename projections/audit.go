@@ -40,22 +40,14 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 	}
 	checkpoint := eventstore.Position{TransactionID: uint64(cpTx), GlobalPosition: cpPos}
 
-	var tables []string
-	for _, p := range All() {
-		tables = append(tables, p.Tables()...)
-	}
-	if _, err := tx.Exec(ctx, `CREATE SCHEMA audit_scratch`); err != nil {
+	tables := allTables()
+	if err := createShadow(ctx, tx, "audit_scratch"); err != nil {
 		return nil, 0, err
-	}
-	for _, t := range tables {
-		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE audit_scratch.%s (LIKE public.%s INCLUDING ALL)`, t, t)); err != nil {
-			return nil, 0, err
-		}
 	}
 	if _, err := tx.Exec(ctx, `SET LOCAL search_path = audit_scratch, public`); err != nil {
 		return nil, 0, err
 	}
-	inline, async := Inline(), Async()
+	applied := func(e *eventstore.RecordedEvent) bool { return !checkpoint.Less(eventstore.PositionOf(*e)) }
 	var pos eventstore.Position
 	for {
 		batch, err := eventstore.ReadCommitted(ctx, tx, pos, 2000)
@@ -65,20 +57,8 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 		if len(batch) == 0 {
 			break
 		}
-		for i := range batch {
-			e := &batch[i]
-			for _, p := range inline {
-				if err := p.Apply(ctx, tx, e); err != nil {
-					return nil, 0, fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
-				}
-			}
-			if !checkpoint.Less(eventstore.PositionOf(*e)) {
-				for _, p := range async {
-					if err := p.Apply(ctx, tx, e); err != nil {
-						return nil, 0, fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
-					}
-				}
-			}
+		if err := replay(ctx, tx, batch, applied); err != nil {
+			return nil, 0, err
 		}
 		events += len(batch)
 		pos = eventstore.PositionOf(batch[len(batch)-1])

@@ -16,110 +16,255 @@ import (
 
 // RebuildStats says what a rebuild did.
 type RebuildStats struct {
-	Events   int
-	Duration time.Duration
+	Events   int           // events replayed
+	Duration time.Duration // the whole rebuild
+	// Paused is how long commands waited: the final catch-up and swap,
+	// the only moment the rebuild holds the writer gate.
+	Paused time.Duration
+	// Changed counts the live rows the swap deleted or inserted: zero when
+	// the live projections already were what the log says.
+	Changed int64
 }
 
-// Rebuild empties every projection and replays the whole log into it, in
-// one transaction. The tables are locked while it runs (commands and
-// reads wait); the asynchronous subscription is paused and resumes from
-// where the rebuild stopped, so no event is applied twice or skipped.
+// RebuildOptions tune a rebuild; the zero value is the default.
+type RebuildOptions struct {
+	BatchSize int // events per replay transaction (default 5,000)
+	// AfterBatch, when set, is called after each replay batch has
+	// committed into the shadow schema (tests use it to act mid-rebuild).
+	AfterBatch func(events int)
+}
+
+// shadowSchema holds the copy a rebuild fills.
+const shadowSchema = "projections_rebuild"
+
+// Rebuild replays the whole log into a shadow copy of every projection
+// and then makes the live tables equal to it, while the API keeps
+// serving:
 //
-// Inline projections get every committed event (commands that would add
-// more are blocked on the locks). Asynchronous ones get the events below
-// the oldest running transaction, like any subscriber, and their
-// checkpoint is set there.
+//  1. The shadow tables are filled batch by batch, in commit order, from
+//     the events below the oldest running transaction. Nothing is locked:
+//     commands and reads go on against the live tables.
+//  2. In one short transaction the rebuild pauses the asynchronous
+//     subscriber (its checkpoint row), takes the writer gate that every
+//     command holds shared (so in-flight commands finish and new ones
+//     wait), replays the few events committed since, and writes into the
+//     live tables only the rows that differ from the shadow. Reads never
+//     wait: they see the old rows until this transaction commits, then the
+//     new ones. The subscriber resumes after the last event.
 //
-// It runs at READ COMMITTED on purpose: each read sees every event
-// committed before it, including those of commands that committed while
-// the rebuild waited for its locks (a snapshot fixed earlier would miss
-// them, and TRUNCATE would erase their inline rows).
-//
-// Commands take the projection tables' rows in various orders, so waiting
-// for the table locks can deadlock with one of them; PostgreSQL then
-// aborts one side and whichever it was retries.
+// Only one rebuild runs at a time; a second one waits for the first.
 func Rebuild(ctx context.Context, pool *pgxpool.Pool) (RebuildStats, error) {
+	return RebuildWith(ctx, pool, RebuildOptions{})
+}
+
+// RebuildWith is Rebuild with options.
+func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (RebuildStats, error) {
 	start := time.Now()
-	var stats RebuildStats
-	var err error
-	for attempt := 1; attempt <= maxRebuildAttempts; attempt++ {
-		stats, err = rebuildOnce(ctx, pool)
-		if !lostLockRace(err) {
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = 5000
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return RebuildStats{}, err
+	}
+	defer conn.Release()
+	// One rebuild at a time: they share the shadow schema.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, rebuildLock); err != nil {
+		return RebuildStats{}, err
+	}
+	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, rebuildLock)
+	defer conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+shadowSchema+` CASCADE`)
+
+	if err := createShadow(ctx, conn, shadowSchema); err != nil {
+		return RebuildStats{}, err
+	}
+	r := &rebuild{conn: conn.Conn(), opt: opt}
+	if err := r.replayUntilCaughtUp(ctx); err != nil {
+		return r.stats, err
+	}
+	for attempt := 1; ; attempt++ {
+		err = r.swap(ctx)
+		if err == nil || !lostLockRace(err) || attempt >= maxSwapAttempts {
 			break
 		}
 	}
-	stats.Duration = time.Since(start)
-	return stats, err
+	r.stats.Duration = time.Since(start)
+	return r.stats, err
 }
 
-const maxRebuildAttempts = 20
+// rebuildLock serialises rebuilds (a session-level advisory lock).
+const rebuildLock = 0x7472_6562_7569_6c64 // "trebuild"
+
+const maxSwapAttempts = 10
 
 func lostLockRace(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "55P03")
 }
 
-func rebuildOnce(ctx context.Context, pool *pgxpool.Pool) (RebuildStats, error) {
-	var stats RebuildStats
-	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		// Give way quickly rather than queue every command behind us.
-		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '3s'`); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, SubscriptionName); err != nil {
-			return err
-		}
-		// Pause the asynchronous subscriber (it holds this row while it works).
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, SubscriptionName); err != nil {
-			return err
-		}
-		var tables []string
-		for _, p := range All() {
-			tables = append(tables, p.Tables()...)
-		}
-		list := strings.Join(tables, ", ")
-		if _, err := tx.Exec(ctx, `LOCK TABLE `+list+` IN ACCESS EXCLUSIVE MODE`); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `TRUNCATE `+list+` RESTART IDENTITY`); err != nil {
-			return err
-		}
-		var xmin int64
-		if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin); err != nil {
-			return err
-		}
-		inline, async := Inline(), Async()
-		var pos, asyncPos eventstore.Position
-		for {
-			events, err := eventstore.ReadCommitted(ctx, tx, pos, 2000)
+type rebuild struct {
+	conn  *pgx.Conn
+	opt   RebuildOptions
+	pos   eventstore.Position // the last event replayed into the shadow
+	stats RebuildStats
+}
+
+// replayUntilCaughtUp fills the shadow from the log, one transaction per
+// batch, until a batch comes back short (the rest is for the swap).
+func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
+	for {
+		n := 0
+		err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL search_path = `+shadowSchema+`, public`); err != nil {
+				return err
+			}
+			events, err := eventstore.ReadAll(ctx, tx, r.pos, r.opt.BatchSize)
 			if err != nil {
 				return err
 			}
-			if len(events) == 0 {
+			n = len(events)
+			return r.apply(ctx, tx, events)
+		})
+		if err != nil {
+			return err
+		}
+		if n > 0 && r.opt.AfterBatch != nil {
+			r.opt.AfterBatch(r.stats.Events)
+		}
+		if n < r.opt.BatchSize {
+			return nil
+		}
+	}
+}
+
+// apply folds events into the shadow with every projector and advances
+// the position. On error the caller's transaction rolls back, so the
+// position only moves with what committed.
+func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	if err := replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }); err != nil {
+		return err
+	}
+	r.pos = eventstore.PositionOf(events[len(events)-1])
+	r.stats.Events += len(events)
+	return nil
+}
+
+// swap is the short transaction of step 2. It takes the subscriber's
+// checkpoint row before the writer gate: the subscriber never waits for
+// the gate, so waiting for it while holding the gate would only stall
+// commands for longer.
+func (r *rebuild) swap(ctx context.Context) error {
+	pos, events := r.pos, r.stats.Events
+	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, SubscriptionName); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, SubscriptionName); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, WriterGate); err != nil {
+			return err
+		}
+		paused := time.Now()
+		defer func() { r.stats.Paused += time.Since(paused) }()
+
+		// No command runs now, so every event of the log has committed.
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path = `+shadowSchema+`, public`); err != nil {
+			return err
+		}
+		for {
+			batch, err := eventstore.ReadCommitted(ctx, tx, r.pos, r.opt.BatchSize)
+			if err != nil {
+				return err
+			}
+			if len(batch) == 0 {
 				break
 			}
-			for i := range events {
-				e := &events[i]
-				for _, p := range inline {
-					if err := p.Apply(ctx, tx, e); err != nil {
-						return fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
-					}
-				}
-				if e.TransactionID < uint64(xmin) {
-					for _, p := range async {
-						if err := p.Apply(ctx, tx, e); err != nil {
-							return fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
-						}
-					}
-					asyncPos = eventstore.PositionOf(*e)
-				}
+			if err := r.apply(ctx, tx, batch); err != nil {
+				return err
 			}
-			pos = eventstore.PositionOf(events[len(events)-1])
-			stats.Events += len(events)
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path = public`); err != nil {
+			return err
+		}
+		for _, t := range allTables() {
+			n, err := copyDifferences(ctx, tx, t)
+			if err != nil {
+				return fmt.Errorf("swap %s: %w", t, err)
+			}
+			r.stats.Changed += n
 		}
 		_, err := tx.Exec(ctx, `UPDATE subscription_checkpoints SET transaction_id = $2::text::xid8, global_position = $3,
-            updated_at = now() WHERE name = $1`, SubscriptionName, fmt.Sprint(asyncPos.TransactionID), asyncPos.GlobalPosition)
+            updated_at = now() WHERE name = $1`, SubscriptionName, fmt.Sprint(r.pos.TransactionID), r.pos.GlobalPosition)
 		return err
 	})
-	return stats, err
+	if err != nil {
+		// The events replayed inside the failed transaction were rolled
+		// back with it; the next attempt replays them again.
+		r.pos, r.stats.Events = pos, events
+	}
+	return err
+}
+
+// copyDifferences makes public.t equal to the shadow's t: it deletes the
+// live rows the shadow lacks (by primary key), inserts the shadow rows
+// the live table lacks, and sets the identity sequences to the shadow's,
+// so the next row numbers are what a replay would give them.
+func copyDifferences(ctx context.Context, tx pgx.Tx, table string) (int64, error) {
+	pk, err := primaryKey(ctx, tx, table)
+	if err != nil {
+		return 0, err
+	}
+	var match []string
+	for _, c := range pk {
+		match = append(match, fmt.Sprintf("l.%[1]s = d.%[1]s", c))
+	}
+	del, err := tx.Exec(ctx, fmt.Sprintf(`DELETE FROM public.%[1]s l
+        USING (SELECT * FROM public.%[1]s EXCEPT ALL SELECT * FROM %[2]s.%[1]s) d WHERE %[3]s`,
+		table, shadowSchema, strings.Join(match, " AND ")))
+	if err != nil {
+		return 0, err
+	}
+	ins, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO public.%[1]s OVERRIDING SYSTEM VALUE
+        SELECT * FROM %[2]s.%[1]s EXCEPT ALL SELECT * FROM public.%[1]s`, table, shadowSchema))
+	if err != nil {
+		return 0, err
+	}
+	rows, err := tx.Query(ctx, `SELECT attname FROM pg_attribute
+        WHERE attrelid = $1::regclass AND attidentity <> '' AND NOT attisdropped`, "public."+table)
+	if err != nil {
+		return 0, err
+	}
+	identities, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	for _, col := range identities {
+		var seq string
+		if err := tx.QueryRow(ctx, `SELECT pg_get_serial_sequence($1, $2)`, shadowSchema+"."+table, col).Scan(&seq); err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT setval(pg_get_serial_sequence($1, $2), last_value, is_called) FROM %s`, seq),
+			"public."+table, col); err != nil {
+			return 0, err
+		}
+	}
+	return del.RowsAffected() + ins.RowsAffected(), nil
+}
+
+func primaryKey(ctx context.Context, tx pgx.Tx, table string) ([]string, error) {
+	rows, err := tx.Query(ctx, `SELECT a.attname FROM pg_index i
+        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+        WHERE i.indrelid = $1::regclass AND i.indisprimary ORDER BY a.attnum`, "public."+table)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err == nil && len(cols) == 0 {
+		err = fmt.Errorf("table %s has no primary key", table)
+	}
+	return cols, err
 }

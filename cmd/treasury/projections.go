@@ -13,7 +13,7 @@ func projectionsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "projections", Short: "Manage the read models built from the event log"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "rebuild",
-		Short: "Empty every projection and rebuild it from the event log",
+		Short: "Rebuild every projection from the event log while the API keeps serving",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig()
 			if err != nil {
@@ -32,7 +32,8 @@ func projectionsCmd() *cobra.Command {
 				return err
 			}
 			rate := float64(stats.Events) / max(stats.Duration.Seconds(), 1e-9)
-			fmt.Printf("rebuilt every projection from %d events in %s (%.0f events/s)\n", stats.Events, stats.Duration.Round(1e6), rate)
+			fmt.Printf("rebuilt every projection from %d events in %s (%.0f events/s); commands paused %s; %d live rows corrected\n",
+				stats.Events, stats.Duration.Round(1e6), rate, stats.Paused.Round(1e5), stats.Changed)
 			return nil
 		},
 	})

@@ -1,0 +1,71 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// WriterGate is the advisory lock every command holds shared for its whole
+// transaction (see CommandBegin). A rebuild takes it exclusively for the
+// moment it swaps its shadow tables in, so that no command writes the live
+// projections or appends an event meanwhile.
+const WriterGate = 0x7472_6561_7375_7279 // "treasury"
+
+// CommandBegin begins a command's transaction and takes the writer gate
+// shared in the same round trip (pgx sends it as one simple query).
+var CommandBegin = fmt.Sprintf("BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared(%d)", WriterGate)
+
+// allTables lists every projection table.
+func allTables() []string {
+	var tables []string
+	for _, p := range All() {
+		tables = append(tables, p.Tables()...)
+	}
+	return tables
+}
+
+// createShadow creates schema with an empty copy of every projection
+// table: columns, defaults, constraints, indexes and fresh identity
+// sequences, so projectors run there unchanged with the schema first on
+// the search_path.
+func createShadow(ctx context.Context, db eventstore.DB, schema string) error {
+	if _, err := db.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+		return err
+	}
+	if _, err := db.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
+		return err
+	}
+	for _, t := range allTables() {
+		if _, err := db.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s.%s (LIKE public.%s INCLUDING ALL)`, schema, t, t)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replay folds events into the read models: every inline projector sees
+// every event, the asynchronous ones those for which async says so.
+func replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool) error {
+	inline, asyncs := Inline(), Async()
+	for i := range events {
+		e := &events[i]
+		for _, p := range inline {
+			if err := p.Apply(ctx, tx, e); err != nil {
+				return fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
+			}
+		}
+		if !async(e) {
+			continue
+		}
+		for _, p := range asyncs {
+			if err := p.Apply(ctx, tx, e); err != nil {
+				return fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
+			}
+		}
+	}
+	return nil
+}
