@@ -100,7 +100,27 @@ func (a *App) appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stre
 	if err != nil {
 		return nil, err
 	}
-	return recs, projections.ApplyAll(ctx, tx, a.inline, recs)
+	d := projections.Defer(tx)
+	if err := projections.ApplyAll(ctx, d, a.inline, recs); err != nil {
+		return nil, err
+	}
+	return recs, d.Flush(ctx)
+}
+
+// appendAndProjectAll appends to several streams in one round trip and
+// sends the inline projectors' writes for all of them in a second one.
+func (a *App) appendAndProjectAll(ctx context.Context, tx pgx.Tx, meta Meta, reqs ...eventstore.AppendRequest) error {
+	recs, err := eventstore.AppendAll(ctx, tx, meta, reqs...)
+	if err != nil {
+		return err
+	}
+	d := projections.Defer(tx)
+	for _, r := range recs {
+		if err := projections.ApplyAll(ctx, d, a.inline, r); err != nil {
+			return err
+		}
+	}
+	return d.Flush(ctx)
 }
 
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

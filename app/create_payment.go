@@ -21,6 +21,13 @@ import (
 // transaction under the account's balance lock. The business rules run in
 // this order: account active, KYB approved, screening, daily limit,
 // available ≥ amount + fee.
+//
+// It is the hot path, so it makes few round trips: BEGIN (with the writer
+// gate); one batch that claims the idempotency key (with the new payment's
+// id, so no second write is needed), locks the balance row and reads what
+// the rules need; the daily-limit sum only when a limit is set; the two
+// appends in one batch; the inline projections' writes in one batch;
+// COMMIT.
 func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c Caller, req payment.Request) (Result, error) {
 	rail, err := req.Validate()
 	if err != nil {
@@ -30,45 +37,48 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		return Result{}, domain.Invalid("idempotency_key", "idempotency_key is required (in the body or the Idempotency-Key header)")
 	}
 	meta = withIdempotencyKey(meta, idem)
-	return a.runIdempotent(ctx, idem, func(ctx context.Context, tx pgx.Tx) (Result, error) {
-		locked, err := lockAccounts(ctx, tx, c, []string{req.VirtualAccountID})
+	var res Result
+	err = a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		id := domain.NewID(domain.PrefixPayment)
+		in, err := loadPaymentInputs(ctx, tx, c, idem, id, req.VirtualAccountID)
 		if err != nil {
-			return Result{}, err
+			return err
 		}
-		acc := locked[req.VirtualAccountID]
+		if !in.claimed {
+			res, _, err = lookupIdempotency(ctx, tx, idem)
+			return err
+		}
+		acc := in.account
 		if acc.Status != "active" {
-			return Result{}, &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID,
+			return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID,
 				Message: "the virtual account is " + acc.Status + "; only active accounts send payments"}
 		}
-		if err := requireKYBApproved(ctx, tx, c, acc.EntityRef, acc.ID); err != nil {
-			return Result{}, err
+		if in.kybStatus != kyb.StatusApproved {
+			return &domain.Error{Code: domain.CodeKYBNotApproved, ResourceID: acc.ID,
+				Message: "the business behind this account is not KYB approved (kyb_status " + in.kybStatus + ")"}
 		}
 		if domain.ScreeningHit(req.Destination.Name) {
-			return Result{}, &domain.Error{Code: domain.CodeComplianceRejected, Param: "destination.name",
+			return &domain.Error{Code: domain.CodeComplianceRejected, Param: "destination.name",
 				Message: "the destination name is on the screening list"}
 		}
 		at := now()
-		settings, err := projections.GetSettings(ctx, tx, c.PlatformID, c.Environment)
-		if err != nil {
-			return Result{}, err
+		if err := checkDailyLimit(ctx, tx, acc.ID, req.Amount, in.settings.DailyPaymentLimit, at); err != nil {
+			return err
 		}
-		if err := checkDailyLimit(ctx, tx, acc.ID, req.Amount, settings.DailyPaymentLimit, at); err != nil {
-			return Result{}, err
+		fee, ok := in.fees[rail.String()]
+		if !ok {
+			fee = rails.DefaultFee(rail)
 		}
-		fee, err := feeFor(ctx, tx, c.PlatformID, rail)
-		if err != nil {
-			return Result{}, err
+		chart := in.chart
+		if len(chart) == 0 {
+			if chart, err = a.ensureChart(ctx, tx, meta, c); err != nil {
+				return err
+			}
 		}
-		chart, err := a.ensureChart(ctx, tx, meta, c)
-		if err != nil {
-			return Result{}, err
-		}
-		id := domain.NewID(domain.PrefixPayment)
 		jeID := domain.NewID(domain.PrefixJournalEntry)
 		lines := paymentLines(acc, chart, rail, req.Amount, fee)
-		balances := map[string]ledger.Balance{acc.ID: acc.Balance}
-		if err := ledger.CheckFunds(balances, lines, ledger.StatusPending); err != nil {
-			return Result{}, err
+		if err := ledger.CheckFunds(map[string]ledger.Balance{acc.ID: acc.Balance}, lines, ledger.StatusPending); err != nil {
+			return err
 		}
 		desc := req.Description
 		if desc == "" {
@@ -77,16 +87,96 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		created := payment.Created{PaymentID: id, PlatformID: c.PlatformID, Environment: c.Environment,
 			VirtualAccountID: acc.ID, Amount: req.Amount, Fee: fee, Rail: rail.String(), Destination: req.Destination,
 			IdempotencyKey: idem.Key, Description: req.Description, Metadata: req.Metadata, JournalEntryID: jeID,
-			ExpectedSettlementAt: a.expectedSettlement(c.Environment, rail, settings.Sandbox, at), At: at}
-		if _, err := a.appendAndProject(ctx, tx, paymentStream(c, id), 0, meta, []domain.Event{created}); err != nil {
-			return Result{}, err
-		}
-		_, err = a.appendAndProject(ctx, tx, journalStream(c, jeID), 0, meta, []domain.Event{ledger.Recorded{
-			JournalEntryID: jeID, PlatformID: c.PlatformID, Environment: c.Environment, Type: ledger.TypePayment,
-			Description: desc, Status: ledger.StatusPending, Lines: lines, Source: ledger.Source{Type: "payment", ID: id},
-			EffectiveAt: at, At: at}})
-		return Result{ID: id}, err
+			ExpectedSettlementAt: a.expectedSettlement(c.Environment, rail, in.settings.Sandbox, at), At: at}
+		recorded := ledger.Recorded{JournalEntryID: jeID, PlatformID: c.PlatformID, Environment: c.Environment,
+			Type: ledger.TypePayment, Description: desc, Status: ledger.StatusPending, Lines: lines,
+			Source: ledger.Source{Type: "payment", ID: id}, EffectiveAt: at, At: at}
+		res = Result{ID: id}
+		return a.appendAndProjectAll(ctx, tx, meta,
+			eventstore.AppendRequest{Stream: paymentStream(c, id), Events: []domain.Event{created}},
+			eventstore.AppendRequest{Stream: journalStream(c, jeID), Events: []domain.Event{recorded}})
 	})
+	return res, err
+}
+
+// paymentInputs is what CreatePayment's rules read.
+type paymentInputs struct {
+	claimed   bool // false: the idempotency key was used before
+	account   lockedAccount
+	kybStatus string
+	settings  projections.SettingsView
+	fees      map[string]int64
+	chart     map[string]string
+}
+
+// loadPaymentInputs claims the idempotency key for paymentID, locks the
+// account's balance row and reads the rules' inputs, in one batch. The
+// statements run in order, each with its own snapshot, so the account's
+// status is read after its lock was granted (a close committed by the
+// lock's previous holder is seen).
+func loadPaymentInputs(ctx context.Context, tx pgx.Tx, c Caller, idem *Idempotency, paymentID, accountID string) (paymentInputs, error) {
+	var in paymentInputs
+	env := c.Environment.String()
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
+        VALUES ($1, $2, $3, $4, $5, $6, 201) ON CONFLICT DO NOTHING`,
+		idem.Scope, idem.Environment, idem.Key, idem.Operation, idem.RequestHash, paymentID)
+	b.Queue(`SELECT b.posted, b.pending_inbound, b.pending_outbound
+        FROM account_balances b JOIN virtual_accounts v ON v.id = b.virtual_account_id
+        WHERE b.virtual_account_id = $1 AND v.platform_id = $2 AND v.environment = $3
+        FOR UPDATE OF b`, accountID, c.PlatformID, env)
+	b.Queue(`SELECT v.status, v.entity_ref, v.ledger_account_id, coalesce(k.status, $2)
+        FROM virtual_accounts v LEFT JOIN kyb_entities k
+          ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref
+        WHERE v.id = $1`, accountID, kyb.StatusNotStarted)
+	b.Queue(projections.SettingsQuery, c.PlatformID, env)
+	b.Queue(`SELECT fee_schedule FROM platforms WHERE id = $1`, c.PlatformID)
+	b.Queue(`SELECT code, id FROM ledger_accounts WHERE platform_id = $1 AND environment = $2 AND virtual_account_id IS NULL`,
+		c.PlatformID, env)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+
+	tag, err := br.Exec()
+	if err != nil {
+		return in, err
+	}
+	in.claimed = tag.RowsAffected() > 0
+	in.account.ID = accountID
+	bal := &in.account.Balance
+	if err := br.QueryRow().Scan(&bal.Posted, &bal.PendingInbound, &bal.PendingOutbound); errors.Is(err, pgx.ErrNoRows) {
+		if in.claimed {
+			return in, domain.NotFound("virtual_account", accountID)
+		}
+	} else if err != nil {
+		return in, err
+	}
+	acc := &in.account
+	if err := br.QueryRow().Scan(&acc.Status, &acc.EntityRef, &acc.LedgerAccountID, &in.kybStatus); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return in, err
+	}
+	if in.settings, err = projections.ScanSettings(br.QueryRow(), c.PlatformID, c.Environment); err != nil {
+		return in, err
+	}
+	if err := br.QueryRow().Scan(&in.fees); err != nil {
+		return in, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return in, err
+	}
+	in.chart = map[string]string{}
+	for rows.Next() {
+		var code, id string
+		if err := rows.Scan(&code, &id); err != nil {
+			rows.Close()
+			return in, err
+		}
+		in.chart[code] = id
+	}
+	if err := rows.Err(); err != nil {
+		return in, err
+	}
+	return in, br.Close()
 }
 
 // paymentLines hold the amount (to the rail's clearing account) and the fee
@@ -106,22 +196,6 @@ func paymentLines(acc lockedAccount, chart map[string]string, rail rails.Rail, a
 				Direction: ledger.Credit, Amount: fee, Type: ledger.TypePaymentFee})
 	}
 	return lines
-}
-
-func requireKYBApproved(ctx context.Context, tx pgx.Tx, c Caller, entityRef, accountID string) error {
-	var status string
-	err := tx.QueryRow(ctx, `SELECT status FROM kyb_entities WHERE platform_id = $1 AND environment = $2 AND entity_ref = $3`,
-		c.PlatformID, c.Environment.String(), entityRef).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		status = kyb.StatusNotStarted
-	} else if err != nil {
-		return err
-	}
-	if status != kyb.StatusApproved {
-		return &domain.Error{Code: domain.CodeKYBNotApproved, ResourceID: accountID,
-			Message: "the business behind this account is not KYB approved (kyb_status " + status + ")"}
-	}
-	return nil
 }
 
 // checkDailyLimit refuses a payment that would take the account's payments
@@ -144,17 +218,6 @@ func checkDailyLimit(ctx context.Context, tx pgx.Tx, accountID string, amount in
 			Message: "this payment would take the account past its daily payment limit"}
 	}
 	return nil
-}
-
-func feeFor(ctx context.Context, tx pgx.Tx, platformID string, rail rails.Rail) (int64, error) {
-	var fees map[string]int64
-	if err := tx.QueryRow(ctx, `SELECT fee_schedule FROM platforms WHERE id = $1`, platformID).Scan(&fees); err != nil {
-		return 0, err
-	}
-	if fee, ok := fees[rail.String()]; ok {
-		return fee, nil
-	}
-	return rails.DefaultFee(rail), nil
 }
 
 // expectedSettlement follows the real calendars in live; in the sandbox,

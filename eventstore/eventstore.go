@@ -106,6 +106,62 @@ func Append(ctx context.Context, db DB, s Stream, expected int64, meta Metadata,
 	if len(events) == 0 {
 		return nil, nil
 	}
+	a, err := prepareAppend(AppendRequest{Stream: s, Expected: expected, Events: events}, meta)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, appendSQL, a.args...)
+	if err != nil {
+		return nil, err
+	}
+	return a.scan(rows)
+}
+
+// AppendRequest is one stream's part of AppendAll.
+type AppendRequest struct {
+	Stream   Stream
+	Expected int64
+	Events   []domain.Event
+}
+
+// AppendAll appends to several streams in one round trip (a pipelined
+// batch in tx), each with its expected version, and returns each stream's
+// recorded events in the order asked. Any conflict is ErrVersionConflict,
+// and the caller's transaction must then roll back.
+func AppendAll(ctx context.Context, tx pgx.Tx, meta Metadata, reqs ...AppendRequest) ([][]RecordedEvent, error) {
+	prepared := make([]preparedAppend, len(reqs))
+	b := &pgx.Batch{}
+	for i, r := range reqs {
+		a, err := prepareAppend(r, meta)
+		if err != nil {
+			return nil, err
+		}
+		prepared[i] = a
+		b.Queue(appendSQL, a.args...)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	out := make([][]RecordedEvent, len(reqs))
+	for i := range prepared {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = prepared[i].scan(rows); err != nil {
+			return nil, err
+		}
+	}
+	return out, br.Close()
+}
+
+type preparedAppend struct {
+	args     []any
+	recs     []RecordedEvent
+	metaJSON []byte
+}
+
+func prepareAppend(r AppendRequest, meta Metadata) (preparedAppend, error) {
+	s, events := r.Stream, r.Events
 	ids := make([]string, len(events))
 	types := make([]string, len(events))
 	datas := make([]string, len(events))
@@ -113,7 +169,7 @@ func Append(ctx context.Context, db DB, s Stream, expected int64, meta Metadata,
 	for i, e := range events {
 		b, err := json.Marshal(e)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", e.EventType(), err)
+			return preparedAppend{}, fmt.Errorf("encode %s: %w", e.EventType(), err)
 		}
 		ids[i], types[i], datas[i] = domain.NewID(domain.PrefixEvent), e.EventType(), string(b)
 		recs[i] = RecordedEvent{EventID: ids[i], StreamID: s.ID, Type: types[i], SchemaVersion: 1,
@@ -121,14 +177,16 @@ func Append(ctx context.Context, db DB, s Stream, expected int64, meta Metadata,
 	}
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
-		return nil, err
+		return preparedAppend{}, err
 	}
-	rows, err := db.Query(ctx, appendSQL, s.ID, s.Type, s.PlatformID, s.Environment,
-		expected, expected+int64(len(events)), metaJSON, ids, types, datas)
-	if err != nil {
-		return nil, err
-	}
+	return preparedAppend{recs: recs, metaJSON: metaJSON, args: []any{s.ID, s.Type, s.PlatformID, s.Environment,
+		r.Expected, r.Expected + int64(len(events)), metaJSON, ids, types, datas}}, nil
+}
+
+// scan reads the rows appendSQL returned into the recorded events.
+func (a preparedAppend) scan(rows pgx.Rows) ([]RecordedEvent, error) {
 	defer rows.Close()
+	recs := a.recs
 	byID := make(map[string]int, len(recs))
 	for i := range recs {
 		byID[recs[i].EventID] = i
@@ -142,7 +200,7 @@ func Append(ctx context.Context, db DB, s Stream, expected int64, meta Metadata,
 		}
 		i := byID[id]
 		recs[i].GlobalPosition, recs[i].StreamVersion, recs[i].RecordedAt = r.GlobalPosition, r.StreamVersion, r.RecordedAt
-		recs[i].Metadata = metaJSON
+		recs[i].Metadata = a.metaJSON
 		n++
 	}
 	if err := rows.Err(); err != nil {

@@ -49,6 +49,7 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 	}
 	applied := func(e *eventstore.RecordedEvent) bool { return !checkpoint.Less(eventstore.PositionOf(*e)) }
 	var pos eventstore.Position
+	seen := StreamCache{}
 	for {
 		batch, err := eventstore.ReadCommitted(ctx, tx, pos, 2000)
 		if err != nil {
@@ -57,7 +58,7 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 		if len(batch) == 0 {
 			break
 		}
-		if err := replay(ctx, tx, batch, applied); err != nil {
+		if err := replay(ctx, tx, batch, applied, seen); err != nil {
 			return nil, 0, err
 		}
 		events += len(batch)

@@ -36,14 +36,14 @@ func (Ledger) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent)
 			postedAt = e.At
 		}
 		b.Queue(`INSERT INTO journal_entries (id, platform_id, environment, type, description, status, source_type,
-            source_id, reverses, metadata, effective_at, created_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12)`,
+            source_id, reverses, metadata, effective_at, created_at, seq)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12, `+nextSeq("journal_entries")+`)`,
 			e.JournalEntryID, e.PlatformID, e.Environment.String(), e.Type, e.Description, e.Status,
 			e.Source.Type, e.Source.ID, e.Reverses, orEmpty(e.Metadata), e.EffectiveAt, e.At)
 		for _, l := range e.Lines {
 			b.Queue(`INSERT INTO ledger_entries (id, journal_entry_id, platform_id, environment, ledger_account_id,
-                virtual_account_id, direction, amount, type, status, description, effective_at, created_at, posted_at)
-                VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, $10, $11, $12, $13, $14)`,
+                virtual_account_id, direction, amount, type, status, description, effective_at, created_at, posted_at, seq)
+                VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, $10, $11, $12, $13, $14, `+nextSeq("ledger_entries")+`)`,
 				l.EntryID, e.JournalEntryID, e.PlatformID, e.Environment.String(), l.LedgerAccountID,
 				l.VirtualAccountID, l.Direction.String(), l.Amount, l.Type, e.Status, e.Description, e.EffectiveAt, e.At, postedAt)
 			if l.VirtualAccountID != "" {
@@ -52,8 +52,8 @@ func (Ledger) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent)
 					amount = -amount
 				}
 				b.Queue(`INSERT INTO account_transactions (id, platform_id, environment, virtual_account_id, type, amount,
-                    status, description, source_type, source_id, created_at, posted_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+                    status, description, source_type, source_id, created_at, posted_at, seq)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, `+nextSeq("account_transactions")+`)`,
 					TransactionID(l.EntryID), e.PlatformID, e.Environment.String(), l.VirtualAccountID, l.Type, amount,
 					transactionStatus(e.Status), e.Description, e.Source.Type, e.Source.ID, e.At, postedAt)
 			}
@@ -73,6 +73,14 @@ func (Ledger) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent)
 		return nil
 	}
 	return tx.SendBatch(ctx, b).Close()
+}
+
+// nextSeq numbers a new row of an asynchronous projection: one more than
+// the last. The subscriber is the only writer of these tables and numbers
+// in commit order inside its transaction, so a rolled-back batch leaves no
+// gap and a replay of the log gives every row the same number.
+func nextSeq(table string) string {
+	return `(SELECT coalesce(max(seq), 0) + 1 FROM ` + table + `)`
 }
 
 func transactionStatus(entryStatus string) string {

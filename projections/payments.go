@@ -138,7 +138,7 @@ func ListPayments(ctx context.Context, db eventstore.DB, s Scope, f PaymentFilte
 
 // paymentAt folds a payment's stream up to and including r.
 func paymentAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (PaymentView, error) {
-	recs, _, err := eventstore.Load(ctx, tx, r.StreamID)
+	recs, err := loadStream(ctx, tx, r.StreamID)
 	if err != nil {
 		return PaymentView{}, err
 	}

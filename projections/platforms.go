@@ -165,12 +165,20 @@ type SettingsView struct {
 
 // GetSettings returns the settings of (platform, env), defaults included.
 func GetSettings(ctx context.Context, db eventstore.DB, platformID string, env domain.Environment) (SettingsView, error) {
+	return ScanSettings(db.QueryRow(ctx, SettingsQuery, platformID, env.String()), platformID, env)
+}
+
+// SettingsQuery reads the row ScanSettings expects ($1 platform, $2 environment).
+const SettingsQuery = `SELECT settings, updated_at FROM platform_settings WHERE platform_id = $1 AND environment = $2`
+
+// ScanSettings reads the row of SettingsQuery over the defaults; no row
+// means the defaults.
+func ScanSettings(row pgx.Row, platformID string, env domain.Environment) (SettingsView, error) {
 	v := SettingsView{Object: "platform_settings", PlatformID: platformID, Environment: env.String(),
 		Settings: platform.DefaultSettings(env)}
 	var raw []byte
 	var updated time.Time
-	err := db.QueryRow(ctx, `SELECT settings, updated_at FROM platform_settings WHERE platform_id = $1 AND environment = $2`,
-		platformID, env.String()).Scan(&raw, &updated)
+	err := row.Scan(&raw, &updated)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, nil
 	}

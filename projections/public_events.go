@@ -55,7 +55,7 @@ func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.Recorded
 	switch e := ev.(type) {
 	case account.Opened:
 		// The business may have been verified through another account already.
-		before, err := eventstore.LoadBefore(ctx, tx, kyb.StreamID(e.PlatformID, e.Environment, e.EntityRef), eventstore.PositionOf(*r))
+		before, err := loadStreamBefore(ctx, tx, kyb.StreamID(e.PlatformID, e.Environment, e.EntityRef), eventstore.PositionOf(*r))
 		if err != nil {
 			return err
 		}
@@ -112,8 +112,8 @@ func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.Recorded
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO public_events (id, type, platform_id, environment, created_at, data)
-            VALUES ($1, $2, $3, $4, $5, $6)`, p.id, p.typ, r.PlatformID, r.Environment, r.RecordedAt, data); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO public_events (id, type, platform_id, environment, created_at, data, seq)
+            VALUES ($1, $2, $3, $4, $5, $6, `+nextSeq("public_events")+`)`, p.id, p.typ, r.PlatformID, r.Environment, r.RecordedAt, data); err != nil {
 			return err
 		}
 	}
@@ -151,7 +151,7 @@ func entryView(e ledger.Recorded, l ledger.Line, status string) LedgerEntryView 
 
 // journalRecord reads the Recorded event of a journal entry from the log.
 func journalRecord(ctx context.Context, tx pgx.Tx, id string) (ledger.Recorded, error) {
-	recs, _, err := eventstore.Load(ctx, tx, ledger.StreamID(id))
+	recs, err := loadStream(ctx, tx, ledger.StreamID(id))
 	if err != nil {
 		return ledger.Recorded{}, err
 	}
@@ -170,7 +170,7 @@ func journalRecord(ctx context.Context, tx pgx.Tx, id string) (ledger.Recorded, 
 // verificationAt folds a business's stream up to and including r and
 // shows the verification r decided.
 func verificationAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (KYBView, error) {
-	recs, _, err := eventstore.Load(ctx, tx, r.StreamID)
+	recs, err := loadStream(ctx, tx, r.StreamID)
 	if err != nil {
 		return KYBView{}, err
 	}
@@ -203,7 +203,7 @@ func verificationAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent)
 
 // inboundAt folds an inbound transfer's stream up to and including r.
 func inboundAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (InboundTransferView, error) {
-	recs, _, err := eventstore.Load(ctx, tx, r.StreamID)
+	recs, err := loadStream(ctx, tx, r.StreamID)
 	if err != nil {
 		return InboundTransferView{}, err
 	}

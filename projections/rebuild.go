@@ -78,7 +78,7 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 	if err := createShadow(ctx, conn, shadowSchema); err != nil {
 		return RebuildStats{}, err
 	}
-	r := &rebuild{conn: conn.Conn(), opt: opt}
+	r := &rebuild{conn: conn.Conn(), opt: opt, seen: StreamCache{}}
 	if err := r.replayUntilCaughtUp(ctx); err != nil {
 		return r.stats, err
 	}
@@ -106,6 +106,7 @@ type rebuild struct {
 	conn  *pgx.Conn
 	opt   RebuildOptions
 	pos   eventstore.Position // the last event replayed into the shadow
+	seen  StreamCache
 	stats RebuildStats
 }
 
@@ -144,7 +145,7 @@ func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.Reco
 	if len(events) == 0 {
 		return nil
 	}
-	if err := replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }); err != nil {
+	if err := replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }, r.seen); err != nil {
 		return err
 	}
 	r.pos = eventstore.PositionOf(events[len(events)-1])
@@ -210,9 +211,8 @@ func (r *rebuild) swap(ctx context.Context) error {
 }
 
 // copyDifferences makes public.t equal to the shadow's t: it deletes the
-// live rows the shadow lacks (by primary key), inserts the shadow rows
-// the live table lacks, and sets the identity sequences to the shadow's,
-// so the next row numbers are what a replay would give them.
+// live rows the shadow lacks (by primary key) and inserts the shadow rows
+// the live table lacks.
 func copyDifferences(ctx context.Context, tx pgx.Tx, table string) (int64, error) {
 	pk, err := primaryKey(ctx, tx, table)
 	if err != nil {
@@ -228,29 +228,10 @@ func copyDifferences(ctx context.Context, tx pgx.Tx, table string) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	ins, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO public.%[1]s OVERRIDING SYSTEM VALUE
+	ins, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO public.%[1]s
         SELECT * FROM %[2]s.%[1]s EXCEPT ALL SELECT * FROM public.%[1]s`, table, shadowSchema))
 	if err != nil {
 		return 0, err
-	}
-	rows, err := tx.Query(ctx, `SELECT attname FROM pg_attribute
-        WHERE attrelid = $1::regclass AND attidentity <> '' AND NOT attisdropped`, "public."+table)
-	if err != nil {
-		return 0, err
-	}
-	identities, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, err
-	}
-	for _, col := range identities {
-		var seq string
-		if err := tx.QueryRow(ctx, `SELECT pg_get_serial_sequence($1, $2)`, shadowSchema+"."+table, col).Scan(&seq); err != nil {
-			return 0, err
-		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT setval(pg_get_serial_sequence($1, $2), last_value, is_called) FROM %s`, seq),
-			"public."+table, col); err != nil {
-			return 0, err
-		}
 	}
 	return del.RowsAffected() + ins.RowsAffected(), nil
 }

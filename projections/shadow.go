@@ -40,7 +40,7 @@ func createShadow(ctx context.Context, db eventstore.DB, schema string) error {
 		return err
 	}
 	for _, t := range allTables() {
-		if _, err := db.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s.%s (LIKE public.%s INCLUDING ALL)`, schema, t, t)); err != nil {
+		if _, err := db.Exec(ctx, fmt.Sprintf(`CREATE UNLOGGED TABLE %s.%s (LIKE public.%s INCLUDING ALL)`, schema, t, t)); err != nil {
 			return err
 		}
 	}
@@ -48,11 +48,14 @@ func createShadow(ctx context.Context, db eventstore.DB, schema string) error {
 }
 
 // replay folds events into the read models: every inline projector sees
-// every event, the asynchronous ones those for which async says so.
-func replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool) error {
+// every event, the asynchronous ones those for which async says so. seen
+// is the stream cache of a replay from the start of the log.
+func replay(ctx context.Context, db pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen StreamCache) error {
 	inline, asyncs := Inline(), Async()
+	tx := &Deferred{Tx: db, seen: seen}
 	for i := range events {
 		e := &events[i]
+		seen.add(e)
 		for _, p := range inline {
 			if err := p.Apply(ctx, tx, e); err != nil {
 				return fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
@@ -67,5 +70,5 @@ func replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, a
 			}
 		}
 	}
-	return nil
+	return tx.Flush(ctx)
 }

@@ -18,7 +18,11 @@ func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger)
 	return &eventstore.Subscription{
 		Name: SubscriptionName, Pool: pool, Wake: wake, Log: log,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
-			return ApplyAll(ctx, tx, Async(), events)
+			d := Defer(tx)
+			if err := ApplyAll(ctx, d, Async(), events); err != nil {
+				return err
+			}
+			return d.Flush(ctx)
 		},
 	}
 }

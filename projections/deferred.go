@@ -1,0 +1,119 @@
+package projections
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// Deferred wraps a transaction so that the projectors' writes travel in
+// one batch instead of one round trip each: Exec and SendBatch only queue,
+// and the queue is sent before any read through the wrapper (so reads see
+// the writes) and at Flush. Projectors ignore the command tags of their
+// writes, which is what makes queueing them safe; an error surfaces at
+// the next flush and aborts the transaction like any other.
+type Deferred struct {
+	pgx.Tx
+	queue pgx.Batch
+	seen  StreamCache // set during a replay from the start of the log
+}
+
+// Defer starts queueing the projectors' writes on tx.
+func Defer(tx pgx.Tx) *Deferred { return &Deferred{Tx: tx} }
+
+func (d *Deferred) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	d.queue.Queue(sql, args...)
+	return pgconn.CommandTag{}, nil
+}
+
+func (d *Deferred) SendBatch(_ context.Context, b *pgx.Batch) pgx.BatchResults {
+	d.queue.QueuedQueries = append(d.queue.QueuedQueries, b.QueuedQueries...)
+	return queuedResults{}
+}
+
+func (d *Deferred) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := d.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return d.Tx.Query(ctx, sql, args...)
+}
+
+func (d *Deferred) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := d.Flush(ctx); err != nil {
+		return errRow{err}
+	}
+	return d.Tx.QueryRow(ctx, sql, args...)
+}
+
+// Flush sends the queued writes.
+func (d *Deferred) Flush(ctx context.Context) error {
+	if d.queue.Len() == 0 {
+		return nil
+	}
+	b := d.queue
+	d.queue = pgx.Batch{}
+	return d.Tx.SendBatch(ctx, &b).Close()
+}
+
+// StreamCache holds, during a replay from the start of the log, the events
+// replayed so far of each stream, so that a projector folding a stream up
+// to the event at hand need not read the stream back from the log.
+type StreamCache map[string][]eventstore.RecordedEvent
+
+// add records e unless an earlier (rolled-back) attempt already did.
+func (c StreamCache) add(e *eventstore.RecordedEvent) {
+	if c == nil {
+		return
+	}
+	s := c[e.StreamID]
+	if n := len(s); n > 0 && s[n-1].GlobalPosition >= e.GlobalPosition {
+		return
+	}
+	c[e.StreamID] = append(s, *e)
+}
+
+// loadStream is the stream up to the event being projected, from the
+// replay's cache or else the log. The log read need not wait for the
+// queued writes: projectors never write the log.
+func loadStream(ctx context.Context, tx pgx.Tx, streamID string) ([]eventstore.RecordedEvent, error) {
+	if d, ok := tx.(*Deferred); ok {
+		if d.seen != nil {
+			return d.seen[streamID], nil
+		}
+		tx = d.Tx
+	}
+	recs, _, err := eventstore.Load(ctx, tx, streamID)
+	return recs, err
+}
+
+// loadStreamBefore is a stream's events before pos (an event of another
+// stream being projected).
+func loadStreamBefore(ctx context.Context, tx pgx.Tx, streamID string, pos eventstore.Position) ([]eventstore.RecordedEvent, error) {
+	if d, ok := tx.(*Deferred); ok {
+		if d.seen != nil {
+			return d.seen[streamID], nil
+		}
+		tx = d.Tx
+	}
+	return eventstore.LoadBefore(ctx, tx, streamID, pos)
+}
+
+var errQueued = errors.New("projections: the results of a deferred batch are not available")
+
+// queuedResults stands for a batch that was queued, not sent: projectors
+// only Close their batches.
+type queuedResults struct{}
+
+func (queuedResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, errQueued }
+func (queuedResults) Query() (pgx.Rows, error)         { return nil, errQueued }
+func (queuedResults) QueryRow() pgx.Row                { return errRow{errQueued} }
+func (queuedResults) Close() error                     { return nil }
+func (queuedResults) Tx() pgx.Tx                       { return nil }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
