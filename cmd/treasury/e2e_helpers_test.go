@@ -146,6 +146,20 @@ func (p *proc) stop() {
 	}
 }
 
+// kill ends the process with SIGKILL (no shutdown of any kind) and waits
+// until it is gone.
+func (p *proc) kill() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		p.t.Fatalf("SIGKILL %s: %v", p.name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.t.Fatalf("%s still running 10 s after SIGKILL", p.name)
+	}
+}
+
 // exited reports whether the process ended, and how.
 func (p *proc) exited() (bool, error) {
 	select {
@@ -297,6 +311,11 @@ var client = &http.Client{Timeout: 20 * time.Second}
 
 // call makes one request; err is a transport error (no answer).
 func call(method, url, key string, body any) (response, error) {
+	return callWith(client, method, url, key, body)
+}
+
+// callWith is call with another client (its own timeout and connections).
+func callWith(c *http.Client, method, url, key string, body any) (response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -315,7 +334,7 @@ func call(method, url, key string, body any) (response, error) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := client.Do(req)
+	res, err := c.Do(req)
 	if err != nil {
 		return response{}, err
 	}
