@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,8 +32,9 @@ func idempotency(c echo.Context, scope, env, operation string, body []byte, body
 	if key == "" {
 		return nil, nil
 	}
-	if len(key) > app.MaxIdempotencyKeyLen || strings.TrimSpace(key) != key {
-		return nil, domain.Invalid("idempotency_key", "idempotency keys are 1 to %d characters without surrounding spaces", app.MaxIdempotencyKeyLen)
+	// A header may carry any byte above 0x7f: PostgreSQL stores only UTF-8.
+	if len(key) > app.MaxIdempotencyKeyLen || strings.TrimSpace(key) != key || !utf8.ValidString(key) || strings.ContainsRune(key, 0) {
+		return nil, domain.Invalid("idempotency_key", "idempotency keys are 1 to %d characters of UTF-8 text without surrounding spaces", app.MaxIdempotencyKeyLen)
 	}
 	return &app.Idempotency{Scope: scope, Environment: env, Key: key, Operation: operation, RequestHash: requestHash(body)}, nil
 }
