@@ -72,7 +72,12 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, rebuildLock); err != nil {
 		return RebuildStats{}, err
 	}
-	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, rebuildLock)
+	defer func() {
+		// A connection that kept the lock must not go back to the pool.
+		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, rebuildLock); err != nil {
+			conn.Conn().Close(context.Background())
+		}
+	}()
 	defer conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+shadowSchema+` CASCADE`)
 
 	if err := createShadow(ctx, conn, shadowSchema); err != nil {
@@ -158,12 +163,17 @@ func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.Reco
 // the gate, so waiting for it while holding the gate would only stall
 // commands for longer.
 func (r *rebuild) swap(ctx context.Context) error {
-	pos, events := r.pos, r.stats.Events
+	pos, events, changed := r.pos, r.stats.Events, r.stats.Changed
 	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, SubscriptionName); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, SubscriptionName); err != nil {
+			return err
+		}
+		// A command that does not finish must not hold every other one
+		// up behind the rebuild: give way and try again.
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, WriterGate); err != nil {
@@ -191,6 +201,9 @@ func (r *rebuild) swap(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL search_path = public`); err != nil {
 			return err
 		}
+		if err := rewindFeed(ctx, tx); err != nil {
+			return err
+		}
 		for _, t := range allTables() {
 			n, err := copyDifferences(ctx, tx, t)
 			if err != nil {
@@ -205,7 +218,8 @@ func (r *rebuild) swap(ctx context.Context) error {
 	if err != nil {
 		// The events replayed inside the failed transaction were rolled
 		// back with it; the next attempt replays them again.
-		r.pos, r.stats.Events = pos, events
+		r.pos, r.stats.Events, r.stats.Changed = pos, events, changed
+		r.seen.forgetAfter(pos)
 	}
 	return err
 }
@@ -248,4 +262,23 @@ func primaryKey(ctx context.Context, tx pgx.Tx, table string) ([]string, error) 
 		err = fmt.Errorf("table %s has no primary key", table)
 	}
 	return cols, err
+}
+
+// PublicEventsFeed is the checkpoint (a public_events seq) of the webhook
+// fan-out, which follows public_events in seq order.
+const PublicEventsFeed = "webhook_fanout"
+
+// rewindFeed moves the webhook fan-out back to just before the first
+// public event the swap is about to change (a row the live table lacked,
+// or one numbered differently), so none is skipped; the fan-out is
+// idempotent per endpoint and event, so what it sees again is not sent
+// twice.
+func rewindFeed(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `UPDATE subscription_checkpoints c SET global_position = d.first - 1, updated_at = now()
+        FROM (SELECT min(seq) AS first FROM (
+                (SELECT * FROM public.public_events EXCEPT ALL SELECT * FROM `+shadowSchema+`.public_events)
+                UNION ALL
+                (SELECT * FROM `+shadowSchema+`.public_events EXCEPT ALL SELECT * FROM public.public_events)) x) d
+        WHERE c.name = $1 AND d.first IS NOT NULL AND c.global_position >= d.first`, PublicEventsFeed)
+	return err
 }

@@ -237,3 +237,39 @@ func TestRolledBackBatchLeavesNoGap(t *testing.T) {
 		t.Errorf("a rebuild after a rolled-back batch changed %d rows", stats.Changed)
 	}
 }
+
+// TestRebuildRewindsTheWebhookFeed: when the swap puts back a public event
+// the live table had lost, the webhook fan-out's position moves back to
+// just before it, so the event is fanned out rather than skipped.
+func TestRebuildRewindsTheWebhookFeed(t *testing.T) {
+	e := newEnv(t)
+	c := e.platform("Feed")
+	va := e.openVA(c, "biz")
+	for range 3 {
+		e.must(e.inbound(c, va, 100, "rtp"))
+	}
+	e.sync()
+	var lost, last int64
+	if err := e.pool.QueryRow(e.ctx, `SELECT min(seq) + 1, max(seq) FROM public_events`).Scan(&lost, &last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `DELETE FROM public_events WHERE seq = $1`, lost); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO subscription_checkpoints (name, global_position) VALUES ($1, $2)`,
+		projections.PublicEventsFeed, last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := projections.Rebuild(e.ctx, e.pool); err != nil {
+		t.Fatal(err)
+	}
+	var feed int64
+	if err := e.pool.QueryRow(e.ctx, `SELECT global_position FROM subscription_checkpoints WHERE name = $1`,
+		projections.PublicEventsFeed).Scan(&feed); err != nil {
+		t.Fatal(err)
+	}
+	if feed != lost-1 {
+		t.Errorf("the fan-out is at seq %d after the rebuild put back seq %d; want %d", feed, lost, lost-1)
+	}
+	requireLogMatches(t, e)
+}

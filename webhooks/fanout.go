@@ -13,13 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/projections"
 )
 
 // Topic is the watermill topic of public events.
 const Topic = "public_events"
 
 // FanoutName is the fan-out's checkpoint name.
-const FanoutName = "webhook_fanout"
+const FanoutName = projections.PublicEventsFeed
 
 // FeedSubscriber is a watermill Subscriber over the public events table:
 // it emits each event in order (public events are numbered in commit order
