@@ -1,241 +1,130 @@
 // Command bench measures the service as its users load it. `make bench`
-// runs it: it builds and starts `treasury serve` against a fresh database
-// and reports each figure, writing them to bench/results.json.
+// runs it: it builds `treasury`, measures the raw PostgreSQL transfer rate
+// in a scratch database, starts `treasury serve` against a fresh database,
+// creates one platform with 1,000 funded, KYB-approved virtual accounts
+// and measures, each after a warm-up:
 //
-// Measured now: webhook first-attempt latency — from the commit of a state
-// change (the event's created_at) to the request arriving at a local
-// receiver — while virtual accounts are opened at a steady rate (each one
-// emits virtual_account.created).
+//   - payments:  POST /v1/payments from a random account of the 1,000 at
+//     1, 16 and 64 closed-loop clients (rtp, which completes in the sandbox);
+//   - hot:       the same from only 10 accounts;
+//   - webhook:   first-attempt latency (event created_at → arrival at a
+//     local receiver) while 250 events per second flow;
+//   - get:       GET /v1/virtual-accounts/:id at 16 clients;
+//   - rebuild:   `treasury projections rebuild` over ≥ 200,000 events;
+//   - raw:       two UPDATEs and one INSERT per transaction over pgx, the
+//     limit the database sets, at the same concurrencies.
+//
+// It prints one table (figure, value, target) and writes bench/results.json.
+// The bench depends only on the HTTP API, the CLI and `SELECT count(*)
+// FROM events`, so the server may change underneath it.
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
-	"sync"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/opentreasury/treasury/eventstore/pglocal"
 )
 
+// The sections, in the order they run. raw runs first, before the server
+// starts, so that nothing else of ours competes with it.
+var allSections = []string{"raw", "payments", "hot", "webhook", "get", "rebuild"}
+
+type options struct {
+	duration      time.Duration
+	warmup        time.Duration
+	clients       []int
+	accounts      int
+	hotAccounts   int
+	fund          int64
+	webhookRate   int
+	getClients    int
+	rebuildEvents int
+	only          map[string]bool
+	out           string
+}
+
+func (o options) want(section string) bool { return o.only[section] }
+
+// needsServer reports whether any selected section talks to the service.
+func (o options) needsServer() bool {
+	for _, s := range allSections {
+		if s != "raw" && o.want(s) {
+			return true
+		}
+	}
+	return false
+}
+
 func main() {
-	rate := flag.Int("rate", 250, "events per second to generate")
-	duration := flag.Duration("duration", 20*time.Second, "how long to measure (after a 3 s warm-up)")
+	var o options
+	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long each measurement runs, after its warm-up")
+	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "warm-up before each measurement (load runs, nothing is counted)")
+	clients := flag.String("clients", "1,16,64", "comma list of closed-loop client counts for payments, hot and raw")
+	only := flag.String("only", "", "comma list of sections to run, of "+strings.Join(allSections, ",")+" (default: all)")
+	flag.IntVar(&o.accounts, "accounts", 1000, "funded, KYB-approved virtual accounts to create")
+	flag.IntVar(&o.hotAccounts, "hot-accounts", 10, "source accounts of the hot-account workload")
+	flag.Int64Var(&o.fund, "fund", 100_000_000, "cents credited to each account (rtp inbound transfer)")
+	flag.IntVar(&o.webhookRate, "webhook-rate", 250, "events per second during the webhook measurement (virtual accounts opened, each emitting virtual_account.created)")
+	flag.IntVar(&o.getClients, "get-clients", 16, "clients of the GET /v1/virtual-accounts/:id measurement")
+	flag.IntVar(&o.rebuildEvents, "rebuild-events", 200_000, "events the log must hold before the rebuild is timed (topped up with payments)")
+	flag.StringVar(&o.out, "out", "", "where to write the results (default bench/results.json in the repository)")
 	flag.Parse()
-	if err := run(*rate, *duration); err != nil {
+
+	fail := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...)
+		os.Exit(2)
+	}
+	for _, f := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fail("-clients: %q is not a positive number", f)
+		}
+		o.clients = append(o.clients, n)
+	}
+	o.only = map[string]bool{}
+	if strings.TrimSpace(*only) == "" {
+		for _, s := range allSections {
+			o.only[s] = true
+		}
+	} else {
+		known := map[string]bool{}
+		for _, s := range allSections {
+			known[s] = true
+		}
+		for _, s := range strings.Split(*only, ",") {
+			s = strings.TrimSpace(s)
+			if !known[s] {
+				fail("-only: unknown section %q (sections: %s)", s, strings.Join(allSections, ","))
+			}
+			o.only[s] = true
+		}
+	}
+	if o.duration <= 0 || o.warmup < 0 {
+		fail("-duration must be positive and -warmup not negative")
+	}
+	if o.accounts < 1 || o.hotAccounts < 1 || o.hotAccounts > o.accounts {
+		fail("-accounts must be ≥ 1 and -hot-accounts between 1 and -accounts")
+	}
+	if o.webhookRate < 1 || o.getClients < 1 {
+		fail("-webhook-rate and -get-clients must be ≥ 1")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-const operatorKey = "op_bench_0123456789abcdefghijklmnopqrstuvwxyz"
-
-func run(rate int, duration time.Duration) error {
-	ctx := context.Background()
-	root := pglocal.RepoRoot()
-	found, err := pglocal.Ensure(ctx, os.Getenv("TEST_DATABASE_URL"), filepath.Join(root, ".data"))
-	if err != nil {
-		return err
-	}
-	dbName := fmt.Sprintf("treasury_bench_%d", time.Now().UnixNano())
-	admin, err := pgx.Connect(ctx, found.AdminURL)
-	if err != nil {
-		return err
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
-		return err
-	}
-	defer admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
-	dbURL, _ := pglocal.WithDatabase(found.AdminURL, dbName)
-
-	bin := filepath.Join(os.TempDir(), "treasury-bench")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/treasury")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return err
-	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	srv := exec.Command(bin, "serve")
-	srv.Env = append(os.Environ(), "DATABASE_URL="+dbURL, fmt.Sprintf("TREASURY_ADDR=127.0.0.1:%d", port),
-		"TREASURY_OPERATOR_KEY="+operatorKey, "TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true", "TREASURY_LOG_LEVEL=warn")
-	srv.Stderr = os.Stderr
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	if err := waitReady(base); err != nil {
-		return err
-	}
-
-	// The receiver: arrival time minus the event's created_at.
-	var mu sync.Mutex
-	var latencies []time.Duration
-	measuring := time.Time{}
-	recv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived := time.Now()
-		body, _ := io.ReadAll(r.Body)
-		var ev struct {
-			CreatedAt time.Time `json:"created_at"`
-		}
-		_ = json.Unmarshal(body, &ev)
-		mu.Lock()
-		if !measuring.IsZero() && ev.CreatedAt.After(measuring) {
-			latencies = append(latencies, arrived.Sub(ev.CreatedAt))
-		}
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	go recv.Serve(ln)
-	defer recv.Close()
-
-	platformID, key, err := setUp(base)
-	if err != nil {
-		return err
-	}
-	if _, err := call(base, "POST", "/v1/webhooks", key, map[string]any{"url": "http://" + ln.Addr().String() + "/hook",
-		"events": []string{"virtual_account.created"}}); err != nil {
-		return err
-	}
-
-	// Load: open accounts at a steady rate; 3 s warm-up, then measure.
-	stop := time.Now().Add(3*time.Second + duration)
-	warm := time.Now().Add(3 * time.Second)
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	sent, failed := 0, 0
-	var fmu sync.Mutex
-	for now := range tick.C {
-		if now.After(stop) {
-			break
-		}
-		if measuring.IsZero() && now.After(warm) {
-			mu.Lock()
-			measuring = now
-			mu.Unlock()
-		}
-		sent++
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			if _, err := call(base, "POST", "/v1/virtual-accounts", key, map[string]any{"platform_id": platformID,
-				"entity_ref": fmt.Sprintf("bench_%d", i), "type": "checking"}); err != nil {
-				fmu.Lock()
-				failed++
-				fmu.Unlock()
-			}
-		}(sent)
-	}
-	wg.Wait()
-	time.Sleep(2 * time.Second) // the last deliveries are in flight
-	mu.Lock()
-	defer mu.Unlock()
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	pct := func(p float64) float64 {
-		if len(latencies) == 0 {
-			return 0
-		}
-		return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds()) / 1000
-	}
-	measured := time.Since(measuring) - 2*time.Second
-	results := map[string]any{
-		"webhook_first_attempt": map[string]any{
-			"events_per_second_offered": rate, "events_measured": len(latencies),
-			"events_per_second_delivered": float64(len(latencies)) / measured.Seconds(),
-			"p50_ms":                      pct(0.50), "p99_ms": pct(0.99), "max_ms": pct(1.0), "requests_failed": failed,
-		},
-	}
-	fmt.Println("figure                                   value")
-	fmt.Printf("webhook first attempt p50 (ms)           %.1f\n", pct(0.50))
-	fmt.Printf("webhook first attempt p99 (ms)           %.1f\n", pct(0.99))
-	fmt.Printf("webhook first attempt max (ms)           %.1f\n", pct(1.0))
-	fmt.Printf("events delivered per second              %.0f (offered %d/s, %d measured, %d requests failed)\n",
-		float64(len(latencies))/measured.Seconds(), rate, len(latencies), failed)
-	b, _ := json.MarshalIndent(results, "", "  ")
-	return os.WriteFile(filepath.Join(root, "bench", "results.json"), append(b, '\n'), 0o644)
-}
-
-func setUp(base string) (platformID, key string, err error) {
-	p, err := call(base, "POST", "/v1/platforms", operatorKey, map[string]any{"name": "Bench", "contact_email": "bench@example.com"})
-	if err != nil {
-		return "", "", err
-	}
-	platformID, _ = p["id"].(string)
-	a, err := call(base, "POST", "/v1/operator/platforms/"+platformID+"/approve", operatorKey, nil)
-	if err != nil {
-		return "", "", err
-	}
-	k, _ := a["sandbox_api_key"].(map[string]any)
-	key, _ = k["secret"].(string)
-	return platformID, key, nil
-}
-
-var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
-
-func call(base, method, path, key string, body any) (map[string]any, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, base+path, rd)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&m)
-	if res.StatusCode >= 300 {
-		return m, fmt.Errorf("%s %s: %d %v", method, path, res.StatusCode, m)
-	}
-	return m, nil
-}
-
-func waitReady(base string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("treasury serve did not become ready")
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+// logf writes a progress line to stderr.
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 }

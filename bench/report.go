@@ -1,0 +1,382 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// report gathers every figure, prints the table and writes results.json.
+type report struct {
+	o       options
+	env     map[string]any
+	elapsed time.Duration
+
+	setup      map[string]any
+	raw        *rawResult
+	spread     *paymentsResult
+	hot        *paymentsResult
+	completion *completionResult
+	webhook    *webhookResult
+	get        *loadStats
+	rebuild    *rebuildResult
+
+	failures         []string
+	serverLog        string
+	serverLogSummary *logSummary
+}
+
+func newReport(o options) *report { return &report{o: o, env: map[string]any{}} }
+
+func (r *report) sectionDone(name string, err error) {
+	if err != nil {
+		r.failures = append(r.failures, name+": "+err.Error())
+		logf("%s FAILED: %v", name, err)
+	}
+}
+
+// environment records the machine, PostgreSQL, the date and the commit.
+func (r *report) environment(ctx context.Context, root, adminURL string) {
+	machine := map[string]any{"nproc": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0),
+		"goos": runtime.GOOS, "goarch": runtime.GOARCH, "go_version": runtime.Version()}
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		machine["gomaxprocs_env"] = v
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				machine["cpu"] = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		machine["loadavg_at_start"] = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	r.env["machine"] = machine
+	r.env["date"] = time.Now().UTC().Format(time.RFC3339)
+	if out, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output(); err == nil {
+		r.env["git_commit"] = strings.TrimSpace(string(out))
+	}
+	// Read-only: GIT_OPTIONAL_LOCKS=0 keeps `git status` from refreshing the index.
+	st := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no")
+	st.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	if out, err := st.Output(); err == nil {
+		r.env["git_dirty"] = len(strings.TrimSpace(string(out))) > 0
+	}
+	pg := map[string]any{}
+	if conn, err := pgx.Connect(ctx, adminURL); err == nil {
+		for _, setting := range []string{"server_version", "shared_buffers", "synchronous_commit", "max_connections"} {
+			var v string
+			if conn.QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&v) == nil {
+				pg[setting] = v
+			}
+		}
+		var v string
+		if conn.QueryRow(ctx, "SELECT version()").Scan(&v) == nil {
+			pg["version"] = v
+		}
+		conn.Close(ctx)
+	}
+	r.env["postgresql"] = pg
+	r.env["settings"] = map[string]any{"duration_seconds": r.o.duration.Seconds(), "warmup_seconds": r.o.warmup.Seconds(),
+		"clients": r.o.clients, "accounts": r.o.accounts, "hot_accounts": r.o.hotAccounts, "webhook_events_per_second_offered": r.o.webhookRate,
+		"get_clients": r.o.getClients, "rebuild_min_events": r.o.rebuildEvents, "sections": r.o.selected()}
+}
+
+type row struct {
+	Figure string `json:"figure"`
+	Value  string `json:"value"`
+	Target string `json:"target,omitempty"`
+	Met    *bool  `json:"met,omitempty"`
+}
+
+func met(ok bool) *bool { return &ok }
+
+func (r *report) rawAt(clients int) float64 {
+	if r.raw == nil {
+		return 0
+	}
+	for _, l := range r.raw.Levels {
+		if l.Clients == clients {
+			return l.PerSecond
+		}
+	}
+	return 0
+}
+
+// ratios: payments/s ÷ raw transfers/s at the same concurrency.
+func (r *report) ratios() map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for kind, p := range map[string]*paymentsResult{"spread": r.spread, "hot": r.hot} {
+		if p == nil {
+			continue
+		}
+		for _, l := range p.Levels {
+			if raw := r.rawAt(l.Clients); raw > 0 {
+				if out[kind] == nil {
+					out[kind] = map[string]float64{}
+				}
+				out[kind][strconv.Itoa(l.Clients)] = l.PerSecond / raw
+			}
+		}
+	}
+	return out
+}
+
+func (r *report) rows() []row {
+	var rows []row
+	if r.setup != nil {
+		rows = append(rows, row{Figure: "setup: accounts opened, KYB-approved, funded",
+			Value: fmt.Sprintf("%v in %.1f s", r.setup["accounts"], r.setup["seconds"])})
+	}
+	ratios := r.ratios()
+	for _, k := range []struct {
+		kind, label string
+		p           *paymentsResult
+	}{{"spread", "payments", r.spread}, {"hot", "hot payments", r.hot}} {
+		if k.p == nil {
+			continue
+		}
+		conflicts, other := 0, map[string]int{}
+		for _, l := range k.p.Levels {
+			x := row{Figure: fmt.Sprintf("%s/s, %s (%d accounts)", k.label, nClients(l.Clients), k.p.SourceAccounts),
+				Value: fmt.Sprintf("%.0f", l.PerSecond)}
+			if l.Clients == 64 && k.kind == "spread" {
+				x.Target, x.Met = "≥ 3,000", met(l.PerSecond >= 3000)
+			}
+			if l.Clients == 64 && k.kind == "hot" {
+				x.Target, x.Met = "≥ 1,000", met(l.PerSecond >= 1000)
+			}
+			rows = append(rows, x)
+			y := row{Figure: fmt.Sprintf("%s p50 / p99, %s", k.label, nClients(l.Clients)), Value: fmt.Sprintf("%.1f / %.1f ms", l.P50ms, l.P99ms)}
+			if l.Clients == 64 && k.kind == "spread" {
+				y.Target, y.Met = "p99 ≤ 50 ms", met(l.P99ms <= 50 && l.OK > 0)
+			}
+			rows = append(rows, y)
+			if v, ok := ratios[k.kind][strconv.Itoa(l.Clients)]; ok {
+				rows = append(rows, row{Figure: fmt.Sprintf("%s ÷ raw transfers, %s", k.label, nClients(l.Clients)), Value: fmt.Sprintf("%.3f", v)})
+			}
+			conflicts += l.Conflicts
+			for c, n := range l.FailedByClass {
+				if !httpConflict(c) {
+					other[c] += n
+				}
+			}
+		}
+		if k.kind == "hot" {
+			rows = append(rows, row{Figure: "hot payments: deadlock/conflict errors (5xx, 409)", Value: strconv.Itoa(conflicts), Target: "0", Met: met(conflicts == 0)})
+			rows = append(rows, row{Figure: "hot payments: other non-2xx", Value: classesString(other)})
+		} else {
+			all := map[string]int{}
+			for _, l := range k.p.Levels {
+				for c, n := range l.FailedByClass {
+					all[c] += n
+				}
+			}
+			rows = append(rows, row{Figure: "payments: non-2xx answers (all levels)", Value: classesString(all)})
+		}
+	}
+	if c := r.completion; c != nil && c.Sampled > 0 {
+		rows = append(rows, row{Figure: "sampled payments completed after the loads", Value: fmt.Sprintf("%d / %d in %.0f s", c.Completed, c.Sampled, c.SecondsToAwait),
+			Target: "all", Met: met(c.Completed == c.Sampled)})
+	}
+	if w := r.webhook; w != nil {
+		rows = append(rows,
+			row{Figure: "webhook first attempt p50", Value: fmt.Sprintf("%.1f ms", w.P50ms)},
+			row{Figure: "webhook first attempt p99", Value: fmt.Sprintf("%.1f ms", w.P99ms), Target: "≤ 50 ms", Met: met(w.P99ms <= 50 && w.Deliveries > 0)},
+			row{Figure: "  while deliveries/s (events/s in the log)", Value: fmt.Sprintf("%.0f (%.0f)", w.DeliveriesPerSecond, w.EventsPerSecondInLog),
+				Target: "≥ 200", Met: met(w.DeliveriesPerSecond >= 200)},
+		)
+	}
+	if g := r.get; g != nil {
+		rows = append(rows,
+			row{Figure: fmt.Sprintf("GET /v1/virtual-accounts/:id, %s", nClients(g.Clients)), Value: fmt.Sprintf("%.0f req/s, p50 %.2f ms", g.PerSecond, g.P50ms)},
+			row{Figure: "GET /v1/virtual-accounts/:id p99", Value: fmt.Sprintf("%.2f ms", g.P99ms), Target: "≤ 5 ms", Met: met(g.P99ms <= 5 && g.OK > 0)},
+		)
+		if g.Failed > 0 {
+			rows = append(rows, row{Figure: "GET non-2xx", Value: classesString(g.FailedByClass)})
+		}
+	}
+	if b := r.rebuild; b != nil && b.Seconds > 0 {
+		rows = append(rows, row{Figure: fmt.Sprintf("projections rebuild (%d events, %.1f s)", b.Events, b.Seconds),
+			Value: fmt.Sprintf("%.0f events/s", b.EventsPerSecond), Target: "≥ 50,000", Met: met(b.EventsPerSecond >= 50000)})
+	}
+	if r.raw != nil {
+		for _, l := range r.raw.Levels {
+			v := fmt.Sprintf("%.0f (p50 %.2f / p99 %.2f ms)", l.PerSecond, l.P50ms, l.P99ms)
+			if l.Failed > 0 {
+				v += "; errors " + classesString(l.FailedByClass)
+			}
+			rows = append(rows, row{Figure: fmt.Sprintf("raw pgx transfers/s, %s", nClients(l.Clients)), Value: v})
+		}
+	}
+	return rows
+}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tvalue\ttarget\tmet")
+	for _, x := range r.rows() {
+		m := ""
+		if x.Met != nil {
+			m = "yes"
+			if !*x.Met {
+				m = "NO"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", x.Figure, x.Value, x.Target, m)
+	}
+	tw.Flush()
+	machine, _ := r.env["machine"].(map[string]any)
+	pg, _ := r.env["postgresql"].(map[string]any)
+	fmt.Fprintf(w, "\n%v cores, GOMAXPROCS %v, PostgreSQL %v, commit %.12v (dirty: %v), %s; took %s\n",
+		machine["nproc"], machine["gomaxprocs"], pg["server_version"], r.env["git_commit"], r.env["git_dirty"], r.env["date"], r.elapsed.Round(time.Second))
+	if s := r.serverLogSummary; s != nil && (s.Levels["ERROR"] > 0 || s.Levels["WARN"] > 0) {
+		fmt.Fprintf(w, "server log %s: %v\n", r.serverLog, s.Levels)
+		for _, m := range s.Top {
+			fmt.Fprintf(w, "  %6d × %s %s\n", m.Count, m.Level, m.Msg)
+		}
+	}
+	for _, f := range r.failures {
+		fmt.Fprintf(w, "FAILED: %s\n", f)
+	}
+}
+
+func (r *report) write(path string) error {
+	out := map[string]any{}
+	for k, v := range r.env {
+		out[k] = v
+	}
+	out["runtime_seconds"] = r.elapsed.Seconds()
+	out["table"] = r.rows()
+	out["ratios_payments_to_raw"] = r.ratios()
+	if r.setup != nil {
+		out["setup"] = r.setup
+	}
+	if r.spread != nil {
+		out["payments_spread"] = r.spread
+	}
+	if r.hot != nil {
+		out["payments_hot"] = r.hot
+	}
+	if r.completion != nil {
+		out["payments_completion_check"] = r.completion
+	}
+	if r.webhook != nil {
+		out["webhook_first_attempt"] = r.webhook
+	}
+	if r.get != nil {
+		out["get_virtual_account"] = r.get
+	}
+	if r.rebuild != nil {
+		out["projections_rebuild"] = r.rebuild
+	}
+	if r.raw != nil {
+		out["raw_transfer"] = r.raw
+	}
+	if r.serverLogSummary != nil {
+		out["server_log"] = map[string]any{"path": r.serverLog, "summary": r.serverLogSummary}
+	}
+	if len(r.failures) > 0 {
+		out["failures"] = r.failures
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if m, ok := r.env["machine"].(map[string]any); ok {
+			m["loadavg_at_end"] = strings.Join(strings.Fields(string(b))[:3], " ")
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+type logMsg struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+	Count int    `json:"count"`
+}
+
+type logSummary struct {
+	Levels map[string]int `json:"lines_by_level"`
+	Top    []logMsg       `json:"top_messages"`
+}
+
+// summarizeLog counts the server's (JSON) log lines by level and its most
+// frequent warnings and errors.
+func summarizeLog(path string) *logSummary {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	s := &logSummary{Levels: map[string]int{}}
+	counts := map[[2]string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Level  string `json:"level"`
+			Msg    string `json:"msg"`
+			Error  string `json:"error"`
+			Err    string `json:"err"`
+			Method string `json:"method"`
+			Route  string `json:"route"`
+			Status int    `json:"status"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Level == "" {
+			s.Levels["other"]++
+			line := sc.Text()
+			if len(line) > 160 {
+				line = line[:160]
+			}
+			counts[[2]string{"other", line}]++
+			continue
+		}
+		s.Levels[l.Level]++
+		if l.Level == "ERROR" || l.Level == "WARN" {
+			msg := l.Msg
+			if l.Route != "" {
+				msg += fmt.Sprintf(" %s %s → %d", l.Method, l.Route, l.Status)
+			}
+			if e := l.Error + l.Err; e != "" {
+				if len(e) > 160 {
+					e = e[:160]
+				}
+				msg += ": " + e
+			}
+			counts[[2]string{l.Level, msg}]++
+		}
+	}
+	for k, n := range counts {
+		s.Top = append(s.Top, logMsg{Level: k[0], Msg: k[1], Count: n})
+	}
+	sort.Slice(s.Top, func(i, j int) bool { return s.Top[i].Count > s.Top[j].Count })
+	s.Top = s.Top[:min(len(s.Top), 8)]
+	return s
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// nClients is "1 client" or "n clients".
+func nClients(n int) string {
+	if n == 1 {
+		return "1 client"
+	}
+	return strconv.Itoa(n) + " clients"
+}
