@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
@@ -49,7 +50,7 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 			return err
 		}
 		acc := in.account
-		if acc.Status != "active" {
+		if acc.Status != account.StatusActive.String() {
 			return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID,
 				Message: "the virtual account is " + acc.Status + "; only active accounts send payments"}
 		}
@@ -121,10 +122,14 @@ func loadPaymentInputs(ctx context.Context, tx pgx.Tx, c Caller, idem *Idempoten
 	b.Queue(`INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
         VALUES ($1, $2, $3, $4, $5, $6, 201) ON CONFLICT DO NOTHING`,
 		idem.Scope, idem.Environment, idem.Key, idem.Operation, idem.RequestHash, paymentID)
+	// Only a request that claimed the key locks the row: a replay must not
+	// queue behind the account's payments in flight.
 	b.Queue(`SELECT b.posted, b.pending_inbound, b.pending_outbound
         FROM account_balances b JOIN virtual_accounts v ON v.id = b.virtual_account_id
         WHERE b.virtual_account_id = $1 AND v.platform_id = $2 AND v.environment = $3
-        FOR UPDATE OF b`, accountID, c.PlatformID, env)
+          AND EXISTS (SELECT 1 FROM idempotency_keys
+                      WHERE scope = $4 AND environment = $5 AND key = $6 AND resource_id = $7)
+        FOR UPDATE OF b`, accountID, c.PlatformID, env, idem.Scope, idem.Environment, idem.Key, paymentID)
 	b.Queue(`SELECT v.status, v.entity_ref, v.ledger_account_id, coalesce(k.status, $2)
         FROM virtual_accounts v LEFT JOIN kyb_entities k
           ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref

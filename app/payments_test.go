@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -371,9 +372,8 @@ func TestConcurrentIdenticalPaymentRequestsMakeOnePayment(t *testing.T) {
 			if !results[i].Replayed {
 				fresh++
 			}
-		case domain.CodeOf(errs[i]) == domain.CodeIdempotencyInProgress:
 		default:
-			t.Errorf("call %d: %+v, %v; want %s", i, results[i], errs[i], id)
+			t.Errorf("call %d: %+v, %v; want %s (a duplicate waits for the first and replays it)", i, results[i], errs[i], id)
 		}
 	}
 	if fresh != 1 {
@@ -571,4 +571,38 @@ func TestCancelRacesSettlement(t *testing.T) {
 	t.Logf("%d completed, %d canceled", completed, n-completed)
 	e.wantBalance(va, ledger.Balance{Posted: (n - completed) * (amount + 25)})
 	payCheckLedger(e)
+}
+
+// TestPaymentKeyReusedOnForeignAccount: a key reused with another
+// platform's account (or another environment's view of one's own) is a
+// conflict naming the first payment, never a lookup of that account; a
+// fresh key on such an account is not found, and nothing is written.
+func TestPaymentKeyReusedOnForeignAccount(t *testing.T) {
+	e := payEnv(t, 8)
+	c, va := payReady(e, 100_000)
+	other := e.platform("Other")
+	foreign := e.openVA(other)
+
+	first, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "k-1", "h-1"), c, payRequest(va, 100, "rtp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "k-1", "h-2"), c, payRequest(foreign, 100, "rtp"))
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Code != domain.CodeIdempotencyConflict || de.ResourceID != first.ID {
+		t.Errorf("reused key on another platform's account: %v, want idempotency_conflict naming %s", err, first.ID)
+	}
+	if _, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "k-2", "h-3"), c, payRequest(foreign, 100, "rtp")); domain.CodeOf(err) != domain.CodeNotFound {
+		t.Errorf("another platform's account with a fresh key: %v, want not_found", err)
+	}
+	live := app.Caller{PlatformID: c.PlatformID, Environment: domain.Live}
+	if _, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(live, "k-3", "h-4"), live, payRequest(va, 100, "rtp")); domain.CodeOf(err) != domain.CodeNotFound {
+		t.Errorf("the sandbox account asked for with live credentials: %v, want not_found", err)
+	}
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM payments`); n != 1 {
+		t.Errorf("%d payments, want 1", n)
+	}
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM idempotency_keys WHERE operation = 'create_payment'`); n != 1 {
+		t.Errorf("%d payment keys stored, want 1 (refused requests store none)", n)
+	}
 }
