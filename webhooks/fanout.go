@@ -145,8 +145,10 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 		}
 	}
 	last := events[len(events)-1].seq
+	// Compare and set: a rebuild may have rewound the feed meanwhile, and
+	// its position wins (what this batch emitted is fanned out idempotently).
 	if _, err := f.Pool.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = now()
-        WHERE name = $1 AND global_position < $2`, FanoutName, last); err != nil {
+        WHERE name = $1 AND global_position = $3`, FanoutName, last, cp); err != nil {
 		return 0, err
 	}
 	return len(events), nil

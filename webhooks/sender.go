@@ -139,7 +139,11 @@ type attempt struct {
 
 func (s *Sender) deliver(ctx context.Context, j job) error {
 	a := s.post(ctx, j)
-	return s.record(ctx, j, a)
+	// A request that went out is recorded even when the sender is
+	// stopping, or it would be sent again.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return s.record(rctx, j, a)
 }
 
 func (s *Sender) post(ctx context.Context, j job) attempt {
@@ -204,7 +208,10 @@ func (s *Sender) record(ctx context.Context, j job, a attempt) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error, response_body)
         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, j.id, a.at, code, a.duration.Milliseconds(), errText, body)
-	b.Queue(`UPDATE webhook_deliveries SET status = $2, attempt_count = $3, next_attempt_at = $4 WHERE id = $1`, j.id, status, n, next)
+	// Only if no other sender took the delivery over meanwhile (an attempt
+	// that outlived its lease): the attempt itself is recorded either way.
+	b.Queue(`UPDATE webhook_deliveries SET status = $2, attempt_count = $3, next_attempt_at = $4
+        WHERE id = $1 AND status = 'pending' AND attempt_count = $5`, j.id, status, n, next, j.attempts)
 	if err := s.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}

@@ -459,3 +459,33 @@ func TestSenderBlocksPrivateAddress(t *testing.T) {
 		t.Errorf("%d requests reached the receiver", n)
 	}
 }
+
+// TestSenderKeepsAnotherSendersOutcome: an attempt that outlived its lease
+// (another sender took the delivery over and succeeded meanwhile) records
+// its attempt but does not put the delivery back to pending.
+func TestSenderKeepsAnotherSendersOutcome(t *testing.T) {
+	e := setup(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The other sender's success, committed while this request is in flight.
+		if _, err := e.pool.Exec(r.Context(), `UPDATE webhook_deliveries SET status = 'succeeded', attempt_count = attempt_count + 1,
+            next_attempt_at = NULL WHERE id = $1`, r.Header.Get("webhook-id")); err != nil {
+			t.Error(err)
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+	e.setPolicy(t, wh.ID, 5, 1, 2)
+	id := e.test(t, wh.ID)
+
+	if _, err := e.sender(true).SendDue(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := e.delivery(t, wh.ID, id)
+	if d.Status != "succeeded" {
+		t.Errorf("delivery %s after the late attempt, want succeeded (the other sender's outcome)", d.Status)
+	}
+	if len(d.Attempts) != 1 || d.Attempts[0].StatusCode == nil || *d.Attempts[0].StatusCode != 500 {
+		t.Errorf("attempts %+v, want the late 500 recorded", d.Attempts)
+	}
+}
