@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
 )
@@ -125,12 +127,18 @@ func eventsCmd() *cobra.Command {
 				}
 				*x.t = &t
 			}
+			if after != nil && before != nil && !after.Before(*before) {
+				return fmt.Errorf("--from (%s) must be before --to (%s)", from, to)
+			}
+			if platform != "" && !strings.HasPrefix(platform, domain.PrefixPlatform) {
+				return fmt.Errorf("--platform takes a platform id (%s…), not %q", domain.PrefixPlatform, platform)
+			}
 			return exportEvents(ctx, pool, platform, after, before)
 		},
 	}
 	export.Flags().StringVar(&platform, "platform", "", "only this platform's events")
 	export.Flags().StringVar(&from, "from", "", "only events recorded at or after this time (RFC 3339 or YYYY-MM-DD)")
-	export.Flags().StringVar(&to, "to", "", "only events recorded before this time")
+	export.Flags().StringVar(&to, "to", "", "only events recorded before this time (exclusive: a date means its midnight, UTC)")
 	cmd.AddCommand(export)
 	return cmd
 }
@@ -149,7 +157,6 @@ func exportEvents(ctx context.Context, pool *pgxpool.Pool, platform string, afte
 	}
 	defer rows.Close()
 	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for rows.Next() {
@@ -168,5 +175,9 @@ func exportEvents(ctx context.Context, pool *pgxpool.Pool, platform string, afte
 			return err
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// A full disk or a closed pipe must not pass for a complete export.
+	return w.Flush()
 }

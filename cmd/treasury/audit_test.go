@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -68,8 +71,42 @@ func TestAuditVerifyCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("events export: %v", err)
 	}
-	if lines := strings.Split(strings.TrimSpace(string(export)), "\n"); len(lines) != 3 || !strings.Contains(lines[0], `"seq":1`) {
+	lines := strings.Split(strings.TrimSpace(string(export)), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], `"seq":1`) {
 		t.Fatalf("export: %s", export)
+	}
+	// Each line verifies alone: event_hash = SHA-256 of its canonical bytes.
+	for i, l := range lines {
+		var line struct {
+			Canonical string `json:"canonical"`
+			EventHash string `json:"event_hash"`
+			Prev      string `json:"prev_chain_hash"`
+			Chain     string `json:"chain_hash"`
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if sum := sha256.Sum256([]byte(line.Canonical)); hex.EncodeToString(sum[:]) != line.EventHash {
+			t.Errorf("line %d: event_hash %q is not the SHA-256 of its canonical bytes", i, line.EventHash)
+		}
+		prev, _ := hex.DecodeString(line.Prev)
+		own, _ := hex.DecodeString(line.EventHash)
+		if sum := sha256.Sum256(append(prev, own...)); hex.EncodeToString(sum[:]) != line.Chain {
+			t.Errorf("line %d: chain_hash %q is not SHA-256(prev_chain_hash ‖ event_hash)", i, line.Chain)
+		}
+	}
+	// Another platform's id, or a window before everything: nothing.
+	for _, args := range [][]string{{"--platform", "plt_00000000000000000000000000"}, {"--to", "2000-01-01"}} {
+		out, err := command(append([]string{"events", "export"}, args...)...).Output()
+		if err != nil || len(out) != 0 {
+			t.Errorf("events export %v: %v, %d bytes; want nothing", args, err, len(out))
+		}
+	}
+	// Bad filters are refused, not answered with an empty file.
+	for _, args := range [][]string{{"--platform", "acme"}, {"--from", "2030-01-02", "--to", "2030-01-01"}, {"--from", "yesterday"}} {
+		if out, err := command(append([]string{"events", "export"}, args...)...).CombinedOutput(); err == nil {
+			t.Errorf("events export %v exited 0: %s", args, out)
+		}
 	}
 
 	conn, err := pgx.Connect(context.Background(), url)
