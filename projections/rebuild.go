@@ -21,6 +21,8 @@ type RebuildStats struct {
 	// Paused is how long commands waited: the final catch-up and swap,
 	// the only moment the rebuild holds the writer gate.
 	Paused time.Duration
+	// SwapEvents are the events replayed during that pause.
+	SwapEvents int
 	// Changed counts the live rows the swap deleted or inserted: zero when
 	// the live projections already were what the log says.
 	Changed int64
@@ -116,8 +118,9 @@ type rebuild struct {
 }
 
 // replayUntilCaughtUp fills the shadow from the log, one transaction per
-// batch, until a batch comes back short (the rest is for the swap).
+// batch, until at most a batch is left for the swap.
 func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
+	deadline := time.Now().Add(maxHorizonWait)
 	for {
 		n := 0
 		err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
@@ -137,10 +140,37 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 		if n > 0 && r.opt.AfterBatch != nil {
 			r.opt.AfterBatch(r.stats.Events)
 		}
-		if n < r.opt.BatchSize {
-			return nil
+		if n == r.opt.BatchSize {
+			continue
+		}
+		// A short batch: caught up, unless an old transaction (anywhere on
+		// the server) holds the horizon back. What lies beyond it would be
+		// replayed while commands wait, so wait for the horizon instead,
+		// up to a bound.
+		behind, err := r.behind(ctx)
+		if err != nil || behind <= r.opt.BatchSize || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// maxHorizonWait bounds how long the replay waits for an old transaction
+// that holds back more than a batch of committed events.
+const maxHorizonWait = 30 * time.Second
+
+// behind counts the committed events after the replay's position (up to
+// one more than a batch).
+func (r *rebuild) behind(ctx context.Context) (int, error) {
+	var n int
+	err := r.conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM events
+        WHERE (transaction_id, global_position) > ($1::text::xid8, $2) LIMIT $3) x`,
+		fmt.Sprint(r.pos.TransactionID), r.pos.GlobalPosition, r.opt.BatchSize+1).Scan(&n)
+	return n, err
 }
 
 // apply folds events into the shadow with every projector and advances
@@ -164,6 +194,7 @@ func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.Reco
 // commands for longer.
 func (r *rebuild) swap(ctx context.Context) error {
 	pos, events, changed := r.pos, r.stats.Events, r.stats.Changed
+	r.stats.SwapEvents = 0
 	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, SubscriptionName); err != nil {
 			return err
@@ -197,6 +228,7 @@ func (r *rebuild) swap(ctx context.Context) error {
 			if err := r.apply(ctx, tx, batch); err != nil {
 				return err
 			}
+			r.stats.SwapEvents += len(batch)
 		}
 		if _, err := tx.Exec(ctx, `SET LOCAL search_path = public`); err != nil {
 			return err

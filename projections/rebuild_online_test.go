@@ -273,3 +273,46 @@ func TestRebuildRewindsTheWebhookFeed(t *testing.T) {
 	}
 	requireLogMatches(t, e)
 }
+
+// TestRebuildWaitsForTheHorizon: an old transaction holding the read
+// horizon back does not push the events behind it into the swap (where
+// commands wait): the replay waits for the horizon to move and replays
+// them first.
+func TestRebuildWaitsForTheHorizon(t *testing.T) {
+	e := newEnv(t)
+	c := e.platform("Horizon")
+	va := e.openVA(c, "biz")
+	e.must(e.inbound(c, va, 100, "rtp"))
+	e.sync()
+	var before int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM events`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	old, err := e.pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Rollback(context.Background())
+	if _, err := old.Exec(e.ctx, `SELECT txid_current()`); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		e.must(e.inbound(c, va, 1, "rtp"))
+	}
+	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{BatchSize: before + 1,
+		AfterBatch: func(replayed int) {
+			// The replay reached the horizon: let it move.
+			if replayed == before {
+				if err := old.Commit(e.ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.SwapEvents > before+1 {
+		t.Errorf("%d events were replayed while commands waited, want at most a batch (%d)", stats.SwapEvents, before+1)
+	}
+	requireLogMatches(t, e)
+}

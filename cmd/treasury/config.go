@@ -35,12 +35,18 @@ func loadConfig() (config, error) {
 		Addr:           envOr("TREASURY_ADDR", ":8080"),
 		OperatorKey:    os.Getenv("TREASURY_OPERATOR_KEY"),
 		RoutingNumber:  envOr("TREASURY_ROUTING_NUMBER", app.DefaultRoutingNumber),
-		MigrateOnStart: os.Getenv("TREASURY_MIGRATE") != "false",
 	}
 	if c.OperatorKey != "" && len(c.OperatorKey) < 32 {
 		return c, fmt.Errorf("TREASURY_OPERATOR_KEY must be at least 32 characters")
 	}
 	var err error
+	// Unset means migrate; any spelling of false (0, FALSE, f) skips it, and
+	// anything else is refused rather than guessed.
+	migrate, err := envBool("TREASURY_MIGRATE")
+	c.MigrateOnStart = os.Getenv("TREASURY_MIGRATE") == "" || migrate
+	if err != nil {
+		return c, err
+	}
 	if c.WebhookAllowPriv, err = envBool("TREASURY_WEBHOOK_ALLOW_PRIVATE"); err != nil {
 		return c, err
 	}
