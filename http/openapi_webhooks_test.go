@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -77,8 +78,18 @@ func TestOpenAPIWebhookResponsesMatchSchemas(t *testing.T) {
 	}
 	deliveryID, _ := check("POST", "/webhooks/{id}/test", r)["id"].(string)
 
+	// One failed attempt, as the sender records it, so that the attempt
+	// schema is checked against a real row.
+	if _, err := api.Pool.Exec(context.Background(), `INSERT INTO webhook_attempts
+        (delivery_id, attempted_at, status_code, duration_ms, error, response_body)
+        VALUES ($1, now(), 500, 12, NULL, 'try again')`, deliveryID); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range []string{"", "?status=pending", "?status=failed&limit=1"} {
 		list = check("GET", "/webhooks/{id}/deliveries", api.do("GET", "/v1/webhooks/"+id+"/deliveries"+q, key, nil))
+		if q != "?status=failed&limit=1" && (len(oaArray(list["data"])) == 0 || len(oaArray(oaObj(oaArray(list["data"])[0])["attempts"])) == 0) {
+			t.Fatalf("GET /webhooks/{id}/deliveries%s: want the test delivery with its attempt, got %v", q, list)
+		}
 		for i, dv := range oaArray(list["data"]) {
 			label := fmt.Sprintf("GET /webhooks/{id}/deliveries%s data[%d]", q, i)
 			oaCheckObject(t, doc, oaComponent("WebhookDelivery"), oaObj(dv), label)
