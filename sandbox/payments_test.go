@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -530,4 +531,34 @@ func TestCanceledPaymentIsNotSettled(t *testing.T) {
 		t.Errorf("balance %+v", b)
 	}
 	payCheckLedger(t, s.ctx, s.pool)
+}
+
+// TestSandboxACHPaymentWaitsUntilDue: an ACH payment is not settled before
+// its sandbox delay, however often the settler runs; its settlement is
+// scheduled at the payment's expected_settlement_at.
+func TestSandboxACHPaymentWaitsUntilDue(t *testing.T) {
+	s := newSetup(t, pgtest.URL(t), 3600, 3600)
+	s.payApprove()
+	s.inbound(1_000_000, "rtp")
+	id := s.payCreate(s.va, 10_000, "ach_same_day", "123456789")
+	sim := &sandbox.Simulator{App: s.a, Pool: s.pool, Log: discard}
+	for range 3 {
+		catchUp(t, s.ctx, sim)
+		if _, err := sim.SettleDue(s.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := payView(t, s.ctx, s.pool, s.scope, id)
+	if payFinal(v.Status) {
+		t.Fatalf("ach_same_day is %s an hour before its settlement time", v.Status)
+	}
+	var found bool
+	for key, due := range scheduled(t, s.ctx, s.pool) {
+		if strings.HasSuffix(key, id) && due.Equal(v.ExpectedSettlementAt.Time) {
+			found = true
+		}
+	}
+	if !found || time.Until(v.ExpectedSettlementAt.Time) < 59*time.Minute {
+		t.Errorf("no settlement of %s scheduled at its expected_settlement_at %s: %v", id, v.ExpectedSettlementAt, scheduled(t, s.ctx, s.pool))
+	}
 }
