@@ -231,13 +231,7 @@ func (a *App) expectedSettlement(env domain.Environment, rail rails.Rail, sb *pl
 	if env != domain.Sandbox || sb == nil {
 		return rails.ExpectedSettlement(rail, at)
 	}
-	switch rail {
-	case rails.ACHSameDay:
-		return at.Add(time.Duration(sb.ACHSameDayDelaySeconds) * time.Second)
-	case rails.ACHStandard:
-		return at.Add(time.Duration(sb.ACHStandardDelaySeconds) * time.Second)
-	}
-	return at
+	return at.Add(sb.Delay(rail))
 }
 
 func paymentStream(c Caller, id string) eventstore.Stream {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/ledger"
-	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
 )
@@ -55,12 +53,8 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 		}
 		at := now()
 		expected := at
-		if !rails.IsInstant(rail) && settings.Sandbox != nil {
-			delay := settings.Sandbox.ACHStandardDelaySeconds
-			if rail == rails.ACHSameDay {
-				delay = settings.Sandbox.ACHSameDayDelaySeconds
-			}
-			expected = at.Add(time.Duration(delay) * time.Second)
+		if settings.Sandbox != nil {
+			expected = at.Add(settings.Sandbox.Delay(rail))
 		}
 		id := domain.NewID(domain.PrefixInbound)
 		jeID := domain.NewID(domain.PrefixJournalEntry)

@@ -1,6 +1,11 @@
 package platform
 
-import "github.com/opentreasury/treasury/domain"
+import (
+	"time"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/rails"
+)
 
 // Settings are what a platform configures for one environment (API.md §3).
 type Settings struct {
@@ -22,6 +27,18 @@ type SandboxSettings struct {
 	AutoSettle              bool `json:"auto_settle"`
 	ACHSameDayDelaySeconds  int  `json:"ach_same_day_delay_seconds"`
 	ACHStandardDelaySeconds int  `json:"ach_standard_delay_seconds"`
+}
+
+// Delay is how long the sandbox takes to settle a transfer on rail: the
+// configured ACH delays, nothing for the instant rails.
+func (s SandboxSettings) Delay(rail rails.Rail) time.Duration {
+	switch rail {
+	case rails.ACHSameDay:
+		return time.Duration(s.ACHSameDayDelaySeconds) * time.Second
+	case rails.ACHStandard:
+		return time.Duration(s.ACHStandardDelaySeconds) * time.Second
+	}
+	return 0
 }
 
 // DefaultRetryPolicy is API.md §8's default.
