@@ -31,10 +31,10 @@ type config struct {
 
 func loadConfig() (config, error) {
 	c := config{
-		DatabaseURL:    os.Getenv("DATABASE_URL"),
-		Addr:           envOr("TREASURY_ADDR", ":8080"),
-		OperatorKey:    os.Getenv("TREASURY_OPERATOR_KEY"),
-		RoutingNumber:  envOr("TREASURY_ROUTING_NUMBER", app.DefaultRoutingNumber),
+		DatabaseURL:   os.Getenv("DATABASE_URL"),
+		Addr:          envOr("TREASURY_ADDR", ":8080"),
+		OperatorKey:   os.Getenv("TREASURY_OPERATOR_KEY"),
+		RoutingNumber: envOr("TREASURY_ROUTING_NUMBER", app.DefaultRoutingNumber),
 	}
 	if c.OperatorKey != "" && len(c.OperatorKey) < 32 {
 		return c, fmt.Errorf("TREASURY_OPERATOR_KEY must be at least 32 characters")
