@@ -26,6 +26,11 @@ type RebuildStats struct {
 	// Changed counts the live rows the swap deleted or inserted: zero when
 	// the live projections already were what the log says.
 	Changed int64
+	// Suspects are the rows that differed when live and shadow were
+	// compared before the pause; Compared the candidate rows compared
+	// during it (suspects plus rows replayed since, counted once per
+	// write), which is what the pause grows with.
+	Suspects, Compared int64
 }
 
 // RebuildOptions tune a rebuild; the zero value is the default.
@@ -34,6 +39,9 @@ type RebuildOptions struct {
 	// AfterBatch, when set, is called after each replay batch has
 	// committed into the shadow schema (tests use it to act mid-rebuild).
 	AfterBatch func(events int)
+	// AfterCompare, when set, is called once live and shadow have been
+	// compared, before the last replay and the swap.
+	AfterCompare func()
 }
 
 // shadowSchema holds the copy a rebuild fills.
@@ -89,6 +97,18 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 	if err := r.replayUntilCaughtUp(ctx); err != nil {
 		return r.stats, err
 	}
+	if err := r.prepareSwap(ctx); err != nil {
+		return r.stats, err
+	}
+	r.stats.Suspects = r.plan.Suspects
+	if opt.AfterCompare != nil {
+		opt.AfterCompare()
+	}
+	// The comparison took a while: replay what committed meanwhile now
+	// rather than while commands wait.
+	if err := r.replayUntilCaughtUp(ctx); err != nil {
+		return r.stats, err
+	}
 	for attempt := 1; ; attempt++ {
 		err = r.swap(ctx)
 		if err == nil || !lostLockRace(err) || attempt >= maxSwapAttempts {
@@ -114,6 +134,7 @@ type rebuild struct {
 	opt   RebuildOptions
 	pos   eventstore.Position // the last event replayed into the shadow
 	seen  StreamCache
+	plan  *swapPlan
 	stats RebuildStats
 }
 
@@ -233,17 +254,12 @@ func (r *rebuild) swap(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL search_path = public`); err != nil {
 			return err
 		}
-		if err := rewindFeed(ctx, tx); err != nil {
+		n, err := r.copyCandidates(ctx, tx)
+		if err != nil {
 			return err
 		}
-		for _, t := range allTables() {
-			n, err := copyDifferences(ctx, tx, t)
-			if err != nil {
-				return fmt.Errorf("swap %s: %w", t, err)
-			}
-			r.stats.Changed += n
-		}
-		_, err := tx.Exec(ctx, `UPDATE subscription_checkpoints SET transaction_id = $2::text::xid8, global_position = $3,
+		r.stats.Changed += n
+		_, err = tx.Exec(ctx, `UPDATE subscription_checkpoints SET transaction_id = $2::text::xid8, global_position = $3,
             updated_at = now() WHERE name = $1`, SubscriptionName, fmt.Sprint(r.pos.TransactionID), r.pos.GlobalPosition)
 		return err
 	})
@@ -256,26 +272,23 @@ func (r *rebuild) swap(ctx context.Context) error {
 	return err
 }
 
-// copyDifferences makes public.t equal to the shadow's t: it deletes the
-// live rows the shadow lacks (by primary key) and inserts the shadow rows
-// the live table lacks.
-func copyDifferences(ctx context.Context, tx pgx.Tx, table string) (int64, error) {
-	pk, err := primaryKey(ctx, tx, table)
-	if err != nil {
-		return 0, err
-	}
+// copyDifferences makes public.t equal to the shadow's t, among the rows
+// filter selects (a WHERE clause, or "" for all): it deletes the live rows
+// the shadow lacks (by primary key pk) and inserts the shadow rows the
+// live table lacks.
+func copyDifferences(ctx context.Context, tx pgx.Tx, table string, pk []string, filter string) (int64, error) {
 	var match []string
 	for _, c := range pk {
 		match = append(match, fmt.Sprintf("l.%[1]s = d.%[1]s", c))
 	}
 	del, err := tx.Exec(ctx, fmt.Sprintf(`DELETE FROM public.%[1]s l
-        USING (SELECT * FROM public.%[1]s EXCEPT ALL SELECT * FROM %[2]s.%[1]s) d WHERE %[3]s`,
-		table, shadowSchema, strings.Join(match, " AND ")))
+        USING (SELECT * FROM public.%[1]s%[4]s EXCEPT ALL SELECT * FROM %[2]s.%[1]s%[4]s) d WHERE %[3]s`,
+		table, shadowSchema, strings.Join(match, " AND "), filter))
 	if err != nil {
 		return 0, err
 	}
 	ins, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO public.%[1]s
-        SELECT * FROM %[2]s.%[1]s EXCEPT ALL SELECT * FROM public.%[1]s`, table, shadowSchema))
+        SELECT * FROM %[2]s.%[1]s%[3]s EXCEPT ALL SELECT * FROM public.%[1]s%[3]s`, table, shadowSchema, filter))
 	if err != nil {
 		return 0, err
 	}
@@ -304,13 +317,13 @@ const PublicEventsFeed = "webhook_fanout"
 // public event the swap is about to change (a row the live table lacked,
 // or one numbered differently), so none is skipped; the fan-out is
 // idempotent per endpoint and event, so what it sees again is not sent
-// twice.
-func rewindFeed(ctx context.Context, tx pgx.Tx) error {
+// twice. filter restricts the rows looked at, as in copyDifferences.
+func rewindFeed(ctx context.Context, tx pgx.Tx, filter string) error {
 	_, err := tx.Exec(ctx, `UPDATE subscription_checkpoints c SET global_position = d.first - 1, updated_at = now()
         FROM (SELECT min(seq) AS first FROM (
-                (SELECT * FROM public.public_events EXCEPT ALL SELECT * FROM `+shadowSchema+`.public_events)
+                (SELECT * FROM public.public_events`+filter+` EXCEPT ALL SELECT * FROM `+shadowSchema+`.public_events`+filter+`)
                 UNION ALL
-                (SELECT * FROM `+shadowSchema+`.public_events EXCEPT ALL SELECT * FROM public.public_events)) x) d
+                (SELECT * FROM `+shadowSchema+`.public_events`+filter+` EXCEPT ALL SELECT * FROM public.public_events`+filter+`)) x) d
         WHERE c.name = $1 AND d.first IS NOT NULL AND c.global_position >= d.first`, PublicEventsFeed)
 	return err
 }
