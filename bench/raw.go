@@ -50,7 +50,7 @@ ANALYZE accounts;`)
 		return res, err
 	}
 	for _, c := range o.clients {
-		st, err := rawLevel(ctx, dbURL, c, o)
+		st, err := rawLevel(ctx, dbURL, name, c, o)
 		if err != nil {
 			return res, err
 		}
@@ -61,7 +61,7 @@ ANALYZE accounts;`)
 	return res, nil
 }
 
-func rawLevel(ctx context.Context, dbURL string, clients int, o options) (loadStats, error) {
+func rawLevel(ctx context.Context, dbURL, dbName string, clients int, o options) (loadStats, error) {
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return loadStats{}, err
@@ -77,6 +77,8 @@ func rawLevel(ctx context.Context, dbURL string, clients int, o options) (loadSt
 		return loadStats{}, err
 	}
 	logf("raw: %s (one connection each): %s warm-up, then measuring %s", nClients(clients), o.warmup, o.duration)
+	profiled := o.prof.start(ctx, window{name: fmt.Sprintf("raw-%d", clients), database: dbName, warmup: o.warmup, duration: o.duration})
+	defer profiled()
 	return closedLoop(ctx, clients, o.warmup, o.duration, pgConflict, func(ctx context.Context, w *worker) outcome {
 		debit := 1 + w.rng.IntN(rawAccounts)
 		credit := 1 + w.rng.IntN(rawAccounts-1)

@@ -78,7 +78,7 @@ func (r *report) environment(ctx context.Context, root, adminURL string) {
 	}
 	pg := map[string]any{}
 	if conn, err := pgx.Connect(ctx, adminURL); err == nil {
-		for _, setting := range []string{"server_version", "shared_buffers", "synchronous_commit", "max_connections"} {
+		for _, setting := range []string{"server_version", "shared_buffers", "synchronous_commit", "max_connections", "autovacuum"} {
 			var v string
 			if conn.QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&v) == nil {
 				pg[setting] = v
@@ -94,6 +94,9 @@ func (r *report) environment(ctx context.Context, root, adminURL string) {
 	r.env["settings"] = map[string]any{"duration_seconds": r.o.duration.Seconds(), "warmup_seconds": r.o.warmup.Seconds(),
 		"clients": r.o.clients, "accounts": r.o.accounts, "hot_accounts": r.o.hotAccounts, "webhook_events_per_second_offered": r.o.webhookRate,
 		"get_clients": r.o.getClients, "rebuild_min_events": r.o.rebuildEvents, "sections": r.o.selected()}
+	if r.o.prof != nil {
+		r.env["settings"].(map[string]any)["profile_dir"] = r.o.prof.dir
+	}
 }
 
 type row struct {

@@ -30,6 +30,10 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	logf("PostgreSQL: %s; sections: %s; %s per measurement after a %s warm-up", found.Source, o.selected(), o.duration, o.warmup)
+	if o.prof != nil {
+		o.prof.adminURL = found.AdminURL
+		logf("profiling each measured window into %s", o.prof.dir)
+	}
 	rep := newReport(o)
 	rep.environment(ctx, root, found.AdminURL)
 	stamp := time.Now().UnixNano()
@@ -76,15 +80,17 @@ func (o options) selected() string {
 // runService starts the service on a fresh database, sets up the
 // platform and its accounts, and runs the service's sections.
 func runService(ctx context.Context, o options, adminURL, bin string, stamp int64, rep *report) error {
-	dbURL, drop, err := createDatabase(ctx, adminURL, fmt.Sprintf("treasury_bench_%d", stamp))
+	dbName := fmt.Sprintf("treasury_bench_%d", stamp)
+	dbURL, drop, err := createDatabase(ctx, adminURL, dbName)
 	if err != nil {
 		return err
 	}
 	defer drop()
-	svc, err := startService(ctx, bin, dbURL)
+	svc, err := startService(ctx, bin, dbURL, o.prof != nil)
 	if err != nil {
 		return err
 	}
+	svc.dbName = dbName
 	defer svc.close()
 	rep.serverLog = svc.logPath
 	defer func() { rep.serverLogSummary = summarizeLog(svc.logPath) }()

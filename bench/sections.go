@@ -75,14 +75,28 @@ type paymentsResult struct {
 	Levels         []loadStats `json:"levels"`
 }
 
+// profile profiles (with -profile) the measured window of a load that
+// starts now, after the warm-up; the function it returns waits until the
+// files are written.
+func (b *bench) profile(name string) (wait func()) {
+	return b.o.prof.start(b.svc.ctx, window{name: name, database: b.svc.dbName, pprofBase: b.svc.pprofBase,
+		pid: b.svc.cmd.Process.Pid, warmup: b.o.warmup, duration: b.o.duration})
+}
+
 // payments measures POST /v1/payments from accounts at each concurrency.
 func (b *bench) payments(accounts []string, kind string) (*paymentsResult, error) {
 	res := &paymentsResult{SourceAccounts: len(accounts), Rail: paymentRail}
+	section := kind
+	if kind == "spread" {
+		section = "payments"
+	}
 	for _, c := range b.o.clients {
 		settled := b.svc.settle(fmt.Sprintf("%s payments at %s", kind, nClients(c)))
 		logf("%s payments: %s from %d accounts: %s warm-up, then measuring %s", kind, nClients(c), len(accounts), b.o.warmup, b.o.duration)
+		profiled := b.profile(fmt.Sprintf("%s-%d", section, c))
 		st, err := closedLoop(b.svc.ctx, c, b.o.warmup, b.o.duration, httpConflict,
 			b.paymentFn(accounts, fmt.Sprintf("bench-%s-%s-%d", b.runID, kind, c)))
+		profiled()
 		if err != nil {
 			return res, err
 		}
@@ -225,6 +239,7 @@ func (b *bench) webhook() (*webhookResult, error) {
 
 	b.svc.settle("the webhook measurement")
 	ctx := b.svc.ctx
+	profiled := b.profile("webhook")
 	from := time.Now().Add(b.o.warmup)
 	to := from.Add(b.o.duration)
 	logf("webhook: %d accounts opened per second (%s), %s warm-up, then measuring %s", b.o.webhookRate, strings.Join(types, ", "), b.o.warmup, b.o.duration)
@@ -287,6 +302,7 @@ func (b *bench) webhook() (*webhookResult, error) {
 	sleepUntil(ctx, to)
 	n1, err1 := b.svc.eventCount(ctx)
 	sendWG.Wait()
+	profiled()
 	if err := context.Cause(ctx); err != nil {
 		return res, err
 	}
@@ -341,9 +357,11 @@ func (b *bench) getAccount() (*loadStats, error) {
 	for i, id := range b.svc.accounts {
 		paths[i] = "/v1/virtual-accounts/" + id
 	}
+	profiled := b.profile(fmt.Sprintf("get-%d", c))
 	st, err := closedLoop(b.svc.ctx, c, b.o.warmup, b.o.duration, httpConflict, func(ctx context.Context, w *worker) outcome {
 		return b.svc.send(ctx, "GET", paths[w.rng.IntN(len(paths))], nil)
 	})
+	profiled()
 	if err != nil {
 		return nil, err
 	}

@@ -26,11 +26,13 @@ const operatorKey = "op_bench_0123456789abcdefghijklmnopqrstuvwxyz"
 
 // service is a running `treasury serve` and the platform set up in it.
 type service struct {
-	base    string
-	cmd     *exec.Cmd
-	logPath string
-	logFile *os.File
-	db      *pgxpool.Pool // only for SELECT count(*) FROM events
+	base      string
+	pprofBase string // http://127.0.0.1:PORT of TREASURY_PPROF_ADDR; "" without -profile
+	dbName    string
+	cmd       *exec.Cmd
+	logPath   string
+	logFile   *os.File
+	db        *pgxpool.Pool // only for SELECT count(*) FROM events
 
 	parent   context.Context // done when the bench is interrupted
 	ctx      context.Context // done when the server exits or the bench is interrupted
@@ -50,18 +52,30 @@ var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transp
 }}
 
 // startService starts `treasury serve` on a free port with its log in a
-// temporary file, and waits until /readyz answers 200.
-func startService(parent context.Context, bin, dbURL string) (*service, error) {
+// temporary file, and waits until /readyz answers 200. With pprof, the
+// service also serves net/http/pprof (TREASURY_PPROF_ADDR) on another
+// free port.
+func startService(parent context.Context, bin, dbURL string, pprof bool) (*service, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
+	}
+	var pprofEnv []string
+	pprofBase := ""
+	if pprof {
+		pport, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		pprofBase = fmt.Sprintf("http://127.0.0.1:%d", pport)
+		pprofEnv = []string{fmt.Sprintf("TREASURY_PPROF_ADDR=127.0.0.1:%d", pport)}
 	}
 	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("treasury-bench-server-%d.log", time.Now().UnixNano()))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	s := &service{base: fmt.Sprintf("http://127.0.0.1:%d", port), logPath: logPath, logFile: logFile, exited: make(chan struct{})}
+	s := &service{base: fmt.Sprintf("http://127.0.0.1:%d", port), pprofBase: pprofBase, logPath: logPath, logFile: logFile, exited: make(chan struct{})}
 	s.parent = parent
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	s.db, err = pgxpool.New(parent, dbURL)
@@ -73,6 +87,7 @@ func startService(parent context.Context, bin, dbURL string) (*service, error) {
 	s.cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, fmt.Sprintf("TREASURY_ADDR=127.0.0.1:%d", port),
 		"TREASURY_OPERATOR_KEY="+operatorKey, "TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true",
 		"TREASURY_LOG_LEVEL=warn")
+	s.cmd.Env = append(s.cmd.Env, pprofEnv...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		s.db.Close()
@@ -80,6 +95,9 @@ func startService(parent context.Context, bin, dbURL string) (*service, error) {
 		return nil, err
 	}
 	logf("started treasury serve (pid %d) on %s; its log: %s", s.cmd.Process.Pid, s.base, logPath)
+	if pprofBase != "" {
+		logf("treasury serve profiles on %s/debug/pprof/", pprofBase)
+	}
 	go func() {
 		err := s.cmd.Wait()
 		if !s.stopping.Load() && parent.Err() == nil {

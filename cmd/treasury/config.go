@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -27,6 +28,9 @@ type config struct {
 	RateLimit        *apihttp.RateLimit
 	LogLevel         slog.Level
 	MigrateOnStart   bool
+	// PprofAddr, when set (TREASURY_PPROF_ADDR, e.g. 127.0.0.1:6060),
+	// serves net/http/pprof on a listener of its own; unset, there is none.
+	PprofAddr string
 }
 
 func loadConfig() (config, error) {
@@ -35,6 +39,7 @@ func loadConfig() (config, error) {
 		Addr:          envOr("TREASURY_ADDR", ":8080"),
 		OperatorKey:   os.Getenv("TREASURY_OPERATOR_KEY"),
 		RoutingNumber: envOr("TREASURY_ROUTING_NUMBER", app.DefaultRoutingNumber),
+		PprofAddr:     strings.TrimSpace(os.Getenv("TREASURY_PPROF_ADDR")),
 	}
 	if c.OperatorKey != "" && len(c.OperatorKey) < 32 {
 		return c, fmt.Errorf("TREASURY_OPERATOR_KEY must be at least 32 characters")
@@ -66,10 +71,34 @@ func loadConfig() (config, error) {
 	if err := c.LogLevel.UnmarshalText([]byte(envOr("TREASURY_LOG_LEVEL", "info"))); err != nil {
 		return c, fmt.Errorf("TREASURY_LOG_LEVEL must be debug, info, warn or error")
 	}
+	if c.PprofAddr != "" {
+		if err := checkPprofAddr(c.PprofAddr, c.Addr); err != nil {
+			return c, err
+		}
+	}
 	if !rails.ValidABA(c.RoutingNumber) {
 		return c, fmt.Errorf("TREASURY_ROUTING_NUMBER %q is not a 9-digit ABA routing number with a valid checksum", c.RoutingNumber)
 	}
 	return c, nil
+}
+
+// checkPprofAddr refuses a TREASURY_PPROF_ADDR that is not HOST:PORT, or
+// whose port is the API's: the profiler never shares the API's listener.
+func checkPprofAddr(addr, apiAddr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("TREASURY_PPROF_ADDR must be HOST:PORT (e.g. 127.0.0.1:6060), not %q: %v", addr, err)
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return fmt.Errorf("TREASURY_PPROF_ADDR %q: the port must be a number from 0 to 65535", addr)
+	}
+	if _, apiPort, err := net.SplitHostPort(apiAddr); err == nil && n != 0 {
+		if m, err := strconv.ParseUint(apiPort, 10, 16); err == nil && m == n {
+			return fmt.Errorf("TREASURY_PPROF_ADDR %q uses the API's port (TREASURY_ADDR %q): give the profiler a port of its own", addr, apiAddr)
+		}
+	}
+	return nil
 }
 
 func envOr(name, def string) string {

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestMigrateSetting: unset migrates; every spelling of false skips; a
 // value that is neither true nor false is refused, not guessed.
@@ -26,5 +29,50 @@ func TestMigrateSetting(t *testing.T) {
 	t.Setenv("TREASURY_OPERATOR_KEY", "too-short")
 	if _, err := loadConfig(); err == nil {
 		t.Error("an operator key of 9 characters was accepted, want at least 32")
+	}
+}
+
+// TestPprofAddrSetting: unset means no profiler; HOST:PORT is taken as
+// is; anything net.SplitHostPort refuses, a port that is not a number and
+// the API's own port are refused with an error that names the variable.
+func TestPprofAddrSetting(t *testing.T) {
+	t.Setenv("TREASURY_MIGRATE", "")
+	t.Setenv("TREASURY_OPERATOR_KEY", "")
+	t.Setenv("TREASURY_ADDR", "127.0.0.1:8080")
+	for _, tc := range []struct {
+		value   string
+		want    string
+		refused bool
+	}{
+		{"", "", false},
+		{"127.0.0.1:6060", "127.0.0.1:6060", false},
+		{" localhost:6060 ", "localhost:6060", false},
+		{":6060", ":6060", false},
+		{"[::1]:6060", "[::1]:6060", false},
+		{"127.0.0.1:0", "127.0.0.1:0", false},
+		{"6060", "", true},
+		{"127.0.0.1", "", true},
+		{"::1:6060", "", true},
+		{"127.0.0.1:pprof", "", true},
+		{"127.0.0.1:70000", "", true},
+		{"http://127.0.0.1:6060", "", true},
+		{"127.0.0.1:8080", "", true}, // the API's port
+		{":8080", "", true},
+	} {
+		t.Setenv("TREASURY_PPROF_ADDR", tc.value)
+		c, err := loadConfig()
+		if (err != nil) != tc.refused {
+			t.Errorf("TREASURY_PPROF_ADDR=%q: error %v, want refused %v", tc.value, err, tc.refused)
+			continue
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), "TREASURY_PPROF_ADDR") {
+				t.Errorf("TREASURY_PPROF_ADDR=%q: the error does not name the variable: %v", tc.value, err)
+			}
+			continue
+		}
+		if c.PprofAddr != tc.want {
+			t.Errorf("TREASURY_PPROF_ADDR=%q: PprofAddr %q, want %q", tc.value, c.PprofAddr, tc.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os/signal"
 	"sync/atomic"
 	"syscall"
@@ -57,6 +58,14 @@ func serveCmd() *cobra.Command {
 // /healthz is up, and /v1 answers 503 until the migrations are applied
 // (retried while the database is unreachable).
 func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener, log *slog.Logger) error {
+	if cfg.PprofAddr != "" {
+		stopPprof, err := startPprof(cfg.PprofAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopPprof()
+	}
 	var ready atomic.Bool
 	if cfg.MigrateOnStart {
 		go migrateUntilDone(ctx, pool, log, &ready)
@@ -98,6 +107,45 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// startPprof serves net/http/pprof on addr (TREASURY_PPROF_ADDR), on a
+// listener and a mux of its own: never on the API's port, never on
+// http.DefaultServeMux (which importing net/http/pprof fills, and which
+// nothing here serves). The returned function closes it at once, ending a
+// profile being taken, so that it never holds up the service's shutdown.
+func startPprof(addr string, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (TREASURY_PPROF_ADDR): %w", addr, err)
+	}
+	// No WriteTimeout: /debug/pprof/profile?seconds=N answers after N s.
+	srv := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("pprof listener stopped", "error", err)
+		}
+	}()
+	log.Info("pprof listening (TREASURY_PPROF_ADDR)", "addr", ln.Addr().String())
+	return func() {
+		_ = srv.Close()
+		<-done
+	}, nil
+}
+
+// pprofHandler is net/http/pprof on its own mux: /debug/pprof/ (the index
+// and every named profile: heap, allocs, goroutine, block, mutex, …),
+// cmdline, profile (CPU), symbol and trace.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // runWhenReady starts the log's subscribers once the schema is current.
