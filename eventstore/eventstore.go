@@ -212,6 +212,11 @@ func (a preparedAppend) scan(rows pgx.Rows) ([]RecordedEvent, error) {
 	return recs, nil
 }
 
+// selectColumns reads events. data and metadata are scanned as bytes: a
+// json.RawMessage destination would make pgx parse them once more.
+// Queries order by events.transaction_id, never by the bare name, which
+// would mean this list's bigint column: a sort of everything after the
+// position instead of a walk of the (transaction_id, global_position) index.
 const selectColumns = `global_position, transaction_id::text::bigint, event_id, stream_id, stream_version,
     event_type, schema_version, coalesce(platform_id, ''), coalesce(environment, ''), data, metadata, recorded_at`
 
@@ -222,7 +227,7 @@ func scanEvents(rows pgx.Rows) ([]RecordedEvent, error) {
 		var r RecordedEvent
 		var txid int64
 		if err := rows.Scan(&r.GlobalPosition, &txid, &r.EventID, &r.StreamID, &r.StreamVersion, &r.Type,
-			&r.SchemaVersion, &r.PlatformID, &r.Environment, &r.Data, &r.Metadata, &r.RecordedAt); err != nil {
+			&r.SchemaVersion, &r.PlatformID, &r.Environment, (*[]byte)(&r.Data), (*[]byte)(&r.Metadata), &r.RecordedAt); err != nil {
 			return nil, err
 		}
 		r.TransactionID = uint64(txid)
@@ -268,7 +273,7 @@ func ReadAll(ctx context.Context, db DB, after Position, limit int) ([]RecordedE
 	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events
         WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
           AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-        ORDER BY transaction_id, global_position
+        ORDER BY events.transaction_id, events.global_position
         LIMIT $3`, fmt.Sprint(after.TransactionID), after.GlobalPosition, limit)
 	if err != nil {
 		return nil, err
@@ -283,7 +288,7 @@ func ReadAll(ctx context.Context, db DB, after Position, limit int) ([]RecordedE
 func ReadCommitted(ctx context.Context, db DB, after Position, limit int) ([]RecordedEvent, error) {
 	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events
         WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
-        ORDER BY transaction_id, global_position
+        ORDER BY events.transaction_id, events.global_position
         LIMIT $3`, fmt.Sprint(after.TransactionID), after.GlobalPosition, limit)
 	if err != nil {
 		return nil, err
@@ -309,7 +314,7 @@ func Head(ctx context.Context, db DB) (Position, error) {
 	var pos Position
 	var txid int64
 	err := db.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM events
-        ORDER BY transaction_id DESC, global_position DESC LIMIT 1`).Scan(&txid, &pos.GlobalPosition)
+        ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1`).Scan(&txid, &pos.GlobalPosition)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Position{}, nil
 	}
