@@ -64,7 +64,7 @@ func Link(prev []byte, e RecordedEvent) (eventHash, chainHash []byte) {
 // order, in the subscription's own transaction (so the chain is gapless
 // and never links an event twice).
 func ChainSubscription(pool *pgxpool.Pool, wake <-chan struct{}) *Subscription {
-	return &Subscription{Name: ChainName, Pool: pool, Wake: wake, PollInterval: time.Second,
+	return &Subscription{Name: ChainName, Pool: pool, Wake: wake, PollInterval: time.Second, Derived: true,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []RecordedEvent) error {
 			var seq int64
 			var prev []byte

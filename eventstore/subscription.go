@@ -29,6 +29,12 @@ type Subscription struct {
 	// OnCommit, if set, is called after a batch committed (e.g. to wake
 	// the readers of what the handler wrote).
 	OnCommit func()
+	// Derived says the handler only writes what can be derived again from
+	// the log (read models, the hash chain, a schedule), never events, so
+	// its batches may commit without waiting for the WAL flush
+	// (synchronous_commit = off): a crash loses at most the last batches,
+	// checkpoint and writes together, and they are processed again.
+	Derived bool
 }
 
 // ErrNotOwner means another process holds this subscription's checkpoint.
@@ -41,6 +47,11 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer tx.Rollback(context.Background())
+	if s.Derived {
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return 0, err
+		}
+	}
 
 	var pos Position
 	var txid int64

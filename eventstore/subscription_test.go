@@ -706,3 +706,25 @@ func TestSubscriptionRun(t *testing.T) {
 		}
 	})
 }
+
+// TestDerivedSubscriptionsCommitWithoutWaitingForTheFlush: only a
+// subscription that writes derived data skips the WAL flush at commit;
+// any other keeps the server's synchronous_commit.
+func TestDerivedSubscriptionsCommitWithoutWaitingForTheFlush(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.Pool(t)
+	appendSome(t, ctx, pool, "sync", 2)
+	for _, derived := range []bool{true, false} {
+		var setting string
+		sub := &eventstore.Subscription{Name: fmt.Sprintf("derived-%t", derived), Pool: pool, Derived: derived,
+			Handle: func(ctx context.Context, tx pgx.Tx, _ []eventstore.RecordedEvent) error {
+				return tx.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&setting)
+			}}
+		if n, err := sub.Step(ctx); err != nil || n == 0 {
+			t.Fatalf("step: %d, %v", n, err)
+		}
+		if want := map[bool]string{true: "off", false: "on"}[derived]; setting != want {
+			t.Errorf("Derived %t: synchronous_commit is %q in the batch, want %q", derived, setting, want)
+		}
+	}
+}

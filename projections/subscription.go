@@ -16,7 +16,7 @@ const SubscriptionName = "projections"
 // NewSubscription runs the Async projectors over the log in commit order.
 func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger) *eventstore.Subscription {
 	return &eventstore.Subscription{
-		Name: SubscriptionName, Pool: pool, Wake: wake, Log: log,
+		Name: SubscriptionName, Pool: pool, Wake: wake, Log: log, Derived: true,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
 			d := Defer(tx)
 			if err := ApplyAll(ctx, d, Async(), events); err != nil {

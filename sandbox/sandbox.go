@@ -60,7 +60,7 @@ type Simulator struct {
 
 // Subscription turns sandbox events into scheduled actions.
 func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription {
-	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule}
+	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true}
 }
 
 func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
