@@ -1,10 +1,13 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -13,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/webhook"
 	"github.com/opentreasury/treasury/projections"
 )
 
@@ -23,11 +27,12 @@ const Topic = "public_events"
 const FanoutName = projections.PublicEventsFeed
 
 // FeedSubscriber is a watermill Subscriber over the public events table:
-// it emits each event in order (public events are numbered in commit order
-// by their projection) and moves its checkpoint when the event is acked.
-// After a restart it emits again from the checkpoint, so an event is
-// handled at least once; the handler's inserts are idempotent, so each
-// event becomes exactly one delivery per endpoint.
+// it emits the events in order (public events are numbered in commit order
+// by their projection), a batch of up to 200 per message, and moves its
+// checkpoint past a batch when its message is acked; one batch is in
+// flight at a time. After a restart it emits again from the checkpoint, so
+// an event is handled at least once; the handler's inserts are idempotent,
+// so each event becomes exactly one delivery per endpoint.
 type FeedSubscriber struct {
 	Pool *pgxpool.Pool
 	Wake <-chan struct{}
@@ -75,13 +80,36 @@ func (f *FeedSubscriber) run(ctx context.Context, out chan<- *message.Message) {
 	}
 }
 
+// feedEvent is one public event as the feed carries it to the fan-out.
 type feedEvent struct {
-	seq         int64
-	id, typ     string
-	platformID  string
-	environment string
-	createdAt   time.Time
-	payload     []byte
+	Seq         int64           `json:"seq"`
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	PlatformID  string          `json:"platform_id"`
+	Environment string          `json:"environment"`
+	CreatedAt   time.Time       `json:"created_at"`
+	Payload     json.RawMessage `json:"payload"` // the webhook body
+}
+
+// A message carries a whole batch of public events (in seq order, as a
+// JSON array of feedEvent): the fan-out then looks the endpoints up once
+// per batch, not once per event. The router runs a goroutine per message,
+// so one message per batch also means one handler, and one pool
+// connection, at a time (a message per event put a whole batch of
+// handlers on the pool at once).
+func batchMessage(events []feedEvent) (*message.Message, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(events); err != nil {
+		return nil, err
+	}
+	first, last := events[0].Seq, events[len(events)-1].Seq
+	msg := message.NewMessage(fmt.Sprintf("%s:%d-%d", Topic, first, last), buf.Bytes())
+	msg.Metadata.Set("first_seq", strconv.FormatInt(first, 10))
+	msg.Metadata.Set("last_seq", strconv.FormatInt(last, 10))
+	msg.Metadata.Set("count", strconv.Itoa(len(events)))
+	return msg, nil
 }
 
 func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Message) (int, error) {
@@ -99,52 +127,47 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 	}
 	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (feedEvent, error) {
 		var e feedEvent
-		err := r.Scan(&e.seq, &e.id, &e.typ, &e.platformID, &e.environment, &e.createdAt, &e.payload)
+		var payload []byte
+		err := r.Scan(&e.Seq, &e.ID, &e.Type, &e.PlatformID, &e.Environment, &e.CreatedAt, &payload)
+		e.Payload = payload
 		return e, err
 	})
 	if err != nil || len(events) == 0 {
 		return 0, err
 	}
-	// Emit the whole batch at once: the router handles messages
-	// concurrently. The checkpoint moves past the batch once every message
-	// is acked; a nacked one is sent again after a pause. A crash before
-	// that emits the batch again, which the idempotent handler absorbs.
-	pending := make([]*message.Message, len(events))
-	for i, e := range events {
-		msg := message.NewMessage(e.id, e.payload)
-		msg.Metadata.Set("type", e.typ)
-		msg.Metadata.Set("platform_id", e.platformID)
-		msg.Metadata.Set("environment", e.environment)
-		msg.Metadata.Set("created_at", e.createdAt.Format(time.RFC3339Nano))
-		pending[i] = msg
+	// The batch is one message. The checkpoint moves past the batch once
+	// it is acked; a nacked one is sent again (whole) after a pause. A
+	// crash before that emits the batch again, which the idempotent
+	// handler absorbs.
+	msg, err := batchMessage(events)
+	if err != nil {
+		return 0, err
 	}
-	for len(pending) > 0 {
-		for _, msg := range pending {
-			select {
-			case out <- msg:
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+	for {
+		select {
+		case out <- msg:
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
-		var nacked []*message.Message
-		for _, msg := range pending {
-			select {
-			case <-msg.Acked():
-			case <-msg.Nacked():
-				nacked = append(nacked, msg.Copy())
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+		acked := false
+		select {
+		case <-msg.Acked():
+			acked = true
+		case <-msg.Nacked():
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
-		if pending = nacked; len(pending) > 0 {
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+		if acked {
+			break // out of the for: the batch is done
+		}
+		msg = msg.Copy()
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
 	}
-	last := events[len(events)-1].seq
+	last := events[len(events)-1].Seq
 	// Compare and set: a rebuild may have rewound the feed meanwhile, and
 	// its position wins (what this batch emitted is fanned out idempotently).
 	if _, err := f.Pool.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = now()
@@ -162,31 +185,93 @@ type Fanout struct {
 	Delivered func()
 }
 
-// Handle is the watermill handler: one delivery per endpoint that wants
-// the event, inserted once (a second handling of the event inserts
-// nothing).
+// endpointKey is the scope endpoints are looked up by.
+type endpointKey struct{ platformID, environment string }
+
+// Handle is the watermill handler of a batch of public events: one
+// delivery per event and endpoint that wants it, inserted once (a second
+// handling of the batch inserts nothing). It sends at most two
+// statements whatever the batch's size: the endpoints of every platform
+// and environment in the batch, then the batch's deliveries.
 func (h *Fanout) Handle(msg *message.Message) error {
 	ctx := msg.Context()
-	created, _ := time.Parse(time.RFC3339Nano, msg.Metadata.Get("created_at"))
-	typ := msg.Metadata.Get("type")
-	rows, err := h.Pool.Query(ctx, `SELECT id FROM webhook_endpoints
-        WHERE platform_id = $1 AND environment = $2 AND status = 'enabled' AND NOT deleted
-          AND ('*' = ANY(events) OR $3 = ANY(events))`, msg.Metadata.Get("platform_id"), msg.Metadata.Get("environment"), typ)
+	var events []feedEvent
+	if err := json.Unmarshal(msg.Payload, &events); err != nil {
+		return fmt.Errorf("webhooks: fan-out message %s: %w", msg.UUID, err)
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	var platforms, envs []string
+	seen := map[endpointKey]bool{}
+	for _, e := range events {
+		k := endpointKey{e.PlatformID, e.Environment}
+		if !seen[k] {
+			seen[k] = true
+			platforms = append(platforms, k.platformID)
+			envs = append(envs, k.environment)
+		}
+	}
+	// One query for every platform and environment of the batch.
+	rows, err := h.Pool.Query(ctx, `SELECT e.id, e.platform_id, e.environment, e.events FROM webhook_endpoints e
+        JOIN unnest($1::text[], $2::text[]) AS s (platform_id, environment)
+          ON e.platform_id = s.platform_id AND e.environment = s.environment
+        WHERE e.status = 'enabled' AND NOT e.deleted
+        ORDER BY e.id`, platforms, envs)
 	if err != nil {
 		return err
 	}
-	endpoints, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(endpoints) == 0 {
+	type endpoint struct {
+		id     string
+		events []string
+	}
+	byScope := map[endpointKey][]endpoint{}
+	if _, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
+		var ep endpoint
+		var k endpointKey
+		if err := r.Scan(&ep.id, &k.platformID, &k.environment, &ep.events); err != nil {
+			return struct{}{}, err
+		}
+		byScope[k] = append(byScope[k], ep)
+		return struct{}{}, nil
+	}); err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
-	for _, endpoint := range endpoints {
-		b.Queue(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
-                next_attempt_at, committed_at, created_at)
-            VALUES ($1, $2, $3, $4, $5, 'pending', now(), $6, now()) ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-			domain.NewID(domain.PrefixDelivery), endpoint, msg.UUID, typ, json.RawMessage(msg.Payload), created)
+	if len(byScope) == 0 {
+		return nil // nobody listens to any event of the batch
 	}
-	if err := h.Pool.SendBatch(ctx, b).Close(); err != nil {
+	// Matched in Go by the rules the lookup used to apply per event: the
+	// endpoint's platform and environment, enabled and not deleted (in the
+	// query above), and subscribed to the type or to "*".
+	var ids, endpointIDs, eventIDs, types, payloads []string
+	var committed []time.Time
+	for _, e := range events { // in seq order, so delivery ids are too
+		for _, ep := range byScope[endpointKey{e.PlatformID, e.Environment}] {
+			if !(webhook.Config{Events: ep.events}).Wants(e.Type) {
+				continue
+			}
+			ids = append(ids, domain.NewID(domain.PrefixDelivery))
+			endpointIDs = append(endpointIDs, ep.id)
+			eventIDs = append(eventIDs, e.ID)
+			types = append(types, e.Type)
+			payloads = append(payloads, string(e.Payload))
+			committed = append(committed, e.CreatedAt)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	// One statement for the batch; the unique (endpoint_id, event_id)
+	// makes a second handling of the batch insert nothing. Rows go in
+	// (seq, endpoint id) order, so two fan-outs of overlapping batches at
+	// once (say two processes on one database) take the unique index's
+	// locks in the same order and cannot deadlock.
+	if _, err := h.Pool.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
+            next_attempt_at, committed_at, created_at)
+        SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.payload::jsonb, 'pending', now(), d.committed_at, now()
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+            AS d (id, endpoint_id, event_id, event_type, payload, committed_at)
+        ON CONFLICT (endpoint_id, event_id) DO NOTHING`, ids, endpointIDs, eventIDs, types, payloads, committed); err != nil {
 		return err
 	}
 	if h.Delivered != nil {
