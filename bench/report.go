@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -217,6 +218,13 @@ func (r *report) rows() []row {
 		rows = append(rows, row{Figure: fmt.Sprintf("projections rebuild (%d events, %.1f s)", b.Events, b.Seconds),
 			Value: fmt.Sprintf("%.0f events/s", b.EventsPerSecond), Target: "≥ 50,000", Met: met(b.EventsPerSecond >= 50000)})
 	}
+	if b := r.rebuild; b != nil && b.Online != nil && b.Online.Seconds > 0 {
+		o := b.Online
+		rows = append(rows,
+			row{Figure: fmt.Sprintf("rebuild beside the service (%.1f s), %d payments/s offered meanwhile", o.Seconds, o.Rate),
+				Value: fmt.Sprintf("%d ok, p99 %.0f ms, max %.0f ms, non-2xx %s", o.Payments, o.P99ms, o.MaxMs, classesString(o.Failed))},
+			row{Figure: "  the CLI's account of it", Value: pauseOf(o.CLIOutput)})
+	}
 	if r.raw != nil {
 		for _, l := range r.raw.Levels {
 			v := fmt.Sprintf("%.0f (p50 %.2f / p99 %.2f ms)", l.PerSecond, l.P50ms, l.P99ms)
@@ -382,4 +390,14 @@ func nClients(n int) string {
 		return "1 client"
 	}
 	return strconv.Itoa(n) + " clients"
+}
+
+var pausedRe = regexp.MustCompile(`commands paused [^;]*`)
+
+// pauseOf picks the pause out of the rebuild CLI's line.
+func pauseOf(cli string) string {
+	if m := pausedRe.FindString(cli); m != "" {
+		return m
+	}
+	return cli
 }

@@ -100,6 +100,9 @@ func runService(ctx context.Context, o options, adminURL, bin string, stamp int6
 		return fmt.Errorf("setup: %w", err)
 	}
 	rep.setup = map[string]any{"accounts": len(svc.accounts), "funded_cents_each": o.fund, "seconds": time.Since(setupStart).Seconds()}
+	analyzeCtx, stopAnalyze := context.WithCancel(svc.ctx)
+	defer stopAnalyze()
+	go analyzeEvery(analyzeCtx, svc.db, 15*time.Second)
 	logf("setup: %d accounts opened, KYB-approved and funded in %s", len(svc.accounts), time.Since(setupStart).Round(100*time.Millisecond))
 
 	b := &bench{o: o, svc: svc, runID: fmt.Sprintf("%x", stamp)}

@@ -380,6 +380,7 @@ type rebuildResult struct {
 	TopUpSeconds        float64        `json:"top_up_seconds"`
 	TopUpFailedByStatus map[string]int `json:"top_up_failed_by_status,omitempty"`
 	Note                string         `json:"note"`
+	Online              *onlineRebuild `json:"online,omitempty"`
 }
 
 var cliRate = regexp.MustCompile(`([0-9.]+) events/s`)
@@ -399,6 +400,10 @@ func (b *bench) rebuild(bin, dbURL string) (*rebuildResult, error) {
 		if err := b.topUp(n, want, res); err != nil {
 			return res, err
 		}
+	}
+	b.svc.settle("the rebuild")
+	if res.Online, err = b.rebuildOnline(bin, dbURL); err != nil {
+		return res, err
 	}
 	b.svc.settle("the rebuild")
 	logf("rebuild: stopping treasury serve")
