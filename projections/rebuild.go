@@ -104,10 +104,20 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 	if opt.AfterCompare != nil {
 		opt.AfterCompare()
 	}
-	// The comparison took a while: replay what committed meanwhile now
-	// rather than while commands wait.
-	if err := r.replayUntilCaughtUp(ctx); err != nil {
-		return r.stats, err
+	// The comparison took a while: replay what committed meanwhile, and
+	// narrow the candidates again, until a round replays little, so that
+	// the pause replays and compares only the last few events' rows.
+	for round := 0; round < maxRefineRounds; round++ {
+		before := r.stats.Events
+		if err := r.replayUntilCaughtUp(ctx); err != nil {
+			return r.stats, err
+		}
+		if err := r.refine(ctx); err != nil {
+			return r.stats, err
+		}
+		if r.stats.Events-before < smallRound {
+			break
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		err = r.swap(ctx)
@@ -123,6 +133,14 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 const rebuildLock = 0x7472_6562_7569_6c64 // "trebuild"
 
 const maxSwapAttempts = 10
+
+// Refinement rounds before the swap stop once a round replays fewer than
+// smallRound events, or after maxRefineRounds (a log growing as fast as
+// the replay would otherwise keep it from ever swapping).
+const (
+	smallRound      = 200
+	maxRefineRounds = 5
+)
 
 func lostLockRace(err error) bool {
 	var pgErr *pgconn.PgError

@@ -227,3 +227,48 @@ func prefixed(prefix string, cols []string) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// refine narrows the candidates before the gate, so that the pause deals
+// only with what the final catch-up writes: at a new snapshot, once the
+// subscriber has passed the shadow's position, the candidates (suspects
+// and rows touched since) that are now equal are dropped and the touched
+// rows forgotten. The argument of the first comparison holds again from
+// this snapshot. It does nothing if the subscriber has not caught up.
+func (r *rebuild) refine(ctx context.Context) error {
+	if err := r.waitForSubscriber(ctx); err != nil {
+		return err
+	}
+	return pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		at, err := subscriberAt(ctx, tx)
+		if err != nil || at.Less(r.pos) {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+			return err
+		}
+		for _, t := range allTables() {
+			keys := r.plan.keys[t]
+			cols := strings.Join(keys, ", ")
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %[1]s SELECT %[2]s FROM %[3]s,
+                jsonb_populate_record(NULL::public.%[4]s, row) r WHERE tbl = '%[4]s'`,
+				candidates(t), prefixed("r.", keys), touchedTable, t)); err != nil {
+				return err
+			}
+			filter := fmt.Sprintf(" WHERE (%s) IN (SELECT %s FROM %s)", cols, cols, candidates(t))
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE UNLOGGED TABLE %[1]s_next AS SELECT %[2]s FROM (
+                (SELECT * FROM public.%[3]s%[5]s EXCEPT ALL SELECT * FROM %[4]s.%[3]s%[5]s)
+                UNION ALL
+                (SELECT * FROM %[4]s.%[3]s%[5]s EXCEPT ALL SELECT * FROM public.%[3]s%[5]s)) d;
+                DROP TABLE %[1]s;
+                ALTER TABLE %[1]s_next RENAME TO %[3]s__candidates`,
+				candidates(t), cols, t, shadowSchema, filter)); err != nil {
+				return fmt.Errorf("refine %s: %w", t, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `TRUNCATE `+touchedTable); err != nil {
+			return err
+		}
+		r.plan.at, r.plan.fullAsync = at, false
+		return nil
+	})
+}
