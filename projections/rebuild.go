@@ -31,6 +31,9 @@ type RebuildStats struct {
 	// during it (suspects plus rows replayed since, counted once per
 	// write), which is what the pause grows with.
 	Suspects, Compared int64
+	// Refined counts the rounds that narrowed the candidates before the
+	// pause (none when the subscriber was not running).
+	Refined int
 }
 
 // RebuildOptions tune a rebuild; the zero value is the default.

@@ -269,6 +269,7 @@ func (r *rebuild) refine(ctx context.Context) error {
 			return err
 		}
 		r.plan.at, r.plan.fullAsync = at, false
+		r.stats.Refined++
 		return nil
 	})
 }

@@ -418,3 +418,51 @@ func TestRebuildWhileTheSubscriberCatchesUp(t *testing.T) {
 	e.sync()
 	requireLogMatches(t, e)
 }
+
+// TestRebuildBesideARunningSubscriber: with the asynchronous subscriber
+// running, as in the service, and commands committing throughout, the
+// candidates are narrowed in rounds before the pause, and the result
+// still equals the log.
+func TestRebuildBesideARunningSubscriber(t *testing.T) {
+	e := newEnv(t)
+	c := e.platform("Running")
+	var vas []string
+	for i := range 4 {
+		va := e.openVA(c, fmt.Sprintf("biz_%d", i))
+		e.must(e.inbound(c, va, 1_000_000, "rtp"))
+		vas = append(vas, va)
+	}
+	for range 100 {
+		e.must(e.manual(c, ledger.TypeFee, vas[0], "debit", 1))
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	sub := projections.NewSubscription(e.pool, nil, nil)
+	sub.PollInterval = 10 * time.Millisecond
+	wg.Go(func() { sub.Run(ctx) })
+	var writes atomic.Int64
+	for _, va := range vas {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if _, err := e.a.PostJournalEntry(ctx, app.Meta{}, nil, c, feeEntry(va, 1)); err != nil && ctx.Err() == nil {
+					t.Error(err)
+					return
+				}
+				writes.Add(1)
+			}
+		})
+	}
+	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{BatchSize: 100})
+	cancel()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Refined == 0 {
+		t.Error("no round narrowed the candidates although the subscriber was running")
+	}
+	t.Logf("%+v; %d commands during the rebuild", stats, writes.Load())
+	e.sync()
+	requireLogMatches(t, e)
+}
