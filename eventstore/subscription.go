@@ -159,10 +159,16 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // Checkpoint returns the subscription's position (zero if it never ran).
 func (s *Subscription) Checkpoint(ctx context.Context) (Position, error) {
+	return ReadCheckpoint(ctx, s.Pool, s.Name)
+}
+
+// ReadCheckpoint returns the named subscription's position as db sees it
+// (zero if it never ran).
+func ReadCheckpoint(ctx context.Context, db DB, name string) (Position, error) {
 	var pos Position
 	var txid int64
-	err := s.Pool.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints WHERE name = $1`,
-		s.Name).Scan(&txid, &pos.GlobalPosition)
+	err := db.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints WHERE name = $1`,
+		name).Scan(&txid, &pos.GlobalPosition)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Position{}, nil
 	}

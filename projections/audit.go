@@ -32,13 +32,10 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 	}
 	defer tx.Rollback(context.Background())
 
-	var cpTx, cpPos int64
-	err = tx.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints WHERE name = $1`,
-		SubscriptionName).Scan(&cpTx, &cpPos)
-	if err != nil && err != pgx.ErrNoRows {
+	checkpoint, err := subscriberAt(ctx, tx)
+	if err != nil {
 		return nil, 0, err
 	}
-	checkpoint := eventstore.Position{TransactionID: uint64(cpTx), GlobalPosition: cpPos}
 
 	tables := allTables()
 	if err := createShadow(ctx, tx, "audit_scratch"); err != nil {

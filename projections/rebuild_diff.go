@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -148,16 +147,9 @@ func (r *rebuild) waitForSubscriber(ctx context.Context) error {
 
 const subscriberStall = 250 * time.Millisecond
 
+// subscriberAt is the asynchronous subscriber's checkpoint as db sees it.
 func subscriberAt(ctx context.Context, db eventstore.DB) (eventstore.Position, error) {
-	var pos eventstore.Position
-	var txid int64
-	err := db.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints WHERE name = $1`,
-		SubscriptionName).Scan(&txid, &pos.GlobalPosition)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return eventstore.Position{}, nil
-	}
-	pos.TransactionID = uint64(txid)
-	return pos, err
+	return eventstore.ReadCheckpoint(ctx, db, SubscriptionName)
 }
 
 // copyCandidates makes the live tables equal to the shadow, under the
