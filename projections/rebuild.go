@@ -338,13 +338,17 @@ const PublicEventsFeed = "webhook_fanout"
 // public event the swap is about to change (a row the live table lacked,
 // or one numbered differently), so none is skipped; the fan-out is
 // idempotent per endpoint and event, so what it sees again is not sent
-// twice. filter restricts the rows looked at, as in copyDifferences.
+// twice. It bumps the checkpoint's updated_at even when the position need
+// not move: a fan-out batch in flight, read before the change, then fails
+// its compare-and-set and reads the corrected rows again. filter
+// restricts the rows looked at, as in copyDifferences.
 func rewindFeed(ctx context.Context, tx pgx.Tx, filter string) error {
-	_, err := tx.Exec(ctx, `UPDATE subscription_checkpoints c SET global_position = d.first - 1, updated_at = now()
+	_, err := tx.Exec(ctx, `UPDATE subscription_checkpoints c
+        SET global_position = LEAST(c.global_position, d.first - 1), updated_at = clock_timestamp()
         FROM (SELECT min(seq) AS first FROM (
                 (SELECT * FROM public.public_events`+filter+` EXCEPT ALL SELECT * FROM `+shadowSchema+`.public_events`+filter+`)
                 UNION ALL
                 (SELECT * FROM `+shadowSchema+`.public_events`+filter+` EXCEPT ALL SELECT * FROM public.public_events`+filter+`)) x) d
-        WHERE c.name = $1 AND d.first IS NOT NULL AND c.global_position >= d.first`, PublicEventsFeed)
+        WHERE c.name = $1 AND d.first IS NOT NULL`, PublicEventsFeed)
 	return err
 }

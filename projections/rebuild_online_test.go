@@ -272,6 +272,29 @@ func TestRebuildRewindsTheWebhookFeed(t *testing.T) {
 		t.Errorf("the fan-out is at seq %d after the rebuild put back seq %d; want %d", feed, lost, lost-1)
 	}
 	requireLogMatches(t, e)
+
+	// The feed already below the row put back: its position stays, but
+	// its version (updated_at) moves, so a batch in flight re-reads.
+	var before time.Time
+	if err := e.pool.QueryRow(e.ctx, `SELECT updated_at FROM subscription_checkpoints WHERE name = $1`,
+		projections.PublicEventsFeed).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `DELETE FROM public_events WHERE seq = $1`, last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := projections.Rebuild(e.ctx, e.pool); err != nil {
+		t.Fatal(err)
+	}
+	var after time.Time
+	if err := e.pool.QueryRow(e.ctx, `SELECT global_position, updated_at FROM subscription_checkpoints WHERE name = $1`,
+		projections.PublicEventsFeed).Scan(&feed, &after); err != nil {
+		t.Fatal(err)
+	}
+	if feed != lost-1 || !after.After(before) {
+		t.Errorf("after putting back seq %d the feed is at %d (want %d) and its version moved from %s to %s (want later)",
+			last, feed, lost-1, before, after)
+	}
 }
 
 // TestRebuildWaitsForTheHorizon: an old transaction holding the read

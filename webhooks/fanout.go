@@ -113,8 +113,13 @@ func batchMessage(events []feedEvent) (*message.Message, error) {
 }
 
 func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Message) (int, error) {
+	// The checkpoint's updated_at is its version: a rebuild that changed
+	// public_events bumps it even when the position stays, so a batch read
+	// before the change cannot move the feed past what it corrected.
 	var cp int64
-	if err := f.Pool.QueryRow(ctx, `SELECT global_position FROM subscription_checkpoints WHERE name = $1`, FanoutName).Scan(&cp); err != nil {
+	var version time.Time
+	if err := f.Pool.QueryRow(ctx, `SELECT global_position, updated_at FROM subscription_checkpoints WHERE name = $1`,
+		FanoutName).Scan(&cp, &version); err != nil {
 		return 0, err
 	}
 	rows, err := f.Pool.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at,
@@ -170,8 +175,8 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 	last := events[len(events)-1].Seq
 	// Compare and set: a rebuild may have rewound the feed meanwhile, and
 	// its position wins (what this batch emitted is fanned out idempotently).
-	if _, err := f.Pool.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = now()
-        WHERE name = $1 AND global_position = $3`, FanoutName, last, cp); err != nil {
+	if _, err := f.Pool.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = clock_timestamp()
+        WHERE name = $1 AND global_position = $3 AND updated_at = $4`, FanoutName, last, cp, version); err != nil {
 		return 0, err
 	}
 	return len(events), nil
