@@ -52,6 +52,9 @@ type Result struct {
 	ID       string
 	Secret   string // a newly minted key's secret, shown once
 	Replayed bool
+	// Payment is the payment as CreatePayment's transaction wrote it (nil
+	// when the request replayed an earlier one: read it then).
+	Payment *projections.PaymentView
 }
 
 // run executes fn in a transaction, retrying with jittered backoff when it
@@ -110,6 +113,13 @@ func (a *App) appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stre
 // appendAndProjectAll appends to several streams in one round trip and
 // sends the inline projectors' writes for all of them in a second one.
 func (a *App) appendAndProjectAll(ctx context.Context, tx pgx.Tx, meta Meta, reqs ...eventstore.AppendRequest) error {
+	return a.appendProjectAndRead(ctx, tx, meta, nil, reqs...)
+}
+
+// appendProjectAndRead is appendAndProjectAll followed by read, whose
+// first single-row query travels in the same batch as the inline
+// projections' writes (and sees them).
+func (a *App) appendProjectAndRead(ctx context.Context, tx pgx.Tx, meta Meta, read func(eventstore.DB) error, reqs ...eventstore.AppendRequest) error {
 	recs, err := eventstore.AppendAll(ctx, tx, meta, reqs...)
 	if err != nil {
 		return err
@@ -117,6 +127,11 @@ func (a *App) appendAndProjectAll(ctx context.Context, tx pgx.Tx, meta Meta, req
 	d := projections.Defer(tx)
 	for _, r := range recs {
 		if err := projections.ApplyAll(ctx, d, a.inline, r); err != nil {
+			return err
+		}
+	}
+	if read != nil {
+		if err := read(d); err != nil {
 			return err
 		}
 	}

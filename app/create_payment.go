@@ -27,8 +27,8 @@ import (
 // gate); one batch that claims the idempotency key (with the new payment's
 // id, so no second write is needed), locks the balance row and reads what
 // the rules need; the daily-limit sum only when a limit is set; the two
-// appends in one batch; the inline projections' writes in one batch;
-// COMMIT.
+// appends in one batch; the inline projections' writes and the read of
+// the payment to answer with in one batch; COMMIT.
 func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c Caller, req payment.Request) (Result, error) {
 	rail, err := req.Validate()
 	if err != nil {
@@ -93,7 +93,14 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 			Type: ledger.TypePayment, Description: desc, Status: ledger.StatusPending, Lines: lines,
 			Source: ledger.Source{Type: "payment", ID: id}, EffectiveAt: at, At: at}
 		res = Result{ID: id}
-		return a.appendAndProjectAll(ctx, tx, meta,
+		// The answer is read in the same batch as the inline writes: no
+		// read-back after the commit, on another connection.
+		read := func(db eventstore.DB) error {
+			v, err := projections.GetPayment(ctx, db, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
+			res.Payment = &v
+			return err
+		}
+		return a.appendProjectAndRead(ctx, tx, meta, read,
 			eventstore.AppendRequest{Stream: paymentStream(c, id), Events: []domain.Event{created}},
 			eventstore.AppendRequest{Stream: journalStream(c, jeID), Events: []domain.Event{recorded}})
 	})

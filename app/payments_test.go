@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -604,5 +605,31 @@ func TestPaymentKeyReusedOnForeignAccount(t *testing.T) {
 	}
 	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM idempotency_keys WHERE operation = 'create_payment'`); n != 1 {
 		t.Errorf("%d payment keys stored, want 1 (refused requests store none)", n)
+	}
+}
+
+// TestCreatePaymentAnswersWithWhatItWrote: a new payment comes back as its
+// transaction wrote it (read in the same batch as the inline writes, so
+// the API need not read it back after the commit); a replay carries none.
+func TestCreatePaymentAnswersWithWhatItWrote(t *testing.T) {
+	e := payEnv(t, 8)
+	c, va := payReady(e, 100_000)
+	res, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "k-view", "h"), c, payRequest(va, 250, "ach_standard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Payment == nil {
+		t.Fatal("CreatePayment returned no payment")
+	}
+	stored, err := projections.GetPayment(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*res.Payment, stored) {
+		t.Errorf("returned %+v\nstored   %+v", *res.Payment, stored)
+	}
+	again, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "k-view", "h"), c, payRequest(va, 250, "ach_standard"))
+	if err != nil || !again.Replayed || again.ID != res.ID || again.Payment != nil {
+		t.Errorf("replay: %+v, %v; want the same id, replayed, no payment", again, err)
 	}
 }

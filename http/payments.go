@@ -43,6 +43,9 @@ func (s *Server) createPayment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if res.Payment != nil {
+		return created(c, res, *res.Payment)
+	}
 	v, err := projections.GetPayment(c.Request().Context(), s.pool, scopeOf(c), res.ID)
 	if err != nil {
 		return err

@@ -44,11 +44,35 @@ func (d *Deferred) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 	return d.Tx.Query(ctx, sql, args...)
 }
 
+// QueryRow sends the queued writes and the query in one batch: the read
+// sees the writes and costs no round trip of its own.
 func (d *Deferred) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if err := d.Flush(ctx); err != nil {
-		return errRow{err}
+	if d.queue.Len() == 0 {
+		return d.Tx.QueryRow(ctx, sql, args...)
 	}
-	return d.Tx.QueryRow(ctx, sql, args...)
+	b := d.queue
+	d.queue = pgx.Batch{}
+	writes := b.Len()
+	b.Queue(sql, args...)
+	br := d.Tx.SendBatch(ctx, &b)
+	for range writes {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return errRow{err}
+		}
+	}
+	return batchRow{br}
+}
+
+// batchRow is the last query of a batch; scanning it closes the batch.
+type batchRow struct{ br pgx.BatchResults }
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.br.QueryRow().Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Flush sends the queued writes.
