@@ -172,6 +172,7 @@ type webhookResult struct {
 	P99ms                    float64        `json:"p99_ms"`
 	MaxMs                    float64        `json:"max_ms"`
 	Retries                  int            `json:"repeat_attempts_seen"`
+	DrainSeconds             float64        `json:"waited_for_backlog_before_seconds"`
 	Note                     string         `json:"note"`
 }
 
@@ -238,6 +239,7 @@ func (b *bench) webhook() (*webhookResult, error) {
 	}()
 
 	b.svc.settle("the webhook measurement")
+	res.DrainSeconds = b.svc.drain("the webhook measurement").Seconds()
 	ctx := b.svc.ctx
 	profiled := b.profile("webhook")
 	from := time.Now().Add(b.o.warmup)
