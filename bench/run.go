@@ -102,7 +102,7 @@ func runService(ctx context.Context, o options, adminURL, bin string, stamp int6
 	rep.setup = map[string]any{"accounts": len(svc.accounts), "funded_cents_each": o.fund, "seconds": time.Since(setupStart).Seconds()}
 	analyzeCtx, stopAnalyze := context.WithCancel(svc.ctx)
 	defer stopAnalyze()
-	go analyzeEvery(analyzeCtx, svc.db, 15*time.Second)
+	go analyzeEvery(analyzeCtx, svc.db, time.Minute)
 	logf("setup: %d accounts opened, KYB-approved and funded in %s", len(svc.accounts), time.Since(setupStart).Round(100*time.Millisecond))
 
 	b := &bench{o: o, svc: svc, runID: fmt.Sprintf("%x", stamp)}
