@@ -42,16 +42,15 @@ var ErrNotOwner = errors.New("eventstore: subscription is owned by another proce
 
 // Step processes at most one batch and returns how many events it handled.
 func (s *Subscription) Step(ctx context.Context) (int, error) {
-	tx, err := s.Pool.Begin(ctx)
+	var opts pgx.TxOptions
+	if s.Derived {
+		opts.BeginQuery = "BEGIN; SET LOCAL synchronous_commit = off" // one round trip
+	}
+	tx, err := s.Pool.BeginTx(ctx, opts)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback(context.Background())
-	if s.Derived {
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			return 0, err
-		}
-	}
 
 	var pos Position
 	var txid int64

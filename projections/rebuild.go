@@ -115,10 +115,13 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 		if err := r.replayUntilCaughtUp(ctx); err != nil {
 			return r.stats, err
 		}
-		if err := r.refine(ctx); err != nil {
+		refined, err := r.refine(ctx)
+		if err != nil {
 			return r.stats, err
 		}
-		if r.stats.Events-before < smallRound {
+		// Without a subscriber that keeps up there is nothing to refine
+		// with; more rounds would only grow the touched rows.
+		if !refined || r.stats.Events-before < smallRound {
 			break
 		}
 	}

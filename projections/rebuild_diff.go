@@ -48,12 +48,14 @@ type swapPlan struct {
 	Suspects  int64 // rows that differed at the comparison
 }
 
-// prepareSwap records the primary keys, installs the touch triggers and
-// compares live with shadow at one snapshot. It first waits, briefly,
-// for the asynchronous subscriber to reach the shadow's position, so that
-// its tables need not be compared whole under the gate.
+// prepareSwap records the primary keys, creates the (empty) candidate
+// tables, installs the touch triggers and compares live with shadow at
+// one snapshot. It first waits, briefly, for the asynchronous subscriber
+// to reach the shadow's position, so that its tables need not be compared
+// whole under the gate.
 func (r *rebuild) prepareSwap(ctx context.Context) error {
 	plan := &swapPlan{keys: map[string][]string{}}
+	r.plan = plan
 	err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
 		for _, t := range allTables() {
 			pk, err := primaryKey(ctx, tx, t)
@@ -61,6 +63,10 @@ func (r *rebuild) prepareSwap(ctx context.Context) error {
 				return err
 			}
 			plan.keys[t] = pk
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE UNLOGGED TABLE %s AS SELECT %s FROM public.%s WITH NO DATA`,
+				candidates(t), strings.Join(pk, ", "), t)); err != nil {
+				return err
+			}
 		}
 		return installTouchTriggers(ctx, tx)
 	})
@@ -70,28 +76,71 @@ func (r *rebuild) prepareSwap(ctx context.Context) error {
 	if err := r.waitForSubscriber(ctx); err != nil {
 		return err
 	}
-	err = pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		at, err := subscriberAt(ctx, tx)
-		if err != nil {
+	found, at, err := r.compare(ctx, false, func(string) string { return "" })
+	if err != nil {
+		return err
+	}
+	plan.at, plan.fullAsync = at, at.Less(r.pos)
+	plan.Suspects, err = r.storeCandidates(ctx, found)
+	return err
+}
+
+// compare finds, at one snapshot, the keys of the rows where live and
+// shadow differ, among the rows filter(table) selects ("" for all), and
+// the subscriber's checkpoint at that snapshot. The transaction is read
+// only: it takes no transaction id, so it does not hold back the log's
+// readers (which read below the oldest running one) however long it runs.
+// With caughtUp set it compares nothing unless the subscriber has reached
+// the shadow's position at the snapshot.
+func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table string) string) (map[string][]byte, eventstore.Position, error) {
+	found := map[string][]byte{}
+	var at eventstore.Position
+	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if at, err = subscriberAt(ctx, tx); err != nil || (caughtUp && at.Less(r.pos)) {
 			return err
 		}
-		plan.at, plan.fullAsync = at, at.Less(r.pos)
+		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+			return err
+		}
 		for _, t := range allTables() {
-			cols := strings.Join(plan.keys[t], ", ")
-			tag, err := tx.Exec(ctx, fmt.Sprintf(`CREATE UNLOGGED TABLE %[1]s AS SELECT %[2]s FROM (
-                (SELECT * FROM public.%[3]s EXCEPT ALL SELECT * FROM %[4]s.%[3]s)
+			f := filter(t)
+			var keys []byte
+			if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM (SELECT %[2]s FROM (
+                (SELECT * FROM public.%[1]s%[4]s EXCEPT ALL SELECT * FROM %[3]s.%[1]s%[4]s)
                 UNION ALL
-                (SELECT * FROM %[4]s.%[3]s EXCEPT ALL SELECT * FROM public.%[3]s)) d`,
-				candidates(t), cols, t, shadowSchema))
-			if err != nil {
+                (SELECT * FROM %[3]s.%[1]s%[4]s EXCEPT ALL SELECT * FROM public.%[1]s%[4]s)) d) k`,
+				t, strings.Join(r.plan.keys[t], ", "), shadowSchema, f)).Scan(&keys); err != nil {
 				return fmt.Errorf("compare %s: %w", t, err)
 			}
-			plan.Suspects += tag.RowsAffected()
+			found[t] = keys
 		}
 		return nil
 	})
-	r.plan = plan
-	return err
+	return found, at, err
+}
+
+// storeCandidates makes found (from compare) the candidates, forgets the
+// touched rows, and returns how many candidates there are.
+func (r *rebuild) storeCandidates(ctx context.Context, found map[string][]byte) (int64, error) {
+	var total int64
+	err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
+		total = 0
+		for _, t := range allTables() {
+			if _, err := tx.Exec(ctx, `TRUNCATE `+candidates(t)); err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %[1]s SELECT * FROM jsonb_populate_recordset(NULL::%[1]s, $1)`,
+				candidates(t)), found[t])
+			if err != nil {
+				return err
+			}
+			total += tag.RowsAffected()
+		}
+		_, err := tx.Exec(ctx, `TRUNCATE `+touchedTable)
+		return err
+	})
+	return total, err
 }
 
 // candidates names the table of t's candidate keys.
@@ -145,7 +194,9 @@ func (r *rebuild) waitForSubscriber(ctx context.Context) error {
 	}
 }
 
-const subscriberStall = 250 * time.Millisecond
+// subscriberStall is longer than an idle subscriber's poll (500 ms), so a
+// running subscriber is not taken for a stuck one.
+const subscriberStall = 600 * time.Millisecond
 
 // subscriberAt is the asynchronous subscriber's checkpoint as db sees it.
 func subscriberAt(ctx context.Context, db eventstore.DB) (eventstore.Position, error) {
@@ -225,43 +276,37 @@ func prefixed(prefix string, cols []string) string {
 // subscriber has passed the shadow's position, the candidates (suspects
 // and rows touched since) that are now equal are dropped and the touched
 // rows forgotten. The argument of the first comparison holds again from
-// this snapshot. It does nothing if the subscriber has not caught up.
-func (r *rebuild) refine(ctx context.Context) error {
+// this snapshot; where the first comparison could not rely on it (the
+// subscriber was behind), the subscriber's tables are compared whole
+// here instead. It does nothing, and says so, if the subscriber has not
+// caught up.
+func (r *rebuild) refine(ctx context.Context) (bool, error) {
 	if err := r.waitForSubscriber(ctx); err != nil {
-		return err
+		return false, err
 	}
-	return pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		at, err := subscriberAt(ctx, tx)
-		if err != nil || at.Less(r.pos) {
-			return err
+	async := map[string]bool{}
+	for _, p := range Async() {
+		for _, t := range p.Tables() {
+			async[t] = true
 		}
-		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
-			return err
+	}
+	found, at, err := r.compare(ctx, true, func(t string) string {
+		if r.plan.fullAsync && async[t] {
+			return ""
 		}
-		for _, t := range allTables() {
-			keys := r.plan.keys[t]
-			cols := strings.Join(keys, ", ")
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %[1]s SELECT %[2]s FROM %[3]s,
-                jsonb_populate_record(NULL::public.%[4]s, row) r WHERE tbl = '%[4]s'`,
-				candidates(t), prefixed("r.", keys), touchedTable, t)); err != nil {
-				return err
-			}
-			filter := fmt.Sprintf(" WHERE (%s) IN (SELECT %s FROM %s)", cols, cols, candidates(t))
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE UNLOGGED TABLE %[1]s_next AS SELECT %[2]s FROM (
-                (SELECT * FROM public.%[3]s%[5]s EXCEPT ALL SELECT * FROM %[4]s.%[3]s%[5]s)
-                UNION ALL
-                (SELECT * FROM %[4]s.%[3]s%[5]s EXCEPT ALL SELECT * FROM public.%[3]s%[5]s)) d;
-                DROP TABLE %[1]s;
-                ALTER TABLE %[1]s_next RENAME TO %[3]s__candidates`,
-				candidates(t), cols, t, shadowSchema, filter)); err != nil {
-				return fmt.Errorf("refine %s: %w", t, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `TRUNCATE `+touchedTable); err != nil {
-			return err
-		}
-		r.plan.at, r.plan.fullAsync = at, false
-		r.stats.Refined++
-		return nil
+		keys := r.plan.keys[t]
+		cols := strings.Join(keys, ", ")
+		return fmt.Sprintf(` WHERE (%[1]s) IN (SELECT %[1]s FROM %[2]s UNION ALL SELECT %[3]s FROM %[4]s,
+            jsonb_populate_record(NULL::public.%[5]s, row) r WHERE tbl = '%[5]s')`,
+			cols, candidates(t), prefixed("r.", keys), touchedTable, t)
 	})
+	if err != nil || at.Less(r.pos) {
+		return false, err
+	}
+	if _, err := r.storeCandidates(ctx, found); err != nil {
+		return false, err
+	}
+	r.plan.at, r.plan.fullAsync = at, false
+	r.stats.Refined++
+	return true, nil
 }

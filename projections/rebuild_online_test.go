@@ -489,3 +489,46 @@ func TestRebuildBesideARunningSubscriber(t *testing.T) {
 	e.sync()
 	requireLogMatches(t, e)
 }
+
+// TestRebuildWhenTheSubscriberStartsAfterTheComparison: the subscriber is
+// not running when live and shadow are first compared (its tables lag the
+// shadow), then starts and catches up while commands commit; the
+// refinement compares its tables whole once it has caught up, and the
+// result equals the log.
+func TestRebuildWhenTheSubscriberStartsAfterTheComparison(t *testing.T) {
+	e := newEnv(t)
+	c := e.platform("Late")
+	va := e.openVA(c, "biz")
+	e.must(e.inbound(c, va, 1_000_000, "rtp"))
+	e.sync()
+	for range 30 {
+		e.must(e.manual(c, ledger.TypeFee, va, "debit", 1))
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{AfterCompare: func() {
+		sub := projections.NewSubscription(e.pool, nil, nil)
+		sub.PollInterval = 10 * time.Millisecond
+		wg.Go(func() { sub.Run(ctx) })
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if _, err := e.a.PostJournalEntry(ctx, app.Meta{}, nil, c, feeEntry(va, 1)); err != nil && ctx.Err() == nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}})
+	cancel()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Suspects == 0 || stats.Refined == 0 {
+		t.Errorf("suspects %d, refinement rounds %d: want the lagging subscriber's rows found, then a refinement", stats.Suspects, stats.Refined)
+	}
+	e.sync()
+	requireLogMatches(t, e)
+}

@@ -230,7 +230,9 @@ feed:
 	if len(done) == 0 {
 		return 0, firstErr
 	}
-	// Delete even after ctx ended: what was performed need not run again.
+	// Delete even after ctx ended, so what was performed need not run
+	// again (best effort: a process that exits first repeats them after
+	// the lease, harmlessly, since commands are idempotent).
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := s.Pool.Exec(dctx, `DELETE FROM sandbox_schedule WHERE id = ANY($1)`, done); err != nil {

@@ -431,11 +431,13 @@ func TestFanoutKeepsARewindDuringTheBatch(t *testing.T) {
 	}
 }
 
-// TestFanoutRereadsABatchARebuildCorrectedInPlace: a rebuild that corrects
-// public events just after the feed's position leaves the position where
-// it is but bumps the checkpoint's version; a batch read before the
-// correction must not move the feed past it, so it is read again.
-func TestFanoutRereadsABatchARebuildCorrectedInPlace(t *testing.T) {
+// TestFanoutRereadsABatchARebuildRewoundInPlace: a rebuild that puts back
+// or renumbers public events just after the feed's position leaves the
+// position where it is but bumps the checkpoint's version; a batch read
+// before the swap must not move the feed past those rows, so it is read
+// again. (A row corrected in place keeps the delivery made from its old
+// content: deliveries are idempotent per endpoint and event id.)
+func TestFanoutRereadsABatchARebuildRewoundInPlace(t *testing.T) {
 	e := setup(t)
 	e.createWebhook(t, "https://example.com/hook", nil)
 	evs := make([]pubEvent, 5)

@@ -129,6 +129,9 @@ func startPprof(addr string, log *slog.Logger) (func(), error) {
 		}
 	}()
 	log.Info("pprof listening (TREASURY_PPROF_ADDR)", "addr", ln.Addr().String())
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		log.Warn("the profiler listens beyond loopback: anyone who reaches it can read the process's internals", "addr", ln.Addr().String())
+	}
 	return func() {
 		_ = srv.Close()
 		<-done
