@@ -337,7 +337,8 @@ func TestKYBSandboxDecisions(t *testing.T) {
 }
 
 // In the server the decider is woken by the commit and decides without
-// anyone polling it. (API.md §6 asks for a decision within a second; the
+// anyone polling it: its poll here is an hour, so only the wake-up can
+// bring the decision within the bound. (API.md §6 asks for a decision within a second; the
 // figure is logged here, not asserted: timing targets are measured, not
 // unit-tested, and a loaded machine would make such a test flaky.)
 func TestKYBDecidedByTheWokenDecider(t *testing.T) {
@@ -350,7 +351,9 @@ func TestKYBDecidedByTheWokenDecider(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); notifier.Run(ctx) }()
-	go func() { defer wg.Done(); e.a.KYBDecider(notifier.Subscribe()).Run(ctx) }()
+	decider := e.a.KYBDecider(notifier.Subscribe())
+	decider.PollInterval = time.Hour // only the commit's wake-up can bring the decision in time
+	go func() { defer wg.Done(); decider.Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
 	id := e.submitOK(c, va, kybSubmission("98-7654321", "4321"))
