@@ -409,8 +409,8 @@ func TestRebuildPausesOnlyForWhatChanged(t *testing.T) {
 // TestRebuildWhileTheSubscriberCatchesUp: the asynchronous subscriber is
 // behind the replay when live and shadow are compared and catches up
 // before the swap, so its tables change after the comparison for events
-// the replay had already applied (the swap then compares those tables
-// whole, to be safe); the result still equals the log.
+// the replay had already applied (those tables are then compared whole,
+// to be safe); the result still equals the log.
 func TestRebuildWhileTheSubscriberCatchesUp(t *testing.T) {
 	e := newEnv(t)
 	c := e.platform("Behind")
@@ -461,20 +461,10 @@ func TestRebuildBesideARunningSubscriber(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	sub := projections.NewSubscription(e.pool, nil, nil)
-	sub.PollInterval = 10 * time.Millisecond
-	wg.Go(func() { sub.Run(ctx) })
+	runSubscriber(ctx, e, &wg)
 	var writes atomic.Int64
 	for _, va := range vas {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				if _, err := e.a.PostJournalEntry(ctx, app.Meta{}, nil, c, feeEntry(va, 1)); err != nil && ctx.Err() == nil {
-					t.Error(err)
-					return
-				}
-				writes.Add(1)
-			}
-		})
+		chargeFees(ctx, e, &wg, c, va, &writes)
 	}
 	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{BatchSize: 100})
 	cancel()
@@ -509,17 +499,8 @@ func TestRebuildWhenTheSubscriberStartsAfterTheComparison(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{AfterCompare: func() {
-		sub := projections.NewSubscription(e.pool, nil, nil)
-		sub.PollInterval = 10 * time.Millisecond
-		wg.Go(func() { sub.Run(ctx) })
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				if _, err := e.a.PostJournalEntry(ctx, app.Meta{}, nil, c, feeEntry(va, 1)); err != nil && ctx.Err() == nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
+		runSubscriber(ctx, e, &wg)
+		chargeFees(ctx, e, &wg, c, va, new(atomic.Int64))
 	}})
 	cancel()
 	wg.Wait()
@@ -531,4 +512,25 @@ func TestRebuildWhenTheSubscriberStartsAfterTheComparison(t *testing.T) {
 	}
 	e.sync()
 	requireLogMatches(t, e)
+}
+
+// runSubscriber runs the asynchronous subscriber, as the service does
+// (polling often, standing in for the commit wake-up), until ctx ends.
+func runSubscriber(ctx context.Context, e *env, wg *sync.WaitGroup) {
+	sub := projections.NewSubscription(e.pool, nil, nil)
+	sub.PollInterval = 10 * time.Millisecond
+	wg.Go(func() { sub.Run(ctx) })
+}
+
+// chargeFees posts 1-cent fees on va until ctx ends, counting them.
+func chargeFees(ctx context.Context, e *env, wg *sync.WaitGroup, c app.Caller, va string, n *atomic.Int64) {
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if _, err := e.a.PostJournalEntry(ctx, app.Meta{}, nil, c, feeEntry(va, 1)); err != nil && ctx.Err() == nil {
+				e.t.Error(err)
+				return
+			}
+			n.Add(1)
+		}
+	})
 }
