@@ -46,7 +46,7 @@ type Metadata struct {
 // RecordedEvent is an event as stored.
 type RecordedEvent struct {
 	GlobalPosition int64
-	TransactionID  uint64 // zero for events returned by Append (not yet known)
+	TransactionID  uint64
 	EventID        string
 	StreamID       string
 	StreamVersion  int64
@@ -98,7 +98,7 @@ SELECT e.event_id, $1, $5 + e.ord, e.event_type, 1, NULLIF($3, ''), NULLIF($4, '
 FROM unnest($8::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS e(event_id, event_type, data, ord)
 WHERE EXISTS (SELECT 1 FROM created UNION ALL SELECT 1 FROM moved)
 ORDER BY e.ord
-RETURNING global_position, event_id, stream_version, recorded_at`
+RETURNING global_position, transaction_id::text::bigint, event_id, stream_version, recorded_at`
 
 // Append writes events to a stream whose current version must be expected
 // (0 for a new stream). It returns ErrVersionConflict otherwise.
@@ -195,11 +195,13 @@ func (a preparedAppend) scan(rows pgx.Rows) ([]RecordedEvent, error) {
 	for rows.Next() {
 		var id string
 		var r RecordedEvent
-		if err := rows.Scan(&r.GlobalPosition, &id, &r.StreamVersion, &r.RecordedAt); err != nil {
+		var txid int64
+		if err := rows.Scan(&r.GlobalPosition, &txid, &id, &r.StreamVersion, &r.RecordedAt); err != nil {
 			return nil, err
 		}
 		i := byID[id]
 		recs[i].GlobalPosition, recs[i].StreamVersion, recs[i].RecordedAt = r.GlobalPosition, r.StreamVersion, r.RecordedAt
+		recs[i].TransactionID = uint64(txid)
 		recs[i].Metadata = a.metaJSON
 		n++
 	}
@@ -212,15 +214,16 @@ func (a preparedAppend) scan(rows pgx.Rows) ([]RecordedEvent, error) {
 	return recs, nil
 }
 
-// selectColumns reads events. data and metadata are scanned as bytes: a
+// SelectColumns are the columns ScanEvents reads. data and metadata are scanned as bytes: a
 // json.RawMessage destination would make pgx parse them once more.
 // Queries order by events.transaction_id, never by the bare name, which
 // would mean this list's bigint column: a sort of everything after the
 // position instead of a walk of the (transaction_id, global_position) index.
-const selectColumns = `global_position, transaction_id::text::bigint, event_id, stream_id, stream_version,
+const SelectColumns = `global_position, transaction_id::text::bigint, event_id, stream_id, stream_version,
     event_type, schema_version, coalesce(platform_id, ''), coalesce(environment, ''), data, metadata, recorded_at`
 
-func scanEvents(rows pgx.Rows) ([]RecordedEvent, error) {
+// ScanEvents reads rows of SelectColumns into recorded events.
+func ScanEvents(rows pgx.Rows) ([]RecordedEvent, error) {
 	defer rows.Close()
 	var out []RecordedEvent
 	for rows.Next() {
@@ -238,11 +241,11 @@ func scanEvents(rows pgx.Rows) ([]RecordedEvent, error) {
 
 // Load returns a stream's events in version order and its version.
 func Load(ctx context.Context, db DB, streamID string) ([]RecordedEvent, int64, error) {
-	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events WHERE stream_id = $1 ORDER BY stream_version`, streamID)
+	rows, err := db.Query(ctx, `SELECT `+SelectColumns+` FROM events WHERE stream_id = $1 ORDER BY stream_version`, streamID)
 	if err != nil {
 		return nil, 0, err
 	}
-	evs, err := scanEvents(rows)
+	evs, err := ScanEvents(rows)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -256,13 +259,13 @@ func Load(ctx context.Context, db DB, streamID string) ([]RecordedEvent, int64, 
 // LoadBefore returns a stream's events that come before pos in commit
 // order: the stream as it was when the event at pos was written.
 func LoadBefore(ctx context.Context, db DB, streamID string, pos Position) ([]RecordedEvent, error) {
-	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events
+	rows, err := db.Query(ctx, `SELECT `+SelectColumns+` FROM events
         WHERE stream_id = $1 AND (transaction_id, global_position) < ($2::text::xid8, $3)
         ORDER BY stream_version`, streamID, fmt.Sprint(pos.TransactionID), pos.GlobalPosition)
 	if err != nil {
 		return nil, err
 	}
-	return scanEvents(rows)
+	return ScanEvents(rows)
 }
 
 // ReadAll returns up to limit events after pos in commit order. It only
@@ -270,7 +273,7 @@ func LoadBefore(ctx context.Context, db DB, streamID string, pos Position) ([]Re
 // running, so an event whose transaction commits late is never skipped: it
 // is returned after the events that committed before it, never lost.
 func ReadAll(ctx context.Context, db DB, after Position, limit int) ([]RecordedEvent, error) {
-	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events
+	rows, err := db.Query(ctx, `SELECT `+SelectColumns+` FROM events
         WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
           AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
         ORDER BY events.transaction_id, events.global_position
@@ -278,7 +281,7 @@ func ReadAll(ctx context.Context, db DB, after Position, limit int) ([]RecordedE
 	if err != nil {
 		return nil, err
 	}
-	return scanEvents(rows)
+	return ScanEvents(rows)
 }
 
 // ReadCommitted is ReadAll without the bound at the oldest running
@@ -286,14 +289,14 @@ func ReadAll(ctx context.Context, db DB, after Position, limit int) ([]RecordedE
 // a reader that holds back the writers it cares about (a rebuild holding
 // the projection locks) may use it without skipping late commits.
 func ReadCommitted(ctx context.Context, db DB, after Position, limit int) ([]RecordedEvent, error) {
-	rows, err := db.Query(ctx, `SELECT `+selectColumns+` FROM events
+	rows, err := db.Query(ctx, `SELECT `+SelectColumns+` FROM events
         WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
         ORDER BY events.transaction_id, events.global_position
         LIMIT $3`, fmt.Sprint(after.TransactionID), after.GlobalPosition, limit)
 	if err != nil {
 		return nil, err
 	}
-	return scanEvents(rows)
+	return ScanEvents(rows)
 }
 
 // PositionOf is the log position just after e.

@@ -37,7 +37,7 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 		return nil, 0, err
 	}
 
-	tables := allTables()
+	tables := AllTables()
 	if err := createShadow(ctx, tx, "audit_scratch"); err != nil {
 		return nil, 0, err
 	}

@@ -21,7 +21,6 @@ import (
 type Deferred struct {
 	pgx.Tx
 	queue pgx.Batch
-	seen  StreamCache // set during a replay from the start of the log
 }
 
 // Defer starts queueing the projectors' writes on tx.
@@ -135,32 +134,6 @@ func (c StreamCache) forgetAfter(pos eventstore.Position) {
 		}
 		c[id] = kept
 	}
-}
-
-// loadStream is the stream up to the event being projected, from the
-// replay's cache or else the log. The log read need not wait for the
-// queued writes: projectors never write the log.
-func loadStream(ctx context.Context, tx pgx.Tx, streamID string) ([]eventstore.RecordedEvent, error) {
-	if d, ok := tx.(*Deferred); ok {
-		if d.seen != nil && cacheable(streamID) {
-			return d.seen[streamID], nil
-		}
-		tx = d.Tx
-	}
-	recs, _, err := eventstore.Load(ctx, tx, streamID)
-	return recs, err
-}
-
-// loadStreamBefore is a stream's events before pos (an event of another
-// stream being projected).
-func loadStreamBefore(ctx context.Context, tx pgx.Tx, streamID string, pos eventstore.Position) ([]eventstore.RecordedEvent, error) {
-	if d, ok := tx.(*Deferred); ok {
-		if d.seen != nil && cacheable(streamID) {
-			return d.seen[streamID], nil
-		}
-		tx = d.Tx
-	}
-	return eventstore.LoadBefore(ctx, tx, streamID, pos)
 }
 
 var errQueued = errors.New("projections: the results of a deferred batch are not available")

@@ -1,12 +1,9 @@
 package projections
 
 import (
-	"context"
-
-	"github.com/jackc/pgx/v5"
+	"time"
 
 	"github.com/opentreasury/treasury/domain/ledger"
-	"github.com/opentreasury/treasury/eventstore"
 )
 
 // Ledger projects journal entries into journal_entries, ledger_entries and
@@ -23,64 +20,251 @@ func (Ledger) Tables() []string {
 // TransactionID is the id of the account transaction of a ledger entry.
 func TransactionID(entryID string) string { return "txn_" + entryID[len("le_"):] }
 
-func (Ledger) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) error {
-	ev, err := r.Decode()
-	if err != nil {
-		return err
-	}
-	b := &pgx.Batch{}
-	switch e := ev.(type) {
-	case ledger.Recorded:
-		var postedAt any
-		if e.Status == ledger.StatusPosted {
-			postedAt = e.At
-		}
-		b.Queue(`INSERT INTO journal_entries (id, platform_id, environment, type, description, status, source_type,
-            source_id, reverses, metadata, effective_at, created_at, seq)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12, `+nextSeq("journal_entries")+`)`,
-			e.JournalEntryID, e.PlatformID, e.Environment.String(), e.Type, e.Description, e.Status,
-			e.Source.Type, e.Source.ID, e.Reverses, orEmpty(e.Metadata), e.EffectiveAt, e.At)
-		for _, l := range e.Lines {
-			b.Queue(`INSERT INTO ledger_entries (id, journal_entry_id, platform_id, environment, ledger_account_id,
-                virtual_account_id, direction, amount, type, status, description, effective_at, created_at, posted_at, seq)
-                VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, $8, $9, $10, $11, $12, $13, $14, `+nextSeq("ledger_entries")+`)`,
-				l.EntryID, e.JournalEntryID, e.PlatformID, e.Environment.String(), l.LedgerAccountID,
-				l.VirtualAccountID, l.Direction.String(), l.Amount, l.Type, e.Status, e.Description, e.EffectiveAt, e.At, postedAt)
-			if l.VirtualAccountID != "" {
-				amount := l.Amount
-				if l.Direction == ledger.Debit {
-					amount = -amount
-				}
-				b.Queue(`INSERT INTO account_transactions (id, platform_id, environment, virtual_account_id, type, amount,
-                    status, description, source_type, source_id, created_at, posted_at, seq)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, `+nextSeq("account_transactions")+`)`,
-					TransactionID(l.EntryID), e.PlatformID, e.Environment.String(), l.VirtualAccountID, l.Type, amount,
-					transactionStatus(e.Status), e.Description, e.Source.Type, e.Source.ID, e.At, postedAt)
-			}
-		}
-		if e.Reverses != "" {
-			b.Queue(`UPDATE journal_entries SET reversed_by = $2 WHERE id = $1`, e.Reverses, e.JournalEntryID)
-		}
-	case ledger.Posted:
-		b.Queue(`UPDATE journal_entries SET status = 'posted' WHERE id = $1`, e.JournalEntryID)
-		b.Queue(`UPDATE ledger_entries SET status = 'posted', posted_at = $2 WHERE journal_entry_id = $1`, e.JournalEntryID, e.At)
-		b.Queue(`UPDATE account_transactions SET status = 'posted', posted_at = $2 WHERE id = ANY($1)`, transactionIDs(e.Lines), e.At)
-	case ledger.Archived:
-		b.Queue(`UPDATE journal_entries SET status = 'archived' WHERE id = $1`, e.JournalEntryID)
-		b.Queue(`UPDATE ledger_entries SET status = 'archived', archived_at = $2 WHERE journal_entry_id = $1`, e.JournalEntryID, e.At)
-		b.Queue(`UPDATE account_transactions SET status = 'void' WHERE id = ANY($1)`, transactionIDs(e.Lines))
-	default:
-		return nil
-	}
-	return tx.SendBatch(ctx, b).Close()
+// journalRow is a journal entry recorded in the batch, with its lines, as
+// the batch leaves it.
+type journalRow struct {
+	rec        ledger.Recorded
+	seq        int64
+	status     string
+	reversedBy *string
+	postedAt   *time.Time
+	archivedAt *time.Time
+	entrySeq   []int64 // one per line
+	txnSeq     []int64 // one per line; 0 for a line of no virtual account
 }
 
-// nextSeq numbers a new row of an asynchronous projection: one more than
-// the last. The subscriber is the only writer of these tables and numbers
-// in commit order inside its transaction, so a rolled-back batch leaves no
-// gap and a replay of the log gives every row the same number.
-func nextSeq(table string) string {
-	return `(SELECT coalesce(max(seq), 0) + 1 FROM ` + table + `)`
+// journalChange is what a batch does to a journal entry written before it;
+// nil fields stay as they are.
+type journalChange struct {
+	id         string
+	status     *string
+	reversedBy *string
+	postedAt   *time.Time
+	archivedAt *time.Time
+	txnIDs     []string
+}
+
+// Project folds the batch: an entry recorded in the batch is written once,
+// already in the state the batch's later events leave it in; entries
+// written before are changed with one UPDATE per table.
+func (Ledger) Project(b *Batch) error {
+	var added []*journalRow
+	byID := map[string]*journalRow{}
+	var changes []*journalChange
+	changed := map[string]*journalChange{}
+	change := func(id string) *journalChange {
+		c := changed[id]
+		if c == nil {
+			c = &journalChange{id: id}
+			changed[id] = c
+			changes = append(changes, c)
+		}
+		return c
+	}
+	for i := range b.Events {
+		ev, err := b.Events[i].Decode()
+		if err != nil {
+			return err
+		}
+		switch e := ev.(type) {
+		case ledger.Recorded:
+			j := &journalRow{rec: e, status: e.Status, seq: b.nextSeq("journal_entries")}
+			if e.Status == ledger.StatusPosted {
+				at := e.At
+				j.postedAt = &at
+			}
+			for _, l := range e.Lines {
+				j.entrySeq = append(j.entrySeq, b.nextSeq("ledger_entries"))
+				var txn int64
+				if l.VirtualAccountID != "" {
+					txn = b.nextSeq("account_transactions")
+				}
+				j.txnSeq = append(j.txnSeq, txn)
+			}
+			added = append(added, j)
+			byID[e.JournalEntryID] = j
+			if e.Reverses != "" {
+				by := e.JournalEntryID
+				if r := byID[e.Reverses]; r != nil {
+					r.reversedBy = &by
+				} else {
+					change(e.Reverses).reversedBy = &by
+				}
+			}
+		case ledger.Posted:
+			status, at := ledger.StatusPosted, e.At
+			if j := byID[e.JournalEntryID]; j != nil {
+				j.status, j.postedAt = status, &at
+			} else {
+				c := change(e.JournalEntryID)
+				c.status, c.postedAt, c.txnIDs = &status, &at, transactionIDs(e.Lines)
+			}
+		case ledger.Archived:
+			status, at := ledger.StatusArchived, e.At
+			if j := byID[e.JournalEntryID]; j != nil {
+				j.status, j.archivedAt = status, &at
+			} else {
+				c := change(e.JournalEntryID)
+				c.status, c.archivedAt, c.txnIDs = &status, &at, transactionIDs(e.Lines)
+			}
+		}
+	}
+	insertJournals(b, added)
+	updateJournals(b, changes)
+	return nil
+}
+
+// insertJournals writes the entries recorded in the batch, their lines
+// and their account transactions: one INSERT per table.
+func insertJournals(b *Batch, added []*journalRow) {
+	if len(added) == 0 {
+		return
+	}
+	var je struct {
+		seq                                                        []int64
+		id, platform, env, typ, desc, status, srcType, srcID, meta []string
+		reverses, reversedBy                                       []*string
+		effective, created                                         []time.Time
+	}
+	var le struct {
+		seq, amount                                                       []int64
+		id, journal, platform, env, account, direction, typ, status, desc []string
+		va                                                                []*string
+		effective, created                                                []time.Time
+		posted, archived                                                  []*time.Time
+	}
+	var tx struct {
+		seq, amount                                             []int64
+		id, platform, env, va, typ, status, desc, srcType, srcID []string
+		created                                                 []time.Time
+		posted                                                  []*time.Time
+	}
+	for _, j := range added {
+		e := j.rec
+		env := e.Environment.String()
+		var reverses *string
+		if e.Reverses != "" {
+			r := e.Reverses
+			reverses = &r
+		}
+		je.seq = append(je.seq, j.seq)
+		je.id = append(je.id, e.JournalEntryID)
+		je.platform = append(je.platform, e.PlatformID)
+		je.env = append(je.env, env)
+		je.typ = append(je.typ, e.Type)
+		je.desc = append(je.desc, e.Description)
+		je.status = append(je.status, j.status)
+		je.srcType = append(je.srcType, e.Source.Type)
+		je.srcID = append(je.srcID, e.Source.ID)
+		je.meta = append(je.meta, jsonString(orEmpty(e.Metadata)))
+		je.reverses = append(je.reverses, reverses)
+		je.reversedBy = append(je.reversedBy, j.reversedBy)
+		je.effective = append(je.effective, e.EffectiveAt)
+		je.created = append(je.created, e.At)
+		for i, l := range e.Lines {
+			var va *string
+			if l.VirtualAccountID != "" {
+				v := l.VirtualAccountID
+				va = &v
+			}
+			le.seq = append(le.seq, j.entrySeq[i])
+			le.amount = append(le.amount, l.Amount)
+			le.id = append(le.id, l.EntryID)
+			le.journal = append(le.journal, e.JournalEntryID)
+			le.platform = append(le.platform, e.PlatformID)
+			le.env = append(le.env, env)
+			le.account = append(le.account, l.LedgerAccountID)
+			le.direction = append(le.direction, l.Direction.String())
+			le.typ = append(le.typ, l.Type)
+			le.status = append(le.status, j.status)
+			le.desc = append(le.desc, e.Description)
+			le.va = append(le.va, va)
+			le.effective = append(le.effective, e.EffectiveAt)
+			le.created = append(le.created, e.At)
+			le.posted = append(le.posted, j.postedAt)
+			le.archived = append(le.archived, j.archivedAt)
+			if va == nil {
+				continue
+			}
+			amount := l.Amount
+			if l.Direction == ledger.Debit {
+				amount = -amount
+			}
+			tx.seq = append(tx.seq, j.txnSeq[i])
+			tx.amount = append(tx.amount, amount)
+			tx.id = append(tx.id, TransactionID(l.EntryID))
+			tx.platform = append(tx.platform, e.PlatformID)
+			tx.env = append(tx.env, env)
+			tx.va = append(tx.va, l.VirtualAccountID)
+			tx.typ = append(tx.typ, l.Type)
+			tx.status = append(tx.status, transactionStatus(j.status))
+			tx.desc = append(tx.desc, e.Description)
+			tx.srcType = append(tx.srcType, e.Source.Type)
+			tx.srcID = append(tx.srcID, e.Source.ID)
+			tx.created = append(tx.created, e.At)
+			tx.posted = append(tx.posted, j.postedAt)
+		}
+	}
+	b.Queue(`INSERT INTO journal_entries (seq, id, platform_id, environment, type, description, status, source_type,
+            source_id, metadata, reverses, reversed_by, effective_at, created_at)
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::text[], $9::text[], $10::jsonb[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[])`,
+		je.seq, je.id, je.platform, je.env, je.typ, je.desc, je.status, je.srcType, je.srcID, je.meta,
+		je.reverses, je.reversedBy, je.effective, je.created)
+	b.Queue(`INSERT INTO ledger_entries (seq, amount, id, journal_entry_id, platform_id, environment, ledger_account_id,
+            direction, type, status, description, virtual_account_id, effective_at, created_at, posted_at, archived_at)
+        SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[],
+            $15::timestamptz[], $16::timestamptz[])`,
+		le.seq, le.amount, le.id, le.journal, le.platform, le.env, le.account, le.direction, le.typ, le.status,
+		le.desc, le.va, le.effective, le.created, le.posted, le.archived)
+	if len(tx.id) > 0 {
+		b.Queue(`INSERT INTO account_transactions (seq, amount, id, platform_id, environment, virtual_account_id, type,
+                status, description, source_type, source_id, created_at, posted_at)
+            SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[])`,
+			tx.seq, tx.amount, tx.id, tx.platform, tx.env, tx.va, tx.typ, tx.status, tx.desc, tx.srcType, tx.srcID,
+			tx.created, tx.posted)
+	}
+}
+
+// updateJournals changes entries written before the batch: one UPDATE per
+// table, a field the batch did not change (NULL in the arrays) keeping its
+// value.
+func updateJournals(b *Batch, changes []*journalChange) {
+	if len(changes) == 0 {
+		return
+	}
+	var ids, txnIDs, txnStatus []string
+	var status, reversedBy []*string
+	var posted, archived, txnPosted []*time.Time
+	for _, c := range changes {
+		ids = append(ids, c.id)
+		status = append(status, c.status)
+		reversedBy = append(reversedBy, c.reversedBy)
+		posted = append(posted, c.postedAt)
+		archived = append(archived, c.archivedAt)
+		if c.status != nil {
+			for _, id := range c.txnIDs {
+				txnIDs = append(txnIDs, id)
+				txnStatus = append(txnStatus, transactionStatus(*c.status))
+				txnPosted = append(txnPosted, c.postedAt)
+			}
+		}
+	}
+	b.Queue(`UPDATE journal_entries j SET status = coalesce(u.status, j.status), reversed_by = coalesce(u.reversed_by, j.reversed_by)
+        FROM unnest($1::text[], $2::text[], $3::text[]) u(id, status, reversed_by) WHERE j.id = u.id`,
+		ids, status, reversedBy)
+	b.Queue(`UPDATE ledger_entries l SET status = u.status, posted_at = coalesce(u.posted_at, l.posted_at),
+            archived_at = coalesce(u.archived_at, l.archived_at)
+        FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) u(journal_entry_id, status, posted_at, archived_at)
+        WHERE l.journal_entry_id = u.journal_entry_id AND u.status IS NOT NULL`,
+		ids, status, posted, archived)
+	if len(txnIDs) > 0 {
+		b.Queue(`UPDATE account_transactions t SET status = u.status, posted_at = coalesce(u.posted_at, t.posted_at)
+            FROM unnest($1::text[], $2::text[], $3::timestamptz[]) u(id, status, posted_at) WHERE t.id = u.id`,
+			txnIDs, txnStatus, txnPosted)
+	}
 }
 
 func transactionStatus(entryStatus string) string {

@@ -137,11 +137,7 @@ func ListPayments(ctx context.Context, db eventstore.DB, s Scope, f PaymentFilte
 }
 
 // paymentAt folds a payment's stream up to and including r.
-func paymentAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (PaymentView, error) {
-	recs, err := loadStream(ctx, tx, r.StreamID)
-	if err != nil {
-		return PaymentView{}, err
-	}
-	s, err := eventstore.Fold(upTo(recs, r), payment.State{}, payment.Evolve)
+func paymentAt(streams streamSource, r *eventstore.RecordedEvent) (PaymentView, error) {
+	s, err := eventstore.Fold(upTo(streams.stream(r.StreamID), r), payment.State{}, payment.Evolve)
 	return NewPaymentView(s), err
 }

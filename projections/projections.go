@@ -28,13 +28,10 @@ func Inline() []Projector {
 }
 
 // Async are the projectors the "projections" subscription runs, in commit
-// order, after the commands commit.
-func Async() []Projector {
-	return []Projector{Ledger{}, PublicEvents{}}
+// order, after the commands commit, a batch at a time (ProjectBatch).
+func Async() []SetProjector {
+	return []SetProjector{Ledger{}, PublicEvents{}}
 }
-
-// All is every projector, for rebuilds and audits.
-func All() []Projector { return append(Inline(), Async()...) }
 
 // ApplyAll runs every projector over the events.
 func ApplyAll(ctx context.Context, tx pgx.Tx, ps []Projector, events []eventstore.RecordedEvent) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -42,32 +43,63 @@ type eventData struct {
 	Object any `json:"object"`
 }
 
-func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) error {
-	ev, err := r.Decode()
-	if err != nil {
-		return err
-	}
-	type public struct {
-		id, typ string
-		object  any
-	}
-	var out []public
-	switch e := ev.(type) {
-	case account.Opened:
-		// The business may have been verified through another account already.
-		before, err := loadStreamBefore(ctx, tx, kyb.StreamID(e.PlatformID, e.Environment, e.EntityRef), eventstore.PositionOf(*r))
+// publicEvent is one public event a domain event makes.
+type publicEvent struct {
+	id, typ string
+	object  any
+}
+
+// Project turns the batch's domain events into public events, numbered in
+// commit order, and inserts them with one statement.
+func (PublicEvents) Project(b *Batch) error {
+	var seq []int64
+	var ids, types, platforms, envs, datas []string
+	var created []time.Time
+	for i := range b.Events {
+		r := &b.Events[i]
+		out, err := publicEventsOf(b.streams, r)
 		if err != nil {
-			return err
+			return fmt.Errorf("event %s: %w", r.EventID, err)
 		}
-		var business kyb.State
-		for i := range before {
-			ev, err := before[i].Decode()
+		for _, p := range out {
+			data, err := json.Marshal(eventData{Object: p.object})
 			if err != nil {
 				return err
 			}
-			business = kyb.Evolve(business, ev)
+			seq = append(seq, b.nextSeq("public_events"))
+			ids = append(ids, p.id)
+			types = append(types, p.typ)
+			platforms = append(platforms, r.PlatformID)
+			envs = append(envs, r.Environment)
+			created = append(created, r.RecordedAt)
+			datas = append(datas, string(data))
 		}
-		out = append(out, public{r.EventID, "virtual_account.created", VirtualAccountView{
+	}
+	if len(ids) > 0 {
+		b.Queue(`INSERT INTO public_events (seq, id, type, platform_id, environment, created_at, data)
+            SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::jsonb[])`,
+			seq, ids, types, platforms, envs, created, datas)
+	}
+	return nil
+}
+
+// publicEventsOf is what one domain event shows the platform: its resource
+// as it was right after the event, folded from streams.
+func publicEventsOf(streams streamSource, r *eventstore.RecordedEvent) ([]publicEvent, error) {
+	ev, err := r.Decode()
+	if err != nil {
+		return nil, err
+	}
+	var out []publicEvent
+	switch e := ev.(type) {
+	case account.Opened:
+		// The business may have been verified through another account already.
+		prior := before(streams.stream(kyb.StreamID(e.PlatformID, e.Environment, e.EntityRef)), eventstore.PositionOf(*r))
+		business, err := eventstore.Fold(prior, kyb.State{}, kyb.Evolve)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, publicEvent{r.EventID, "virtual_account.created", VirtualAccountView{
 			ID: e.VirtualAccountID, Object: "virtual_account", PlatformID: e.PlatformID, EntityRef: e.EntityRef,
 			Type: e.Type.String(), Status: account.StatusActive.String(), AccountNumber: e.AccountNumber,
 			RoutingNumber: e.RoutingNumber, Currency: "USD", KYBStatus: business.Status(), Metadata: e.Metadata,
@@ -75,49 +107,39 @@ func (PublicEvents) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.Recorded
 	case ledger.Recorded:
 		if e.Status == ledger.StatusPosted {
 			for _, l := range e.Lines {
-				out = append(out, public{entryEventID(l.EntryID), "ledger.entry.created", entryView(e, l, e.Status)})
+				out = append(out, publicEvent{entryEventID(l.EntryID), "ledger.entry.created", entryView(e, l, e.Status)})
 			}
 		}
 	case ledger.Posted:
-		rec, err := journalRecord(ctx, tx, e.JournalEntryID)
+		rec, err := journalRecord(streams, e.JournalEntryID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, l := range rec.Lines {
-			out = append(out, public{entryEventID(l.EntryID), "ledger.entry.created", entryView(rec, l, ledger.StatusPosted)})
+			out = append(out, publicEvent{entryEventID(l.EntryID), "ledger.entry.created", entryView(rec, l, ledger.StatusPosted)})
 		}
 	case kyb.ReviewRequested, kyb.Approved, kyb.Rejected:
-		v, err := verificationAt(ctx, tx, r)
+		v, err := verificationAt(streams, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		typ := map[string]string{kyb.StatusPendingReview: "kyb.pending_review", kyb.StatusApproved: "kyb.approved",
 			kyb.StatusRejected: "kyb.rejected"}[v.Status]
-		out = append(out, public{r.EventID, typ, v})
+		out = append(out, publicEvent{r.EventID, typ, v})
 	case payment.Created, payment.Submitted, payment.Completed, payment.Failed, payment.Canceled:
-		v, err := paymentAt(ctx, tx, r)
+		v, err := paymentAt(streams, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = append(out, public{r.EventID, r.Type, v})
+		out = append(out, publicEvent{r.EventID, r.Type, v})
 	case inbound.Completed:
-		v, err := inboundAt(ctx, tx, r)
+		v, err := inboundAt(streams, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = append(out, public{r.EventID, "inbound_transfer.completed", v})
+		out = append(out, publicEvent{r.EventID, "inbound_transfer.completed", v})
 	}
-	for _, p := range out {
-		data, err := json.Marshal(eventData{Object: p.object})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO public_events (id, type, platform_id, environment, created_at, data, seq)
-            VALUES ($1, $2, $3, $4, $5, $6, `+nextSeq("public_events")+`)`, p.id, p.typ, r.PlatformID, r.Environment, r.RecordedAt, data); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out, nil
 }
 
 // upTo keeps a stream's events up to and including r: the stream as it
@@ -150,11 +172,8 @@ func entryView(e ledger.Recorded, l ledger.Line, status string) LedgerEntryView 
 }
 
 // journalRecord reads the Recorded event of a journal entry from the log.
-func journalRecord(ctx context.Context, tx pgx.Tx, id string) (ledger.Recorded, error) {
-	recs, err := loadStream(ctx, tx, ledger.StreamID(id))
-	if err != nil {
-		return ledger.Recorded{}, err
-	}
+func journalRecord(streams streamSource, id string) (ledger.Recorded, error) {
+	recs := streams.stream(ledger.StreamID(id))
 	for i := range recs {
 		e, err := recs[i].Decode()
 		if err != nil {
@@ -169,11 +188,8 @@ func journalRecord(ctx context.Context, tx pgx.Tx, id string) (ledger.Recorded, 
 
 // verificationAt folds a business's stream up to and including r and
 // shows the verification r decided.
-func verificationAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (KYBView, error) {
-	recs, err := loadStream(ctx, tx, r.StreamID)
-	if err != nil {
-		return KYBView{}, err
-	}
+func verificationAt(streams streamSource, r *eventstore.RecordedEvent) (KYBView, error) {
+	recs := streams.stream(r.StreamID)
 	var s kyb.State
 	var id string
 	for i := range recs {
@@ -202,11 +218,8 @@ func verificationAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent)
 }
 
 // inboundAt folds an inbound transfer's stream up to and including r.
-func inboundAt(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) (InboundTransferView, error) {
-	recs, err := loadStream(ctx, tx, r.StreamID)
-	if err != nil {
-		return InboundTransferView{}, err
-	}
+func inboundAt(streams streamSource, r *eventstore.RecordedEvent) (InboundTransferView, error) {
+	recs := streams.stream(r.StreamID)
 	s, err := eventstore.Fold(upTo(recs, r), inbound.State{}, inbound.Evolve)
 	if err != nil {
 		return InboundTransferView{}, err

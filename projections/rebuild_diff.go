@@ -57,7 +57,7 @@ func (r *rebuild) prepareSwap(ctx context.Context) error {
 	plan := &swapPlan{keys: map[string][]string{}}
 	r.plan = plan
 	err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
-		for _, t := range allTables() {
+		for _, t := range AllTables() {
 			pk, err := primaryKey(ctx, tx, t)
 			if err != nil {
 				return err
@@ -103,7 +103,7 @@ func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table 
 		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
 			return err
 		}
-		for _, t := range allTables() {
+		for _, t := range AllTables() {
 			f := filter(t)
 			var keys []byte
 			if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM (SELECT %[2]s FROM (
@@ -126,7 +126,7 @@ func (r *rebuild) storeCandidates(ctx context.Context, found map[string][]byte) 
 	var total int64
 	err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
 		total = 0
-		for _, t := range allTables() {
+		for _, t := range AllTables() {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+candidates(t)); err != nil {
 				return err
 			}
@@ -162,7 +162,7 @@ func installTouchTriggers(ctx context.Context, tx pgx.Tx) error {
         END $$`); err != nil {
 		return err
 	}
-	for _, t := range allTables() {
+	for _, t := range AllTables() {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TRIGGER touch AFTER INSERT OR UPDATE OR DELETE ON %[1]s.%[2]s
             FOR EACH ROW EXECUTE FUNCTION %[1]s.touch()`, shadowSchema, t)); err != nil {
 			return err
@@ -229,7 +229,7 @@ func (r *rebuild) copyCandidates(ctx context.Context, tx pgx.Tx) (int64, error) 
 	}
 	r.stats.Compared = 0
 	var changed int64
-	for _, t := range allTables() {
+	for _, t := range AllTables() {
 		// The candidates are few: look them up by primary key, never by
 		// scanning a live table, unless the whole table is compared.
 		keys := r.plan.keys[t]

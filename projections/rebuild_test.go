@@ -230,31 +230,29 @@ func (e *env) workload(workers, ops int, seed uint64) (pending []string) {
 func snapshot(t testing.TB, ctx context.Context, db *pgxpool.Pool) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, p := range projections.All() {
-		for _, table := range p.Tables() {
-			var pk []string
-			rows, err := db.Query(ctx, `SELECT a.attname FROM pg_index i
+	for _, table := range projections.AllTables() {
+		var pk []string
+		rows, err := db.Query(ctx, `SELECT a.attname FROM pg_index i
                 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
                 WHERE i.indrelid = $1::regclass AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)`, table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pk, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatal(err)
-			}
-			order := "t::text"
-			if len(pk) > 0 {
-				order = strings.Join(pk, ", ")
-			}
-			rows, err = db.Query(ctx, `SELECT t::text FROM `+table+` t ORDER BY `+order)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[table], err = pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatal(err)
-			}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := "t::text"
+		if len(pk) > 0 {
+			order = strings.Join(pk, ", ")
+		}
+		rows, err = db.Query(ctx, `SELECT t::text FROM `+table+` t ORDER BY `+order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[table], err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	return out

@@ -19,13 +19,13 @@ const WriterGate = 0x7472_6561_7375_7279 // "treasury"
 // shared in the same round trip (pgx sends it as one simple query).
 var CommandBegin = fmt.Sprintf("BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared(%d)", WriterGate)
 
-// allTables lists every projection table.
-func allTables() []string {
+// AllTables lists every projection table.
+func AllTables() []string {
 	var tables []string
-	for _, p := range All() {
+	for _, p := range Inline() {
 		tables = append(tables, p.Tables()...)
 	}
-	return tables
+	return append(tables, setTables(Async())...)
 }
 
 // createShadow creates schema with an empty copy of every projection
@@ -39,7 +39,7 @@ func createShadow(ctx context.Context, db eventstore.DB, schema string) error {
 	if _, err := db.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
 		return err
 	}
-	for _, t := range allTables() {
+	for _, t := range AllTables() {
 		if _, err := db.Exec(ctx, fmt.Sprintf(`CREATE UNLOGGED TABLE %s.%s (LIKE public.%s INCLUDING ALL)`, schema, t, t)); err != nil {
 			return err
 		}
@@ -48,27 +48,25 @@ func createShadow(ctx context.Context, db eventstore.DB, schema string) error {
 }
 
 // replay folds events into the read models: every inline projector sees
-// every event, the asynchronous ones those for which async says so. seen
-// is the stream cache of a replay from the start of the log.
+// every event, the asynchronous ones, as one set, those for which async
+// says so. seen is the stream cache of a replay from the start of the log.
 func replay(ctx context.Context, db pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen StreamCache) error {
-	inline, asyncs := Inline(), Async()
-	tx := &Deferred{Tx: db, seen: seen}
+	tx := Defer(db)
+	var later []eventstore.RecordedEvent
 	for i := range events {
 		e := &events[i]
 		seen.add(e)
-		for _, p := range inline {
+		for _, p := range Inline() {
 			if err := p.Apply(ctx, tx, e); err != nil {
 				return fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
 			}
 		}
-		if !async(e) {
-			continue
-		}
-		for _, p := range asyncs {
-			if err := p.Apply(ctx, tx, e); err != nil {
-				return fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
-			}
+		if async(e) {
+			later = append(later, *e)
 		}
 	}
-	return tx.Flush(ctx)
+	if err := tx.Flush(ctx); err != nil {
+		return err
+	}
+	return ProjectBatch(ctx, db, later, seen)
 }

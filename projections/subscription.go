@@ -18,11 +18,7 @@ func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger)
 	return &eventstore.Subscription{
 		Name: SubscriptionName, Pool: pool, Wake: wake, Log: log, Derived: true,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
-			d := Defer(tx)
-			if err := ApplyAll(ctx, d, Async(), events); err != nil {
-				return err
-			}
-			return d.Flush(ctx)
+			return ProjectBatch(ctx, tx, events, nil)
 		},
 	}
 }

@@ -1,0 +1,198 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/domain/kyb"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// SetProjector keeps an asynchronous read model up to date a batch at a
+// time: it folds the whole batch in Go and queues one statement per table
+// (arrays through unnest), never statements per event, so a reader of the
+// log handles a batch in a couple of round trips whatever its size. The
+// same code serves the live subscription, the rebuild and the audit.
+type SetProjector interface {
+	// Name identifies the projector.
+	Name() string
+	// Tables lists the tables it owns, which a rebuild empties first.
+	Tables() []string
+	// Project folds the batch's events into writes queued on b.
+	Project(b *Batch) error
+}
+
+// Batch is one batch of events being projected as a set: the events in
+// commit order, what the projectors may read (the next free seq of their
+// tables, the streams they fold), and the writes they queue.
+type Batch struct {
+	Events  []eventstore.RecordedEvent
+	seq     map[string]int64 // table → last seq used
+	streams streamSource
+	writes  pgx.Batch
+}
+
+// Queue adds a write; all of a batch's writes travel in one round trip.
+func (b *Batch) Queue(sql string, args ...any) { b.writes.Queue(sql, args...) }
+
+// nextSeq numbers a new row of table: one more than the last. The
+// subscriber is the only writer of these tables and numbers in commit
+// order inside its transaction, so a rolled-back batch leaves no gap and a
+// replay of the log gives every row the same number.
+func (b *Batch) nextSeq(table string) int64 {
+	b.seq[table]++
+	return b.seq[table]
+}
+
+// streamSource gives the events of a stream that projectors fold.
+type streamSource interface {
+	stream(id string) []eventstore.RecordedEvent
+}
+
+// loadedStreams are streams read from the log for one batch.
+type loadedStreams map[string][]eventstore.RecordedEvent
+
+func (l loadedStreams) stream(id string) []eventstore.RecordedEvent { return l[id] }
+
+// stream answers from a replay's cache; the batch was added to it first.
+func (c StreamCache) stream(id string) []eventstore.RecordedEvent { return c[id] }
+
+// before keeps the events of a stream that come before pos in commit
+// order: the stream as it was when the event at pos was written.
+func before(recs []eventstore.RecordedEvent, pos eventstore.Position) []eventstore.RecordedEvent {
+	var out []eventstore.RecordedEvent
+	for _, e := range recs {
+		if eventstore.PositionOf(e).Less(pos) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// foldedStreams names the streams the public events of a batch fold: the
+// stream of each event shown with its resource as it was, a journal
+// entry's stream for its posting, a business's stream for a new account's
+// KYB status.
+func foldedStreams(events []eventstore.RecordedEvent) ([]string, error) {
+	seen := map[string]bool{}
+	var ids []string
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	for i := range events {
+		r := &events[i]
+		ev, err := r.Decode()
+		if err != nil {
+			return nil, err
+		}
+		switch e := ev.(type) {
+		case account.Opened:
+			add(kyb.StreamID(e.PlatformID, e.Environment, e.EntityRef))
+		case ledger.Posted:
+			add(ledger.StreamID(e.JournalEntryID))
+		case ledger.Recorded, ledger.Archived:
+		default:
+			add(r.StreamID)
+		}
+	}
+	return ids, nil
+}
+
+// jsonString encodes v for a jsonb array element.
+func jsonString(v any) string {
+	b, _ := json.Marshal(v) // only maps of strings reach here: no error
+	return string(b)
+}
+
+// setTables lists the tables of the set projectors.
+func setTables(ps []SetProjector) []string {
+	var tables []string
+	for _, p := range ps {
+		tables = append(tables, p.Tables()...)
+	}
+	return tables
+}
+
+// ProjectBatch folds events into the asynchronous read models inside tx,
+// in two round trips: one reads the tables' last seqs and the streams the
+// projectors fold (unless cache holds them: a replay from the start of the
+// log), the other sends every write.
+func ProjectBatch(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache StreamCache) error {
+	if len(events) == 0 {
+		return nil
+	}
+	ps := Async()
+	b := &Batch{Events: events, seq: map[string]int64{}}
+	tables := setTables(ps)
+	var maxes []string
+	for _, t := range tables {
+		maxes = append(maxes, fmt.Sprintf(`(SELECT coalesce(max(seq), 0) FROM %s)`, t))
+	}
+	reads := &pgx.Batch{}
+	reads.Queue(`SELECT ` + strings.Join(maxes, ", "))
+	var ids []string
+	if cache != nil {
+		for i := range events {
+			cache.add(&events[i])
+		}
+		b.streams = cache
+	} else {
+		var err error
+		if ids, err = foldedStreams(events); err != nil {
+			return err
+		}
+		reads.Queue(`SELECT `+eventstore.SelectColumns+` FROM events WHERE stream_id = ANY($1)
+            ORDER BY stream_id, stream_version`, ids)
+	}
+	br := tx.SendBatch(ctx, reads)
+	last := make([]any, len(tables))
+	vals := make([]int64, len(tables))
+	for i := range vals {
+		last[i] = &vals[i]
+	}
+	if err := br.QueryRow().Scan(last...); err != nil {
+		br.Close()
+		return err
+	}
+	for i, t := range tables {
+		b.seq[t] = vals[i]
+	}
+	if cache == nil {
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return err
+		}
+		evs, err := eventstore.ScanEvents(rows)
+		if err != nil {
+			br.Close()
+			return err
+		}
+		loaded := loadedStreams{}
+		for _, e := range evs {
+			loaded[e.StreamID] = append(loaded[e.StreamID], e)
+		}
+		b.streams = loaded
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := p.Project(b); err != nil {
+			return fmt.Errorf("%s: %w", p.Name(), err)
+		}
+	}
+	if b.writes.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, &b.writes).Close()
+}
