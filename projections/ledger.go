@@ -134,10 +134,10 @@ func insertJournals(b *Batch, added []*journalRow) {
 		posted, archived                                                  []*time.Time
 	}
 	var tx struct {
-		seq, amount                                             []int64
+		seq, amount                                              []int64
 		id, platform, env, va, typ, status, desc, srcType, srcID []string
-		created                                                 []time.Time
-		posted                                                  []*time.Time
+		created                                                  []time.Time
+		posted                                                   []*time.Time
 	}
 	for _, j := range added {
 		e := j.rec
