@@ -28,7 +28,12 @@ type App struct {
 	MaxAttempts int
 	// RoutingNumber is shown on every virtual account (TREASURY_ROUTING_NUMBER).
 	RoutingNumber string
-	inline        []projections.Projector
+	// Projected follows the asynchronous projections; when set, a command
+	// run for a caller that asked for read-your-writes (ReadYourWrites)
+	// answers only once they show it, at most ReadYourWritesWithin.
+	Projected            *eventstore.Progress
+	ReadYourWritesWithin time.Duration
+	inline               []projections.Projector
 }
 
 // New wires an App with the inline projectors.
@@ -37,8 +42,12 @@ func New(pool *pgxpool.Pool, notifier *eventstore.Notifier, log *slog.Logger) *A
 		log = slog.Default()
 	}
 	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 20, RoutingNumber: DefaultRoutingNumber,
-		inline: projections.Inline()}
+		ReadYourWritesWithin: DefaultReadYourWritesWithin, inline: projections.Inline()}
 }
+
+// DefaultReadYourWritesWithin bounds how long a write waits for the
+// asynchronous projections before it answers anyway.
+const DefaultReadYourWritesWithin = 5 * time.Second
 
 // DefaultRoutingNumber is the bank's routing number unless configured.
 const DefaultRoutingNumber = "110000000"
@@ -64,10 +73,17 @@ type Result struct {
 func (a *App) run(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	backoff := 2 * time.Millisecond
 	begin := pgx.TxOptions{BeginQuery: projections.CommandBegin}
+	mark, _ := ctx.Value(readYourWritesKey{}).(*appended)
 	for attempt := 1; ; attempt++ {
+		if mark != nil {
+			*mark = appended{} // what a rolled-back attempt appended is gone
+		}
 		err := pgx.BeginTxFunc(ctx, a.Pool, begin, func(tx pgx.Tx) error { return fn(ctx, tx) })
 		if err == nil {
 			a.Notifier.Notify()
+			if mark != nil && mark.any {
+				a.awaitProjections(ctx, mark.last)
+			}
 			return nil
 		}
 		if !retryable(err) || attempt >= a.MaxAttempts {
@@ -103,6 +119,7 @@ func (a *App) appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stre
 	if err != nil {
 		return nil, err
 	}
+	noteAppended(ctx, recs)
 	d := projections.Defer(tx)
 	if err := projections.ApplyAll(ctx, d, a.inline, recs); err != nil {
 		return nil, err
@@ -123,6 +140,9 @@ func (a *App) appendProjectAndRead(ctx context.Context, tx pgx.Tx, meta Meta, re
 	recs, err := eventstore.AppendAll(ctx, tx, meta, reqs...)
 	if err != nil {
 		return err
+	}
+	for _, r := range recs {
+		noteAppended(ctx, r)
 	}
 	d := projections.Defer(tx)
 	for _, r := range recs {

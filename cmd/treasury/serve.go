@@ -76,9 +76,14 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	go notifier.Run(ctx)
 	a := app.New(pool, notifier, log)
 	a.RoutingNumber = cfg.RoutingNumber
+	a.Projected = eventstore.NewProgress(pool, projections.SubscriptionName)
+	go a.Projected.Run(ctx)
 	go runWhenReady(ctx, &ready, func() {
 		proj := projections.NewSubscription(pool, notifier.Subscribe(), log)
-		proj.OnCommit = notifier.Notify // public events are there: wake the webhook fan-out
+		proj.OnCommit = func() {
+			a.Projected.Kick() // writes waiting to be readable
+			notifier.Notify()  // public events are there: wake the webhook fan-out
+		}
 		go proj.Run(ctx)
 		go a.KYBDecider(notifier.Subscribe()).Run(ctx)
 		go eventstore.ChainSubscription(pool, notifier.Subscribe()).Run(ctx)

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+)
+
+// After any 2xx write the same platform's lists show it: a journal entry
+// in the account's ledger entries, a payment in its transactions and in
+// the events, an inbound transfer in its transactions. Several clients
+// write and list at once, 1,000 times in all, against the whole service
+// (its projections run asynchronously); not one list may miss its write.
+func TestReadYourWritesUnderConcurrentWriters(t *testing.T) {
+	r := ftStart(t, emptyDatabase(t))
+	const workers, rounds = 8, 125
+	r.openAccounts(workers, 100_000_000)
+
+	type entryList struct {
+		Data []struct {
+			JournalEntryID string `json:"journal_entry_id"`
+		} `json:"data"`
+	}
+	type txnList struct {
+		Data []struct {
+			Source struct {
+				ID string `json:"id"`
+			} `json:"source"`
+		} `json:"data"`
+	}
+	type eventList struct {
+		Data []struct {
+			Data struct {
+				Object struct {
+					ID string `json:"id"`
+				} `json:"object"`
+			} `json:"data"`
+		} `json:"data"`
+	}
+	var mu sync.Mutex
+	misses := map[string]int{}
+	miss := func(kind string, format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if misses[kind] < 3 {
+			t.Errorf(kind+": "+format, args...)
+		}
+		misses[kind]++
+	}
+	// created writes and returns the new resource's id; 0 on failure.
+	created := func(path string, body any) string {
+		res, err := r.do(http.MethodPost, path, body)
+		if err != nil || res.Status != http.StatusCreated {
+			t.Errorf("POST %s: %v %s", path, err, res)
+			return ""
+		}
+		var v struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(res.Body, &v); err != nil {
+			t.Errorf("POST %s: %v", path, err)
+		}
+		return v.ID
+	}
+	list := func(path string, into any) bool {
+		res, err := r.do(http.MethodGet, path, nil)
+		if err != nil || res.Status != http.StatusOK {
+			t.Errorf("GET %s: %v %s", path, err, res)
+			return false
+		}
+		return json.Unmarshal(res.Body, into) == nil
+	}
+	transactionsShow := func(va, source string) bool {
+		var l txnList
+		if !list("/v1/virtual-accounts/"+va+"/transactions?limit=10", &l) {
+			return false
+		}
+		for _, x := range l.Data {
+			if x.Source.ID == source {
+				return true
+			}
+		}
+		return false
+	}
+
+	var wg sync.WaitGroup
+	for w := range workers {
+		va := r.accounts[w]
+		wg.Go(func() {
+			for i := range rounds {
+				switch i % 3 {
+				case 0:
+					je := created("/v1/ledger/entries", map[string]any{"type": "fee", "description": "read your writes",
+						"virtual_account_id": va, "direction": "debit", "amount": 1})
+					var l entryList
+					if je != "" && list("/v1/ledger/entries?virtual_account_id="+va+"&limit=1", &l) &&
+						(len(l.Data) == 0 || l.Data[0].JournalEntryID != je) {
+						miss("journal entry", "%s is not the newest entry of %s", je, va)
+					}
+				case 1:
+					pay := created("/v1/payments", map[string]any{"virtual_account_id": va, "amount": 100, "rail": "rtp",
+						"idempotency_key": fmt.Sprintf("ryw-%d-%d", w, i), "description": "read your writes",
+						"destination": map[string]any{"account_number": "987654321", "routing_number": "021000021", "name": "Vendor"}})
+					if pay == "" {
+						continue
+					}
+					if !transactionsShow(va, pay) {
+						miss("payment transaction", "payment %s is not among %s's transactions", pay, va)
+					}
+					var l eventList
+					found := false
+					if list("/v1/events?type=payment.created&limit=100", &l) {
+						for _, e := range l.Data {
+							found = found || e.Data.Object.ID == pay
+						}
+					}
+					if !found {
+						miss("payment event", "payment.created of %s is not among the newest events", pay)
+					}
+				case 2:
+					in := created("/v1/simulations/inbound-transfers", map[string]any{"virtual_account_id": va,
+						"amount": 250, "rail": "rtp", "originator": ftOriginator})
+					if in != "" && !transactionsShow(va, in) {
+						miss("inbound transfer", "%s is not among %s's transactions", in, va)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(misses) > 0 {
+		t.Errorf("lists that missed the write just made: %v of %d writes", misses, workers*rounds)
+	}
+}

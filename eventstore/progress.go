@@ -1,0 +1,96 @@
+package eventstore
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Progress follows one subscription's checkpoint for callers that wait for
+// it to pass a position: a write that answers only once the read models
+// show it (read-your-writes). One reader of the checkpoint row serves
+// every waiter. It reads when the subscription commits in this process
+// (Kick) and, while anyone waits, every PollEvery, for a subscription
+// another replica runs.
+type Progress struct {
+	db        DB
+	name      string
+	pollEvery time.Duration
+	kick      chan struct{}
+
+	mu      sync.Mutex
+	at      Position
+	moved   chan struct{} // closed, and replaced, whenever at moves
+	waiting int
+}
+
+// NewProgress follows the checkpoint of the subscription name; call Run.
+func NewProgress(db DB, name string) *Progress {
+	return &Progress{db: db, name: name, pollEvery: 10 * time.Millisecond,
+		kick: make(chan struct{}, 1), moved: make(chan struct{})}
+}
+
+// Kick says the subscription may have moved (call it after its commits).
+// It never blocks.
+func (p *Progress) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run reads the checkpoint when kicked or, while anyone waits, every
+// PollEvery, until ctx ends.
+func (p *Progress) Run(ctx context.Context) {
+	tick := time.NewTicker(p.pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		case <-tick.C:
+			p.mu.Lock()
+			idle := p.waiting == 0
+			p.mu.Unlock()
+			if idle {
+				continue
+			}
+		}
+		pos, err := ReadCheckpoint(ctx, p.db, p.name)
+		if err != nil {
+			continue // read again at the next tick or kick
+		}
+		p.mu.Lock()
+		if p.at.Less(pos) {
+			p.at = pos
+			close(p.moved)
+			p.moved = make(chan struct{})
+		}
+		p.mu.Unlock()
+	}
+}
+
+// Wait returns once the subscription has handled every event up to and
+// including pos, or with ctx's error.
+func (p *Progress) Wait(ctx context.Context, pos Position) error {
+	p.mu.Lock()
+	p.waiting++
+	defer func() {
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+	}()
+	for p.at.Less(pos) {
+		moved := p.moved
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-moved:
+		}
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+	return nil
+}
