@@ -5,13 +5,11 @@ package app
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/domain"
@@ -72,7 +70,7 @@ type Result struct {
 // rebuild can pause commands for the moment it swaps its tables in.
 func (a *App) run(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	backoff := 2 * time.Millisecond
-	begin := pgx.TxOptions{BeginQuery: projections.CommandBegin}
+	begin := pgx.TxOptions{BeginQuery: eventstore.CommandBegin}
 	mark, _ := ctx.Value(readYourWritesKey{}).(*appended)
 	for attempt := 1; ; attempt++ {
 		if mark != nil {
@@ -86,7 +84,7 @@ func (a *App) run(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) e
 			}
 			return nil
 		}
-		if !retryable(err) || attempt >= a.MaxAttempts {
+		if !eventstore.Retryable(err) || attempt >= a.MaxAttempts {
 			return err
 		}
 		select {
@@ -96,20 +94,6 @@ func (a *App) run(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) e
 		}
 		backoff = min(backoff*2, 200*time.Millisecond)
 	}
-}
-
-func retryable(err error) bool {
-	if errors.Is(err, eventstore.ErrVersionConflict) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "40001", "40P01": // serialization_failure, deadlock_detected
-			return true
-		}
-	}
-	return false
 }
 
 // appendAndProject appends events to a stream and applies the inline

@@ -2,13 +2,12 @@ package app
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/eventstore"
 )
 
 // OpenVirtualAccount is POST /virtual-accounts.
@@ -48,8 +47,7 @@ func (a *App) OpenVirtualAccount(ctx context.Context, meta Meta, c Caller, in Op
 			_, err = a.appendAndProject(ctx, tx, accountStream(c, id), 0, meta, events)
 			return err
 		})
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.ConstraintName == "virtual_accounts_number" && draw < maxNumberDraws {
+		if eventstore.ViolatesConstraint(err, "virtual_accounts_number") && draw < maxNumberDraws {
 			continue // the number was taken: draw another
 		}
 		return res, err

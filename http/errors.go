@@ -3,16 +3,12 @@ package http
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
-	"strings"
-	"syscall"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore"
 )
 
 // statusOf is the one table from error codes to HTTP statuses (API.md §2).
@@ -91,13 +87,12 @@ func (s *Server) errorBody(err error, c echo.Context) (ErrorBody, int) {
 			return ErrorBody{Code: domain.CodeInvalidRequest, Message: http.StatusText(he.Code)}, http.StatusBadRequest
 		}
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "22003" { // numeric_value_out_of_range
+	if eventstore.OutOfRange(err) {
 		// Only reachable by amounts no bank holds (a balance past 9.2e18
 		// cents): the request is what is wrong, not the service.
 		return ErrorBody{Code: domain.CodeInvalidRequest, Message: "an amount or balance would exceed what the ledger can hold"}, http.StatusBadRequest
 	}
-	if Unavailable(err) {
+	if eventstore.Unavailable(err) {
 		s.log.Warn("database unavailable", "request_id", requestID(c), "error", err)
 		return ErrorBody{Code: domain.CodeUnavailable, Message: "the service is temporarily unavailable; retry shortly"}, http.StatusServiceUnavailable
 	}
@@ -111,29 +106,4 @@ func (s *Server) errorBody(err error, c echo.Context) (ErrorBody, int) {
 
 func tooLarge() ErrorBody {
 	return ErrorBody{Code: domain.CodeRequestTooLarge, Message: "request bodies are limited to 1 MiB"}
-}
-
-// Unavailable reports whether err means the database cannot be reached,
-// as opposed to a query that failed: the first gets 503, the second 500.
-func Unavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "08") || // connection exceptions
-			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" // shutdown, crash, starting up
-	}
-	var connectErr *pgconn.ConnectError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &connectErr), errors.As(err, &netErr), pgconn.Timeout(err),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, context.DeadlineExceeded):
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool") ||
-		strings.Contains(msg, "failed to connect") || strings.Contains(msg, "connection reset")
 }

@@ -2,13 +2,11 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/eventstore"
@@ -127,7 +125,7 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 	}
 	for attempt := 1; ; attempt++ {
 		err = r.swap(ctx)
-		if err == nil || !lostLockRace(err) || attempt >= maxSwapAttempts {
+		if err == nil || !eventstore.LockContended(err) || attempt >= maxSwapAttempts {
 			break
 		}
 	}
@@ -147,11 +145,6 @@ const (
 	smallRound      = 200
 	maxRefineRounds = 5
 )
-
-func lostLockRace(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "55P03")
-}
 
 type rebuild struct {
 	conn  *pgx.Conn
@@ -252,7 +245,7 @@ func (r *rebuild) swap(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, WriterGate); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, eventstore.WriterGate); err != nil {
 			return err
 		}
 		paused := time.Now()

@@ -1,0 +1,76 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// What PostgreSQL's errors mean to us, in one place: every package asks
+// these instead of comparing SQLSTATE codes itself.
+
+func sqlState(err error) (*pgconn.PgError, bool) {
+	var pgErr *pgconn.PgError
+	ok := errors.As(err, &pgErr)
+	return pgErr, ok
+}
+
+// Retryable reports whether a command that failed with err lost a race
+// and may simply run again: a stream moved under it, a serialization
+// failure, a deadlock.
+func Retryable(err error) bool {
+	if errors.Is(err, ErrVersionConflict) {
+		return true
+	}
+	pgErr, ok := sqlState(err)
+	return ok && (pgErr.Code == "40001" || pgErr.Code == "40P01") // serialization_failure, deadlock_detected
+}
+
+// LockContended reports whether err means a lock could not be had: a
+// deadlock, or lock_timeout ran out.
+func LockContended(err error) bool {
+	pgErr, ok := sqlState(err)
+	return ok && (pgErr.Code == "40P01" || pgErr.Code == "55P03") // deadlock_detected, lock_not_available
+}
+
+// OutOfRange reports whether a value overflowed its column
+// (numeric_value_out_of_range): an amount or a sum past what bigint holds.
+func OutOfRange(err error) bool {
+	pgErr, ok := sqlState(err)
+	return ok && pgErr.Code == "22003"
+}
+
+// ViolatesConstraint reports whether err broke the named constraint.
+func ViolatesConstraint(err error, name string) bool {
+	pgErr, ok := sqlState(err)
+	return ok && pgErr.ConstraintName == name
+}
+
+// Unavailable reports whether err means the database cannot be reached,
+// as opposed to a query that failed: the first gets 503, the second 500.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if pgErr, ok := sqlState(err); ok {
+		return strings.HasPrefix(pgErr.Code, "08") || // connection exceptions
+			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" // shutdown, crash, starting up
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connectErr), errors.As(err, &netErr), pgconn.Timeout(err),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool") ||
+		strings.Contains(msg, "failed to connect") || strings.Contains(msg, "connection reset")
+}
