@@ -178,9 +178,8 @@ func (a *App) TestWebhook(ctx context.Context, meta Meta, c Caller, id string) (
 	err := a.changeWebhook(ctx, meta, c, id, func(tx pgx.Tx, s webhook.State) ([]domain.Event, error) {
 		at := now()
 		eventID := domain.NewID(domain.PrefixEvent)
-		payload, _ := json.Marshal(map[string]any{"id": eventID, "object": "event", "type": "webhook.test",
-			"platform_id": c.PlatformID, "environment": c.Environment.String(), "created_at": projections.NewTime(at),
-			"data": map[string]any{"object": map[string]any{"id": id, "object": "webhook_endpoint", "url": s.Config.URL}}})
+		data, _ := json.Marshal(map[string]any{"object": map[string]any{"id": id, "object": "webhook_endpoint", "url": s.Config.URL}})
+		payload, _ := json.Marshal(projections.NewPublicEvent(eventID, "webhook.test", c.PlatformID, c.Environment.String(), at, data))
 		res.ID = domain.NewID(domain.PrefixDelivery)
 		_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
             next_attempt_at, committed_at, created_at) VALUES ($1, $2, $3, 'webhook.test', $4, 'pending', $5, $5, $5)`,

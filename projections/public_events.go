@@ -39,6 +39,13 @@ type PublicEventView struct {
 	seq         int64
 }
 
+// NewPublicEvent is the public event envelope, built in this one place for
+// the events API, webhook bodies and test webhooks alike.
+func NewPublicEvent(id, typ, platformID, environment string, createdAt time.Time, data json.RawMessage) PublicEventView {
+	return PublicEventView{ID: id, Object: "event", Type: typ, PlatformID: platformID, Environment: environment,
+		CreatedAt: NewTime(createdAt), Data: data}
+}
+
 type eventData struct {
 	Object any `json:"object"`
 }
@@ -269,9 +276,12 @@ func GetEvent(ctx context.Context, db eventstore.DB, s Scope, id string) (Public
 }
 
 func scanPublicEvent(row pgx.Row) (PublicEventView, error) {
-	var v PublicEventView
+	var seq int64
+	var id, typ, platformID, environment string
 	var created time.Time
-	err := row.Scan(&v.seq, &v.ID, &v.Type, &v.PlatformID, &v.Environment, &created, &v.Data)
-	v.Object, v.CreatedAt = "event", NewTime(created)
+	var data []byte
+	err := row.Scan(&seq, &id, &typ, &platformID, &environment, &created, &data)
+	v := NewPublicEvent(id, typ, platformID, environment, created, data)
+	v.seq = seq
 	return v, err
 }

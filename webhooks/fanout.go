@@ -122,18 +122,18 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 		FanoutName).Scan(&cp, &version); err != nil {
 		return 0, err
 	}
-	rows, err := f.Pool.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at,
-            json_build_object('id', id, 'object', 'event', 'type', type, 'platform_id', platform_id,
-                'environment', environment, 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                'data', data)
+	rows, err := f.Pool.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at, data
         FROM public_events WHERE seq > $1 ORDER BY seq LIMIT 200`, cp)
 	if err != nil {
 		return 0, err
 	}
 	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (feedEvent, error) {
 		var e feedEvent
-		var payload []byte
-		err := r.Scan(&e.Seq, &e.ID, &e.Type, &e.PlatformID, &e.Environment, &e.CreatedAt, &payload)
+		var data []byte
+		if err := r.Scan(&e.Seq, &e.ID, &e.Type, &e.PlatformID, &e.Environment, &e.CreatedAt, &data); err != nil {
+			return e, err
+		}
+		payload, err := json.Marshal(projections.NewPublicEvent(e.ID, e.Type, e.PlatformID, e.Environment, e.CreatedAt, data))
 		e.Payload = payload
 		return e, err
 	})
