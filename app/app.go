@@ -31,7 +31,6 @@ type App struct {
 	// answers only once they show it, at most ReadYourWritesWithin.
 	Projected            *eventstore.Progress
 	ReadYourWritesWithin time.Duration
-	inline               []projections.Projector
 }
 
 // New wires an App with the inline projectors.
@@ -40,7 +39,7 @@ func New(pool *pgxpool.Pool, notifier *eventstore.Notifier, log *slog.Logger) *A
 		log = slog.Default()
 	}
 	return &App{Pool: pool, Notifier: notifier, Log: log, MaxAttempts: 20, RoutingNumber: DefaultRoutingNumber,
-		ReadYourWritesWithin: DefaultReadYourWritesWithin, inline: projections.Inline()}
+		ReadYourWritesWithin: DefaultReadYourWritesWithin}
 }
 
 // DefaultReadYourWritesWithin bounds how long a write waits for the
@@ -104,11 +103,11 @@ func (a *App) appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stre
 		return nil, err
 	}
 	noteAppended(ctx, recs)
-	d := projections.Defer(tx)
-	if err := projections.ApplyAll(ctx, d, a.inline, recs); err != nil {
+	b, err := projections.ProjectInline(recs)
+	if err != nil {
 		return nil, err
 	}
-	return recs, d.Flush(ctx)
+	return recs, b.Send(ctx, tx)
 }
 
 // appendAndProjectAll appends to several streams in one round trip and
@@ -125,21 +124,21 @@ func (a *App) appendProjectAndRead(ctx context.Context, tx pgx.Tx, meta Meta, re
 	if err != nil {
 		return err
 	}
+	var all []eventstore.RecordedEvent
 	for _, r := range recs {
 		noteAppended(ctx, r)
+		all = append(all, r...)
 	}
-	d := projections.Defer(tx)
-	for _, r := range recs {
-		if err := projections.ApplyAll(ctx, d, a.inline, r); err != nil {
-			return err
-		}
+	b, err := projections.ProjectInline(all)
+	if err != nil {
+		return err
 	}
 	if read != nil {
-		if err := read(d); err != nil {
+		if err := read(b.Reader(tx)); err != nil {
 			return err
 		}
 	}
-	return d.Flush(ctx)
+	return b.Send(ctx, tx)
 }
 
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

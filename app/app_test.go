@@ -443,7 +443,11 @@ func holdAppend(t *testing.T, ctx context.Context, pool *pgxpool.Pool, id string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := projections.ApplyAll(ctx, tx, projections.Inline(), out); err != nil {
+	b, err := projections.ProjectInline(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
 	return func() {

@@ -1,10 +1,9 @@
 package projections
 
 import (
-	"context"
+	"slices"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/ledger"
@@ -20,14 +19,42 @@ func (Accounts) Tables() []string {
 	return []string{"virtual_accounts", "account_balances", "ledger_accounts", "inbound_transfers"}
 }
 
-func (Accounts) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) error {
-	ev, err := r.Decode()
-	if err != nil {
-		return err
+// Project writes accounts and inbound transfers event by event (they are
+// few) and the balance rows as a set: every ledger event's effect is
+// summed per account over the batch, then one UPDATE adds the sums.
+func (Accounts) Project(b *Batch) error {
+	deltas := map[string]ledger.Balance{}
+	add := func(lines []ledger.Line, f func(ledger.Balance, ledger.Line) ledger.Balance) {
+		for _, l := range lines {
+			if l.VirtualAccountID != "" {
+				deltas[l.VirtualAccountID] = f(deltas[l.VirtualAccountID], l)
+			}
+		}
 	}
+	for i := range b.Events {
+		r := &b.Events[i]
+		ev, err := r.Decode()
+		if err != nil {
+			return err
+		}
+		switch e := ev.(type) {
+		case ledger.Recorded:
+			add(e.Lines, func(b ledger.Balance, l ledger.Line) ledger.Balance { return b.Record(l, e.Status) })
+		case ledger.Posted:
+			add(e.Lines, ledger.Balance.Post)
+		case ledger.Archived:
+			add(e.Lines, ledger.Balance.Archive)
+		default:
+			applyAccountEvent(b, r, ev)
+		}
+	}
+	addBalances(b, deltas)
+	return nil
+}
+
+func applyAccountEvent(b *Batch, r *eventstore.RecordedEvent, ev domain.Event) {
 	switch e := ev.(type) {
 	case account.Opened:
-		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO virtual_accounts (id, platform_id, environment, entity_ref, type, status, account_number,
             routing_number, ledger_account_id, metadata, created_at, updated_at)
             VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8, $9, $10, $10)`,
@@ -37,67 +64,54 @@ func (Accounts) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEven
 		b.Queue(`INSERT INTO ledger_accounts (id, platform_id, environment, code, virtual_account_id, normal_balance, created_at)
             VALUES ($1, $2, $3, $4, $5, 'credit', $6)`,
 			e.LedgerAccountID, e.PlatformID, e.Environment.String(), ledger.CodeVirtualAccount, e.VirtualAccountID, e.At)
-		return tx.SendBatch(ctx, b).Close()
 	case account.Frozen:
-		return setAccountStatus(ctx, tx, r, account.StatusFrozen, e.At)
+		setAccountStatus(b, r, account.StatusFrozen, e.At)
 	case account.Unfrozen:
-		return setAccountStatus(ctx, tx, r, account.StatusActive, e.At)
+		setAccountStatus(b, r, account.StatusActive, e.At)
 	case account.Closed:
-		return setAccountStatus(ctx, tx, r, account.StatusClosed, e.At)
+		setAccountStatus(b, r, account.StatusClosed, e.At)
 	case ledger.ChartOpened:
-		b := &pgx.Batch{}
 		for code, id := range e.Accounts {
 			b.Queue(`INSERT INTO ledger_accounts (id, platform_id, environment, code, normal_balance, created_at)
                 VALUES ($1, $2, $3, $4, $5, $6)`, id, e.PlatformID, e.Environment.String(), code,
 				ledger.NormalBalance(code).String(), e.At)
 		}
-		return tx.SendBatch(ctx, b).Close()
-	case ledger.Recorded:
-		return applyBalances(ctx, tx, e.Lines, func(b ledger.Balance, l ledger.Line) ledger.Balance { return b.Record(l, e.Status) })
-	case ledger.Posted:
-		return applyBalances(ctx, tx, e.Lines, ledger.Balance.Post)
-	case ledger.Archived:
-		return applyBalances(ctx, tx, e.Lines, ledger.Balance.Archive)
 	case inbound.Received:
-		_, err = tx.Exec(ctx, `INSERT INTO inbound_transfers (id, platform_id, environment, virtual_account_id, amount, rail,
+		b.Queue(`INSERT INTO inbound_transfers (id, platform_id, environment, virtual_account_id, amount, rail,
             originator, description, status, journal_entry_id, expected_at, created_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11)`,
 			e.InboundTransferID, r.PlatformID, r.Environment, e.VirtualAccountID, e.Amount, e.Rail,
 			e.Originator, e.Description, e.JournalEntryID, e.ExpectedAt, e.At)
-		return err
 	case inbound.Completed:
-		_, err = tx.Exec(ctx, `UPDATE inbound_transfers SET status = 'completed', completed_at = $2 WHERE id = $1`, e.InboundTransferID, e.At)
-		return err
+		b.Queue(`UPDATE inbound_transfers SET status = 'completed', completed_at = $2 WHERE id = $1`, e.InboundTransferID, e.At)
 	}
-	return nil
 }
 
-func setAccountStatus(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent, s account.Status, at any) error {
+func setAccountStatus(b *Batch, r *eventstore.RecordedEvent, s account.Status, at any) {
 	id := r.StreamID[len(account.StreamID("")):]
-	_, err := tx.Exec(ctx, `UPDATE virtual_accounts SET status = $2, updated_at = $3 WHERE id = $1`, id, s.String(), at)
-	return err
+	b.Queue(`UPDATE virtual_accounts SET status = $2, updated_at = $3 WHERE id = $1`, id, s.String(), at)
 }
 
-// applyBalances adds each virtual account line's effect to its balance row.
-func applyBalances(ctx context.Context, tx pgx.Tx, lines []ledger.Line, f func(ledger.Balance, ledger.Line) ledger.Balance) error {
-	deltas := map[string]ledger.Balance{}
-	var order []string
-	for _, l := range lines {
-		if l.VirtualAccountID == "" {
-			continue
-		}
-		if _, seen := deltas[l.VirtualAccountID]; !seen {
-			order = append(order, l.VirtualAccountID)
-		}
-		deltas[l.VirtualAccountID] = f(deltas[l.VirtualAccountID], l)
+// addBalances adds each account's summed effect to its balance row, in
+// one statement, the rows in id order (as commands lock them).
+func addBalances(b *Batch, deltas map[string]ledger.Balance) {
+	if len(deltas) == 0 {
+		return
 	}
-	for _, id := range order {
+	ids := make([]string, 0, len(deltas))
+	for id := range deltas {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	posted := make([]int64, len(ids))
+	in := make([]int64, len(ids))
+	out := make([]int64, len(ids))
+	for i, id := range ids {
 		d := deltas[id]
-		if _, err := tx.Exec(ctx, `UPDATE account_balances SET posted = posted + $2,
-            pending_inbound = pending_inbound + $3, pending_outbound = pending_outbound + $4
-            WHERE virtual_account_id = $1`, id, d.Posted, d.PendingInbound, d.PendingOutbound); err != nil {
-			return err
-		}
+		posted[i], in[i], out[i] = d.Posted, d.PendingInbound, d.PendingOutbound
 	}
-	return nil
+	b.Queue(`UPDATE account_balances a SET posted = a.posted + d.posted,
+            pending_inbound = a.pending_inbound + d.pending_inbound, pending_outbound = a.pending_outbound + d.pending_outbound
+        FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) d(id, posted, pending_inbound, pending_outbound)
+        WHERE a.virtual_account_id = d.id`, ids, posted, in, out)
 }

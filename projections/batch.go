@@ -7,26 +7,13 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/eventstore"
 )
-
-// SetProjector keeps an asynchronous read model up to date a batch at a
-// time: it folds the whole batch in Go and queues one statement per table
-// (arrays through unnest), never statements per event, so a reader of the
-// log handles a batch in a couple of round trips whatever its size. The
-// same code serves the live subscription, the rebuild and the audit.
-type SetProjector interface {
-	// Name identifies the projector.
-	Name() string
-	// Tables lists the tables it owns, which a rebuild empties first.
-	Tables() []string
-	// Project folds the batch's events into writes queued on b.
-	Project(b *Batch) error
-}
 
 // Batch is one batch of events being projected as a set: the events in
 // commit order, what the projectors may read (the next free seq of their
@@ -39,7 +26,72 @@ type Batch struct {
 }
 
 // Queue adds a write; all of a batch's writes travel in one round trip.
+// Projectors never read the results of their writes.
 func (b *Batch) Queue(sql string, args ...any) { b.writes.Queue(sql, args...) }
+
+// Send sends the queued writes in one round trip.
+func (b *Batch) Send(ctx context.Context, tx pgx.Tx) error {
+	if b.writes.Len() == 0 {
+		return nil
+	}
+	w := b.writes
+	b.writes = pgx.Batch{}
+	return tx.SendBatch(ctx, &w).Close()
+}
+
+// Reader reads through tx after the queued writes: a single-row query
+// travels in the same round trip as the writes (and sees them); anything
+// else sends the writes first.
+func (b *Batch) Reader(tx pgx.Tx) eventstore.DB { return afterWrites{b, tx} }
+
+type afterWrites struct {
+	b  *Batch
+	tx pgx.Tx
+}
+
+func (r afterWrites) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := r.b.Send(ctx, r.tx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return r.tx.Exec(ctx, sql, args...)
+}
+
+func (r afterWrites) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := r.b.Send(ctx, r.tx); err != nil {
+		return nil, err
+	}
+	return r.tx.Query(ctx, sql, args...)
+}
+
+func (r afterWrites) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	w := r.b.writes
+	r.b.writes = pgx.Batch{}
+	writes := w.Len()
+	w.Queue(sql, args...)
+	br := r.tx.SendBatch(ctx, &w)
+	for range writes {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return errRow{err}
+		}
+	}
+	return batchRow{br}
+}
+
+// batchRow is the last query of a batch; scanning it closes the batch.
+type batchRow struct{ br pgx.BatchResults }
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.br.QueryRow().Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // nextSeq numbers a new row of table: one more than the last. The
 // subscriber is the only writer of these tables and numbers in commit
@@ -114,7 +166,7 @@ func jsonString(v any) string {
 }
 
 // setTables lists the tables of the set projectors.
-func setTables(ps []SetProjector) []string {
+func setTables(ps []Projector) []string {
 	var tables []string
 	for _, p := range ps {
 		tables = append(tables, p.Tables()...)
@@ -122,11 +174,11 @@ func setTables(ps []SetProjector) []string {
 	return tables
 }
 
-// ProjectBatch folds events into the asynchronous read models inside tx,
+// ProjectAsync folds events into the asynchronous read models inside tx,
 // in two round trips: one reads the tables' last seqs and the streams the
 // projectors fold (unless cache holds them: a replay from the start of the
 // log), the other sends every write.
-func ProjectBatch(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache StreamCache) error {
+func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache StreamCache) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -191,8 +243,5 @@ func ProjectBatch(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 			return fmt.Errorf("%s: %w", p.Name(), err)
 		}
 	}
-	if b.writes.Len() == 0 {
-		return nil
-	}
-	return tx.SendBatch(ctx, &b.writes).Close()
+	return b.Send(ctx, tx)
 }

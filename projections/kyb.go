@@ -18,7 +18,9 @@ type KYB struct{}
 func (KYB) Name() string     { return "kyb" }
 func (KYB) Tables() []string { return []string{"kyb_verifications", "kyb_entities"} }
 
-func (KYB) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) error {
+func (p KYB) Project(b *Batch) error { return eachEvent(b, p.apply) }
+
+func (KYB) apply(b *Batch, r *eventstore.RecordedEvent) error {
 	ev, err := r.Decode()
 	if err != nil {
 		return err
@@ -29,7 +31,6 @@ func (KYB) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) er
 	var eta *time.Time
 	switch e := ev.(type) {
 	case kyb.Submitted:
-		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO kyb_verifications (id, platform_id, environment, entity_ref, virtual_account_id, status,
             business, beneficial_owners, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $8)`,
 			e.VerificationID, e.PlatformID, e.Environment.String(), e.EntityRef, e.VirtualAccountID, e.Business,
@@ -38,7 +39,7 @@ func (KYB) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) er
             VALUES ($1, $2, $3, 'pending', $4, $5) ON CONFLICT (platform_id, environment, entity_ref)
             DO UPDATE SET status = 'pending', verification_id = $4, updated_at = $5`,
 			e.PlatformID, e.Environment.String(), e.EntityRef, e.VerificationID, e.At)
-		return tx.SendBatch(ctx, b).Close()
+		return nil
 	case kyb.ReviewRequested:
 		id, status, at = e.VerificationID, kyb.StatusPendingReview, e.At
 		t := e.ETA
@@ -52,11 +53,10 @@ func (KYB) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) er
 	default:
 		return nil
 	}
-	b := &pgx.Batch{}
 	b.Queue(`UPDATE kyb_verifications SET status = $2, updated_at = $3,
         review_eta = coalesce($4, review_eta), decision = coalesce($5, decision) WHERE id = $1`, id, status, at, eta, decision)
 	b.Queue(`UPDATE kyb_entities SET status = $2, updated_at = $3 WHERE verification_id = $1`, id, status, at)
-	return tx.SendBatch(ctx, b).Close()
+	return nil
 }
 
 // DecisionView is how a verification was decided.

@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,32 +20,118 @@ type Payments struct{}
 func (Payments) Name() string     { return "payments" }
 func (Payments) Tables() []string { return []string{"payments"} }
 
-func (Payments) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) error {
-	ev, err := r.Decode()
-	if err != nil {
-		return err
+// paymentRow is a payment's row as the batch leaves it: a payment created
+// in the batch is inserted once, in its final state; one created before
+// is updated with the fields the batch changed (nil: unchanged).
+type paymentRow struct {
+	created                                *payment.Created
+	status                                 string
+	failure                                *string // JSON
+	updatedAt                              time.Time
+	submitted, completed, failed, canceled *time.Time
+}
+
+// Project folds the batch's payment events per payment, then writes new
+// payments with one INSERT and changed ones with one UPDATE.
+func (Payments) Project(b *Batch) error {
+	rows := map[string]*paymentRow{}
+	var order []string
+	for i := range b.Events {
+		r := &b.Events[i]
+		if !strings.HasPrefix(r.StreamID, payment.StreamID("")) {
+			continue
+		}
+		ev, err := r.Decode()
+		if err != nil {
+			return err
+		}
+		id := r.StreamID[len(payment.StreamID("")):]
+		row := rows[id]
+		if row == nil {
+			row = &paymentRow{}
+			rows[id] = row
+			order = append(order, id)
+		}
+		switch e := ev.(type) {
+		case payment.Created:
+			row.created, row.status, row.updatedAt = &e, "pending", e.At
+		case payment.Submitted:
+			row.status, row.submitted, row.updatedAt = "submitted", &e.At, e.At
+		case payment.Completed:
+			row.status, row.completed, row.updatedAt = "completed", &e.At, e.At
+		case payment.Failed:
+			f := jsonString(e.Failure)
+			row.status, row.failure, row.failed, row.updatedAt = "failed", &f, &e.At, e.At
+		case payment.Canceled:
+			row.status, row.canceled, row.updatedAt = "canceled", &e.At, e.At
+		}
 	}
-	id := r.StreamID[len(payment.StreamID("")):]
-	switch e := ev.(type) {
-	case payment.Created:
-		_, err = tx.Exec(ctx, `INSERT INTO payments (id, platform_id, environment, virtual_account_id, amount, fee, rail,
-            destination, status, idempotency_key, description, metadata, journal_entry_id, expected_settlement_at,
-            created_at, updated_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11, $12, $13, $14, $14)`,
-			e.PaymentID, e.PlatformID, e.Environment.String(), e.VirtualAccountID, e.Amount, e.Fee, e.Rail,
-			e.Destination, e.IdempotencyKey, e.Description, orEmpty(e.Metadata), e.JournalEntryID,
-			e.ExpectedSettlementAt, e.At)
-	case payment.Submitted:
-		_, err = tx.Exec(ctx, `UPDATE payments SET status = 'submitted', submitted_at = $2, updated_at = $2 WHERE id = $1`, id, e.At)
-	case payment.Completed:
-		_, err = tx.Exec(ctx, `UPDATE payments SET status = 'completed', completed_at = $2, updated_at = $2 WHERE id = $1`, id, e.At)
-	case payment.Failed:
-		_, err = tx.Exec(ctx, `UPDATE payments SET status = 'failed', failure = $2, failed_at = $3, updated_at = $3 WHERE id = $1`,
-			id, e.Failure, e.At)
-	case payment.Canceled:
-		_, err = tx.Exec(ctx, `UPDATE payments SET status = 'canceled', canceled_at = $2, updated_at = $2 WHERE id = $1`, id, e.At)
+	var ins, upd paymentColumnsOf
+	for _, id := range order {
+		row := rows[id]
+		if row.created != nil {
+			ins.add(id, row)
+		} else if row.status != "" {
+			upd.add(id, row)
+		}
 	}
-	return err
+	if len(ins.id) > 0 {
+		b.Queue(`INSERT INTO payments (id, platform_id, environment, virtual_account_id, amount, fee, rail, destination,
+                idempotency_key, description, metadata, journal_entry_id, expected_settlement_at, created_at,
+                status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
+                $8::jsonb[], $9::text[], $10::text[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::timestamptz[],
+                $15::text[], $16::jsonb[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::timestamptz[],
+                $21::timestamptz[])`,
+			ins.id, ins.platform, ins.env, ins.va, ins.amount, ins.fee, ins.rail, ins.destination, ins.key, ins.desc,
+			ins.metadata, ins.journal, ins.expected, ins.createdAt,
+			ins.status, ins.failure, ins.updatedAt, ins.submitted, ins.completed, ins.failed, ins.canceled)
+	}
+	if len(upd.id) > 0 {
+		b.Queue(`UPDATE payments p SET status = u.status, failure = coalesce(u.failure, p.failure), updated_at = u.updated_at,
+                submitted_at = coalesce(u.submitted_at, p.submitted_at), completed_at = coalesce(u.completed_at, p.completed_at),
+                failed_at = coalesce(u.failed_at, p.failed_at), canceled_at = coalesce(u.canceled_at, p.canceled_at)
+            FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[],
+                $7::timestamptz[], $8::timestamptz[]) u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at)
+            WHERE p.id = u.id`,
+			upd.id, upd.status, upd.failure, upd.updatedAt, upd.submitted, upd.completed, upd.failed, upd.canceled)
+	}
+	return nil
+}
+
+// paymentColumnsOf holds payment rows column by column, for unnest.
+type paymentColumnsOf struct {
+	id, platform, env, va, rail, destination, key, desc, metadata, journal, status []string
+	amount, fee                                                                    []int64
+	expected, createdAt, updatedAt                                                 []time.Time
+	failure                                                                        []*string
+	submitted, completed, failed, canceled                                         []*time.Time
+}
+
+func (c *paymentColumnsOf) add(id string, row *paymentRow) {
+	c.id = append(c.id, id)
+	c.status = append(c.status, row.status)
+	c.failure = append(c.failure, row.failure)
+	c.updatedAt = append(c.updatedAt, row.updatedAt)
+	c.submitted = append(c.submitted, row.submitted)
+	c.completed = append(c.completed, row.completed)
+	c.failed = append(c.failed, row.failed)
+	c.canceled = append(c.canceled, row.canceled)
+	if e := row.created; e != nil {
+		c.platform = append(c.platform, e.PlatformID)
+		c.env = append(c.env, e.Environment.String())
+		c.va = append(c.va, e.VirtualAccountID)
+		c.amount = append(c.amount, e.Amount)
+		c.fee = append(c.fee, e.Fee)
+		c.rail = append(c.rail, e.Rail)
+		c.destination = append(c.destination, jsonString(e.Destination))
+		c.key = append(c.key, e.IdempotencyKey)
+		c.desc = append(c.desc, e.Description)
+		c.metadata = append(c.metadata, jsonString(orEmpty(e.Metadata)))
+		c.journal = append(c.journal, e.JournalEntryID)
+		c.expected = append(c.expected, e.ExpectedSettlementAt)
+		c.createdAt = append(c.createdAt, e.At)
+	}
 }
 
 // PaymentView is a payment as the API shows it.

@@ -23,7 +23,9 @@ func (Platforms) Tables() []string {
 	return []string{"platforms", "platform_settings", "api_keys"}
 }
 
-func (Platforms) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) error {
+func (p Platforms) Project(b *Batch) error { return eachEvent(b, p.apply) }
+
+func (Platforms) apply(b *Batch, r *eventstore.RecordedEvent) error {
 	ev, err := r.Decode()
 	if err != nil {
 		return err
@@ -37,36 +39,36 @@ func (Platforms) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEve
 		if e.Config.RateLimit != nil {
 			rl, _ = json.Marshal(e.Config.RateLimit)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO platforms (id, name, contact_email, status, revenue_share_rate, interest_rate,
+		b.Queue(`INSERT INTO platforms (id, name, contact_email, status, revenue_share_rate, interest_rate,
             fee_schedule, rate_limit, metadata, created_at, updated_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
 			e.PlatformID, e.Name, e.ContactEmail, platform.StatusPendingApproval.String(),
 			e.Config.RevenueShareRate.String(), e.Config.InterestRate.String(), fees, rl, md, e.At)
 	case platform.Approved:
-		_, err = tx.Exec(ctx, `UPDATE platforms SET status = $2, updated_at = $3 WHERE id = $1`, pid, platform.StatusApproved.String(), e.At)
+		b.Queue(`UPDATE platforms SET status = $2, updated_at = $3 WHERE id = $1`, pid, platform.StatusApproved.String(), e.At)
 	case platform.LiveEnabled:
-		_, err = tx.Exec(ctx, `UPDATE platforms SET live_enabled = true, updated_at = $2 WHERE id = $1`, pid, e.At)
+		b.Queue(`UPDATE platforms SET live_enabled = true, updated_at = $2 WHERE id = $1`, pid, e.At)
 	case platform.Configured:
 		fees, _ := json.Marshal(e.Config.FeeSchedule)
 		var rl []byte
 		if e.Config.RateLimit != nil {
 			rl, _ = json.Marshal(e.Config.RateLimit)
 		}
-		_, err = tx.Exec(ctx, `UPDATE platforms SET revenue_share_rate = $2, interest_rate = $3, fee_schedule = $4,
+		b.Queue(`UPDATE platforms SET revenue_share_rate = $2, interest_rate = $3, fee_schedule = $4,
             rate_limit = $5, updated_at = $6 WHERE id = $1`,
 			pid, e.Config.RevenueShareRate.String(), e.Config.InterestRate.String(), fees, rl, e.At)
 	case platform.SettingsUpdated:
 		s, _ := json.Marshal(e.Settings)
-		_, err = tx.Exec(ctx, `INSERT INTO platform_settings (platform_id, environment, settings, updated_at)
+		b.Queue(`INSERT INTO platform_settings (platform_id, environment, settings, updated_at)
             VALUES ($1, $2, $3, $4) ON CONFLICT (platform_id, environment) DO UPDATE SET settings = $3, updated_at = $4`,
 			pid, e.Environment.String(), s, e.At)
 	case platform.KeyCreated:
-		_, err = tx.Exec(ctx, `INSERT INTO api_keys (id, platform_id, environment, name, prefix, secret_hash, created_at)
+		b.Queue(`INSERT INTO api_keys (id, platform_id, environment, name, prefix, secret_hash, created_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.KeyID, pid, e.Environment.String(), e.Name, e.Prefix, e.SecretHash, e.At)
 	case platform.KeyRevoked:
-		_, err = tx.Exec(ctx, `UPDATE api_keys SET revoked_at = $2 WHERE id = $1`, e.KeyID, e.At)
+		b.Queue(`UPDATE api_keys SET revoked_at = $2 WHERE id = $1`, e.KeyID, e.At)
 	case platform.KeyRolled:
-		_, err = tx.Exec(ctx, `UPDATE api_keys SET expires_at = $2, replaced_by = $3 WHERE id = $1`, e.KeyID, e.ExpiresAt, e.ReplacedBy)
+		b.Queue(`UPDATE api_keys SET expires_at = $2, replaced_by = $3 WHERE id = $1`, e.KeyID, e.ExpiresAt, e.ReplacedBy)
 	}
 	return err
 }

@@ -3,22 +3,25 @@
 package projections
 
 import (
-	"context"
+	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/eventstore"
 )
 
-// Projector keeps one read model up to date from events.
+// Projector keeps one read model up to date from the log, a batch of
+// events at a time: it folds the whole batch in Go and queues its writes
+// on the batch (statements per event only for events too rare to matter),
+// so a batch costs the same few round trips whatever its size. The same
+// code serves commands (their own events, inline), the subscription, the
+// rebuild and the audit.
 type Projector interface {
-	// Name identifies the projector (and its subscription, if async).
+	// Name identifies the projector.
 	Name() string
 	// Tables lists the tables it owns, which a rebuild empties first.
 	Tables() []string
-	// Apply folds one event into the read model inside tx.
-	Apply(ctx context.Context, tx pgx.Tx, e *eventstore.RecordedEvent) error
+	// Project folds the batch's events into writes queued on b.
+	Project(b *Batch) error
 }
 
 // Inline are the projectors that commands update in their own transaction,
@@ -28,18 +31,29 @@ func Inline() []Projector {
 }
 
 // Async are the projectors the "projections" subscription runs, in commit
-// order, after the commands commit, a batch at a time (ProjectBatch).
-func Async() []SetProjector {
-	return []SetProjector{Ledger{}, PublicEvents{}}
+// order, after the commands commit (ProjectAsync).
+func Async() []Projector {
+	return []Projector{Ledger{}, PublicEvents{}}
 }
 
-// ApplyAll runs every projector over the events.
-func ApplyAll(ctx context.Context, tx pgx.Tx, ps []Projector, events []eventstore.RecordedEvent) error {
-	for i := range events {
-		for _, p := range ps {
-			if err := p.Apply(ctx, tx, &events[i]); err != nil {
-				return err
-			}
+// ProjectInline folds a command's events with the inline projectors; the
+// caller sends the writes (Send, or Reader to read after them).
+func ProjectInline(events []eventstore.RecordedEvent) (*Batch, error) {
+	b := &Batch{Events: events}
+	for _, p := range Inline() {
+		if err := p.Project(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name(), err)
+		}
+	}
+	return b, nil
+}
+
+// eachEvent folds the batch event by event with apply: for projectors
+// whose events are too rare for a set to pay.
+func eachEvent(b *Batch, apply func(*Batch, *eventstore.RecordedEvent) error) error {
+	for i := range b.Events {
+		if err := apply(b, &b.Events[i]); err != nil {
+			return err
 		}
 	}
 	return nil

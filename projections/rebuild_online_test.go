@@ -221,7 +221,7 @@ func TestRolledBackBatchLeavesNoGap(t *testing.T) {
 	if err != nil || len(events) == 0 {
 		t.Fatalf("events after the checkpoint: %d, %v", len(events), err)
 	}
-	if err := projections.ProjectBatch(e.ctx, tx, events, nil); err != nil {
+	if err := projections.ProjectAsync(e.ctx, tx, events, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(e.ctx); err != nil {

@@ -40,23 +40,19 @@ func createShadow(ctx context.Context, db eventstore.DB, schema string) error {
 // replay folds events into the read models: every inline projector sees
 // every event, the asynchronous ones, as one set, those for which async
 // says so. seen is the stream cache of a replay from the start of the log.
-func replay(ctx context.Context, db pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen StreamCache) error {
-	tx := Defer(db)
-	var later []eventstore.RecordedEvent
-	for i := range events {
-		e := &events[i]
-		seen.add(e)
-		for _, p := range Inline() {
-			if err := p.Apply(ctx, tx, e); err != nil {
-				return fmt.Errorf("%s on event %s: %w", p.Name(), e.EventID, err)
-			}
-		}
-		if async(e) {
-			later = append(later, *e)
-		}
-	}
-	if err := tx.Flush(ctx); err != nil {
+func replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen StreamCache) error {
+	b, err := ProjectInline(events)
+	if err != nil {
 		return err
 	}
-	return ProjectBatch(ctx, db, later, seen)
+	if err := b.Send(ctx, tx); err != nil {
+		return err
+	}
+	var later []eventstore.RecordedEvent
+	for i := range events {
+		if async(&events[i]) {
+			later = append(later, events[i])
+		}
+	}
+	return ProjectAsync(ctx, tx, later, seen)
 }

@@ -18,7 +18,7 @@ func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger)
 	return &eventstore.Subscription{
 		Name: SubscriptionName, Pool: pool, Wake: wake, Log: log, Derived: true,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
-			return ProjectBatch(ctx, tx, events, nil)
+			return ProjectAsync(ctx, tx, events, nil)
 		},
 	}
 }

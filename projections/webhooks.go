@@ -19,7 +19,9 @@ type Webhooks struct{}
 func (Webhooks) Name() string     { return "webhooks" }
 func (Webhooks) Tables() []string { return []string{"webhook_endpoints"} }
 
-func (Webhooks) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEvent) error {
+func (p Webhooks) Project(b *Batch) error { return eachEvent(b, p.apply) }
+
+func (Webhooks) apply(b *Batch, r *eventstore.RecordedEvent) error {
 	ev, err := r.Decode()
 	if err != nil {
 		return err
@@ -28,15 +30,15 @@ func (Webhooks) Apply(ctx context.Context, tx pgx.Tx, r *eventstore.RecordedEven
 	switch e := ev.(type) {
 	case webhook.Created:
 		c := e.Config
-		_, err = tx.Exec(ctx, `INSERT INTO webhook_endpoints (id, platform_id, environment, url, events, description, status,
+		b.Queue(`INSERT INTO webhook_endpoints (id, platform_id, environment, url, events, description, status,
             retry_policy, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
 			e.EndpointID, e.PlatformID, e.Environment.String(), c.URL, c.Events, c.Description, c.Status, c.RetryPolicy, e.At)
 	case webhook.Updated:
 		c := e.Config
-		_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET url = $2, events = $3, description = $4, status = $5,
+		b.Queue(`UPDATE webhook_endpoints SET url = $2, events = $3, description = $4, status = $5,
             retry_policy = $6, updated_at = $7 WHERE id = $1`, id, c.URL, c.Events, c.Description, c.Status, c.RetryPolicy, e.At)
 	case webhook.Deleted:
-		_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET deleted = true, status = 'disabled', updated_at = $2 WHERE id = $1`, id, e.At)
+		b.Queue(`UPDATE webhook_endpoints SET deleted = true, status = 'disabled', updated_at = $2 WHERE id = $1`, id, e.At)
 	}
 	return err
 }
