@@ -15,6 +15,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // App runs commands against the event store.
@@ -60,7 +61,7 @@ type Result struct {
 	Replayed bool
 	// Payment is the payment as CreatePayment's transaction wrote it (nil
 	// when the request replayed an earlier one: read it then).
-	Payment *projections.PaymentView
+	Payment *queries.PaymentView
 }
 
 // run executes fn in a transaction, retrying with jittered backoff when it

@@ -21,6 +21,7 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // ---------------------------------------------------------------------------
@@ -333,14 +334,14 @@ func TestConcurrentCommandsOnOnePlatformAllSucceed(t *testing.T) {
 			}
 		}
 	}
-	p, err := projections.GetPlatform(ctx, pool, id)
+	p, err := queries.GetPlatform(ctx, pool, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(p.FeeSchedule, wantFees) {
 		t.Errorf("fee_schedule = %v, want %v (the last patch of each rail in commit order)", p.FeeSchedule, wantFees)
 	}
-	st, err := projections.GetSettings(ctx, pool, id, domain.Sandbox)
+	st, err := queries.GetSettings(ctx, pool, id, domain.Sandbox)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +501,7 @@ func TestVersionConflictIsRetriedUpToMaxAttempts(t *testing.T) {
 			waitBlocked(t, ctx, pool, done)
 			commit()
 			err := <-done
-			p, perr := projections.GetPlatform(ctx, pool, id)
+			p, perr := queries.GetPlatform(ctx, pool, id)
 			if perr != nil {
 				t.Fatal(perr)
 			}

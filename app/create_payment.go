@@ -15,7 +15,7 @@ import (
 	"github.com/opentreasury/treasury/domain/platform"
 	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // CreatePayment accepts a payment and holds amount + fee, in one
@@ -96,7 +96,7 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		// The answer is read in the same batch as the inline writes: no
 		// read-back after the commit, on another connection.
 		read := func(db eventstore.DB) error {
-			v, err := projections.GetPayment(ctx, db, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
+			v, err := queries.GetPayment(ctx, db, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
 			res.Payment = &v
 			return err
 		}
@@ -112,7 +112,7 @@ type paymentInputs struct {
 	claimed   bool // false: the idempotency key was used before
 	account   lockedAccount
 	kybStatus string
-	settings  projections.SettingsView
+	settings  queries.SettingsView
 	fees      map[string]int64
 	chart     map[string]string
 }
@@ -141,7 +141,7 @@ func loadPaymentInputs(ctx context.Context, tx pgx.Tx, c Caller, idem *Idempoten
         FROM virtual_accounts v LEFT JOIN kyb_entities k
           ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref
         WHERE v.id = $1`, accountID, kyb.StatusNotStarted)
-	b.Queue(projections.SettingsQuery, c.PlatformID, env)
+	b.Queue(queries.SettingsQuery, c.PlatformID, env)
 	b.Queue(`SELECT fee_schedule FROM platforms WHERE id = $1`, c.PlatformID)
 	b.Queue(`SELECT code, id FROM ledger_accounts WHERE platform_id = $1 AND environment = $2 AND virtual_account_id IS NULL`,
 		c.PlatformID, env)
@@ -166,7 +166,7 @@ func loadPaymentInputs(ctx context.Context, tx pgx.Tx, c Caller, idem *Idempoten
 	if err := br.QueryRow().Scan(&acc.Status, &acc.EntityRef, &acc.LedgerAccountID, &in.kybStatus); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return in, err
 	}
-	if in.settings, err = projections.ScanSettings(br.QueryRow(), c.PlatformID, c.Environment); err != nil {
+	if in.settings, err = queries.ScanSettings(br.QueryRow(), c.PlatformID, c.Environment); err != nil {
 		return in, err
 	}
 	if err := br.QueryRow().Scan(&in.fees); err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/kyb"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // DecideKYB records a decision on a verification. Manual decisions (the
@@ -15,7 +15,7 @@ import (
 // ones need pending and are no-ops otherwise, so the decider may repeat
 // itself after a crash. caller, if not nil, must own the verification.
 func (a *App) DecideKYB(ctx context.Context, meta Meta, caller *Caller, d kyb.Decide) error {
-	ref, err := projections.FindKYB(ctx, a.Pool, d.VerificationID)
+	ref, err := queries.FindKYB(ctx, a.Pool, d.VerificationID)
 	if err != nil {
 		return err
 	}

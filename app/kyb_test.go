@@ -22,6 +22,7 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // ---- helpers ------------------------------------------------------------------
@@ -99,9 +100,9 @@ func runDecider(t testing.TB, ctx context.Context, a *app.App) {
 	}
 }
 
-func (e *env) kyb(c app.Caller, id string) projections.KYBView {
+func (e *env) kyb(c app.Caller, id string) queries.KYBView {
 	e.t.Helper()
-	v, err := projections.GetKYB(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
+	v, err := queries.GetKYB(e.ctx, e.pool, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
 	if err != nil {
 		e.t.Fatalf("get kyb %s: %v", id, err)
 	}
@@ -111,7 +112,7 @@ func (e *env) kyb(c app.Caller, id string) projections.KYBView {
 	if ver == nil {
 		e.t.Fatalf("verification %s is not in the log of %s", id, v.EntityRef)
 	}
-	if got, want := mustJSON(e.t, v), mustJSON(e.t, projections.NewKYBView(ver)); got != want {
+	if got, want := mustJSON(e.t, v), mustJSON(e.t, queries.NewKYBView(ver)); got != want {
 		e.t.Fatalf("kyb_verifications differs from the log:\nprojection %s\nlog        %s", got, want)
 	}
 	return v
@@ -147,7 +148,7 @@ func mustJSON(t testing.TB, v any) string {
 // kybStatus is a virtual account's kyb_status as GET shows it.
 func (e *env) kybStatus(c app.Caller, va string) string {
 	e.t.Helper()
-	v, err := projections.GetVirtualAccount(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, va)
+	v, err := queries.GetVirtualAccount(e.ctx, e.pool, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, va)
 	if err != nil {
 		e.t.Fatalf("get virtual account %s: %v", va, err)
 	}
@@ -194,7 +195,7 @@ func wantKYBErr(t testing.TB, err error, code domain.Code, resourceID string) {
 	}
 }
 
-func wantDecision(t testing.TB, v projections.KYBView, outcome, method string, reasons []kyb.Reason) {
+func wantDecision(t testing.TB, v queries.KYBView, outcome, method string, reasons []kyb.Reason) {
 	t.Helper()
 	if v.Status != outcome || v.Decision == nil {
 		t.Fatalf("%s: status %s decision %+v, want %s", v.ID, v.Status, v.Decision, outcome)
@@ -315,7 +316,7 @@ func TestKYBSandboxDecisions(t *testing.T) {
 		}
 		kybTypes = append(kybTypes, typ)
 		var ev struct {
-			Object projections.KYBView `json:"object"`
+			Object queries.KYBView `json:"object"`
 		}
 		if err := json.Unmarshal(data[i], &ev); err != nil {
 			t.Fatal(err)
@@ -359,7 +360,7 @@ func TestKYBDecidedByTheWokenDecider(t *testing.T) {
 	id := e.submitOK(c, va, kybSubmission("98-7654321", "4321"))
 	start := time.Now()
 	waitFor(t, "the automatic decision", 30*time.Second, func() bool {
-		v, err := projections.GetKYB(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
+		v, err := queries.GetKYB(e.ctx, e.pool, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
 		return err == nil && v.Status == kyb.StatusApproved
 	})
 	t.Logf("decided %v after the submission returned (target: within 1 s)", time.Since(start))
@@ -395,7 +396,7 @@ func TestKYBLiveGoesToManualReview(t *testing.T) {
 
 	// The sandbox side of the platform cannot see or decide live verifications.
 	wantCode(t, e.a.DecideKYB(e.ctx, app.Meta{}, &sandbox, manualDecision(idA, kyb.StatusApproved)), domain.CodeNotFound)
-	if _, err := projections.GetKYB(e.ctx, e.pool, projections.Scope{PlatformID: sandbox.PlatformID, Environment: domain.Sandbox}, idA); domain.CodeOf(err) != domain.CodeNotFound {
+	if _, err := queries.GetKYB(e.ctx, e.pool, queries.Scope{PlatformID: sandbox.PlatformID, Environment: domain.Sandbox}, idA); domain.CodeOf(err) != domain.CodeNotFound {
 		t.Fatalf("sandbox reads a live verification: %v", err)
 	}
 
@@ -586,8 +587,8 @@ func TestKYBResubmissionAfterRejection(t *testing.T) {
 	if v := e.kyb(c, second); v.VirtualAccountID != va2 {
 		t.Fatalf("second verification names %s, want %s", v.VirtualAccountID, va2)
 	}
-	list, err := projections.ListKYB(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment},
-		projections.KYBFilter{Status: kyb.StatusRejected}, projections.Page{Limit: 10})
+	list, err := queries.ListKYB(e.ctx, e.pool, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment},
+		queries.KYBFilter{Status: kyb.StatusRejected}, queries.Page{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,8 +625,8 @@ func TestKYBStatusIsSharedByTheAccountsOfABusiness(t *testing.T) {
 	// An account opened after the approval is approved at once.
 	va3 := e.openFor(p, "biz_shared")
 	e.wantKYBStatus(p, kyb.StatusApproved, va3)
-	list, err := projections.ListVirtualAccounts(e.ctx, e.pool, projections.Scope{PlatformID: p.PlatformID, Environment: p.Environment},
-		projections.AccountFilter{EntityRef: "biz_shared"}, projections.Page{Limit: 10})
+	list, err := queries.ListVirtualAccounts(e.ctx, e.pool, queries.Scope{PlatformID: p.PlatformID, Environment: p.Environment},
+		queries.AccountFilter{EntityRef: "biz_shared"}, queries.Page{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,7 +663,7 @@ func TestKYBStatusIsSharedByTheAccountsOfABusiness(t *testing.T) {
 			continue
 		}
 		var ev struct {
-			Object projections.VirtualAccountView `json:"object"`
+			Object queries.VirtualAccountView `json:"object"`
 		}
 		if err := json.Unmarshal(data[i], &ev); err != nil {
 			t.Fatal(err)
@@ -713,7 +714,7 @@ func TestKYBSubmitRefusesBadRequestsAndOthersAccounts(t *testing.T) {
 	e.decide()
 	wantCode(t, e.a.DecideKYB(e.ctx, app.Meta{}, nil, manualDecision("kyb_missing", kyb.StatusApproved)), domain.CodeNotFound)
 	wantCode(t, e.a.DecideKYB(e.ctx, app.Meta{}, &q, manualDecision(id, kyb.StatusApproved)), domain.CodeNotFound)
-	if _, err := projections.GetKYB(e.ctx, e.pool, projections.Scope{PlatformID: q.PlatformID, Environment: q.Environment}, id); domain.CodeOf(err) != domain.CodeNotFound {
+	if _, err := queries.GetKYB(e.ctx, e.pool, queries.Scope{PlatformID: q.PlatformID, Environment: q.Environment}, id); domain.CodeOf(err) != domain.CodeNotFound {
 		t.Fatalf("another platform reads the verification: %v", err)
 	}
 	e.wantKYBStatus(p, kyb.StatusPendingReview, va)
@@ -861,8 +862,8 @@ func TestKYBIdentifiersAreMaskedEverywhere(t *testing.T) {
 	}
 
 	// Every response.
-	scope := projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
-	list, err := projections.ListKYB(e.ctx, e.pool, scope, projections.KYBFilter{}, projections.Page{Limit: 100})
+	scope := queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
+	list, err := queries.ListKYB(e.ctx, e.pool, scope, queries.KYBFilter{}, queries.Page{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1001,7 +1002,7 @@ func TestKYBDecisionSurvivesARestart(t *testing.T) {
 	t.Cleanup(pool2.Close)
 	second := &env{t: t, ctx: ctx, pool: pool2, a: app.New(pool2, nil, silent)}
 	for _, id := range ids {
-		if v, err := projections.FindKYB(ctx, pool2, id); err != nil {
+		if v, err := queries.FindKYB(ctx, pool2, id); err != nil {
 			t.Fatal(err)
 		} else if st := second.kyb(app.Caller{PlatformID: v.PlatformID, Environment: v.Environment}, id).Status; st != kyb.StatusPending {
 			t.Fatalf("%s is %s before any decider ran", id, st)

@@ -19,6 +19,7 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // ---- helpers shared by the app tests ----------------------------------------
@@ -156,9 +157,9 @@ func laLine(la, dir string, n int64) app.JournalLine {
 }
 
 // journal reads a journal entry from the log.
-func (e *env) journal(c app.Caller, id string) projections.JournalEntryView {
+func (e *env) journal(c app.Caller, id string) queries.JournalEntryView {
 	e.t.Helper()
-	v, err := projections.JournalEntryFromLog(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
+	v, err := queries.JournalEntryFromLog(e.ctx, e.pool, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
 	if err != nil {
 		e.t.Fatalf("journal entry %s: %v", id, err)
 	}
@@ -204,7 +205,7 @@ type entryShape struct {
 	typ         string
 }
 
-func shapes(v projections.JournalEntryView) map[string]entryShape {
+func shapes(v queries.JournalEntryView) map[string]entryShape {
 	m := map[string]entryShape{}
 	for _, le := range v.Entries {
 		va := ""
@@ -216,7 +217,7 @@ func shapes(v projections.JournalEntryView) map[string]entryShape {
 	return m
 }
 
-func wantEntries(t testing.TB, v projections.JournalEntryView, want ...entryShape) {
+func wantEntries(t testing.TB, v queries.JournalEntryView, want ...entryShape) {
 	t.Helper()
 	if len(v.Entries) != len(want) {
 		t.Fatalf("journal entry %s has %d entries, want %d: %+v", v.ID, len(v.Entries), len(want), v.Entries)
@@ -798,7 +799,7 @@ func TestReversePostsMirrorImageOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := projections.GetInboundTransfer(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, itx)
+	it, err := queries.GetInboundTransfer(e.ctx, e.pool, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, itx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -946,13 +947,13 @@ func TestInboundTransfers(t *testing.T) {
 	e := newEnv(t)
 	c := e.platform("Acme")
 	va := e.openVA(c)
-	scope := projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
+	scope := queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
 
 	rtp, err := e.inbound(c, va, 1500, "rtp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := projections.GetInboundTransfer(e.ctx, e.pool, scope, rtp)
+	it, err := queries.GetInboundTransfer(e.ctx, e.pool, scope, rtp)
 	if err != nil || it.Status != inbound.StatusCompleted || it.CompletedAt == nil {
 		t.Fatalf("rtp transfer %+v, %v", it, err)
 	}
@@ -965,7 +966,7 @@ func TestInboundTransfers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err = projections.GetInboundTransfer(e.ctx, e.pool, scope, ach)
+	it, err = queries.GetInboundTransfer(e.ctx, e.pool, scope, ach)
 	if err != nil || it.Status != inbound.StatusPending || it.CompletedAt != nil {
 		t.Fatalf("ach transfer %+v, %v", it, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/opentreasury/treasury/domain/platform"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // Helpers of the payment tests; their names start with "pay".
@@ -621,7 +622,7 @@ func TestCreatePaymentAnswersWithWhatItWrote(t *testing.T) {
 	if res.Payment == nil {
 		t.Fatal("CreatePayment returned no payment")
 	}
-	stored, err := projections.GetPayment(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, res.ID)
+	stored, err := queries.GetPayment(e.ctx, e.pool, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, res.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // assertProjectionsMatchLog folds the platform's stream and compares the
@@ -27,7 +27,7 @@ func assertProjectionsMatchLog(t *testing.T, ctx context.Context, pool *pgxpool.
 	if !s.Exists() {
 		t.Fatalf("platform %s: no registration in %d events", id, len(recs))
 	}
-	p, err := projections.GetPlatform(ctx, pool, id)
+	p, err := queries.GetPlatform(ctx, pool, id)
 	if err != nil {
 		t.Fatalf("GetPlatform(%s): %v", id, err)
 	}
@@ -60,7 +60,7 @@ func assertProjectionsMatchLog(t *testing.T, ctx context.Context, pool *pgxpool.
 	}
 
 	// The list shows the same platform as the get.
-	list, err := projections.ListPlatforms(ctx, pool, projections.Page{Limit: 100})
+	list, err := queries.ListPlatforms(ctx, pool, queries.Page{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func assertProjectionsMatchLog(t *testing.T, ctx context.Context, pool *pgxpool.
 	}
 
 	for _, env := range []domain.Environment{domain.Sandbox, domain.Live} {
-		st, err := projections.GetSettings(ctx, pool, id, env)
+		st, err := queries.GetSettings(ctx, pool, id, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func assertProjectionsMatchLog(t *testing.T, ctx context.Context, pool *pgxpool.
 			t.Errorf("platform %s: %s settings = %s, log says %s", id, env, asJSON(st.Settings), asJSON(want))
 		}
 
-		keys, err := projections.ListAPIKeys(ctx, pool, id, env, projections.Page{Limit: 100})
+		keys, err := queries.ListAPIKeys(ctx, pool, id, env, queries.Page{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func assertProjectionsMatchLog(t *testing.T, ctx context.Context, pool *pgxpool.
 	}
 }
 
-func sameTime(got *projections.Time, want *time.Time) bool {
+func sameTime(got *queries.Time, want *time.Time) bool {
 	if got == nil || want == nil {
 		return got == nil && want == nil
 	}
@@ -410,15 +410,15 @@ func TestCredentialByHashFindsOnlyUsableKeys(t *testing.T) {
 	other := register(t, ctx, a, "other")
 	m := app.Meta{RequestID: "req"}
 
-	lookup := func(secret string) (projections.Credential, bool) {
+	lookup := func(secret string) (queries.Credential, bool) {
 		t.Helper()
-		c, ok, err := projections.CredentialByHash(ctx, pool, app.HashSecret(secret))
+		c, ok, err := queries.CredentialByHash(ctx, pool, app.HashSecret(secret))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c, ok
 	}
-	expectUsable := func(what, secret, keyID, platformID string, env domain.Environment) projections.Credential {
+	expectUsable := func(what, secret, keyID, platformID string, env domain.Environment) queries.Credential {
 		t.Helper()
 		c, ok := lookup(secret)
 		if !ok {
@@ -491,7 +491,7 @@ func TestCredentialByHashFindsOnlyUsableKeys(t *testing.T) {
 	if _, err := a.RollAPIKey(ctx, m, id, domain.Sandbox, sandbox.ID, 0); domain.CodeOf(err) != domain.CodeInvalidState {
 		t.Fatalf("roll an expired key: err = %v, want invalid_state", err)
 	}
-	old, err := projections.GetAPIKey(ctx, pool, id, sandbox.ID)
+	old, err := queries.GetAPIKey(ctx, pool, id, sandbox.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +508,7 @@ func TestCredentialByHashFindsOnlyUsableKeys(t *testing.T) {
 	after := time.Now()
 	expectUsable("live key in its grace period", live.Secret, live.ID, id, domain.Live)
 	expectUsable("live replacement", liveNext.Secret, liveNext.ID, id, domain.Live)
-	k, err := projections.GetAPIKey(ctx, pool, id, live.ID)
+	k, err := queries.GetAPIKey(ctx, pool, id, live.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func TestCredentialByHashFindsOnlyUsableKeys(t *testing.T) {
 		t.Fatalf("live key expires_at = %v, want about an hour from the roll (%v)", k.ExpiresAt, before)
 	}
 	// The other platform's key is another platform's: GetAPIKey does not show it.
-	if _, err := projections.GetAPIKey(ctx, pool, id, otherKey.ID); domain.CodeOf(err) != domain.CodeNotFound {
+	if _, err := queries.GetAPIKey(ctx, pool, id, otherKey.ID); domain.CodeOf(err) != domain.CodeNotFound {
 		t.Fatalf("another platform's key: err = %v, want not_found", err)
 	}
 	assertProjectionsMatchLog(t, ctx, pool, id)
@@ -567,7 +567,7 @@ func TestProjectionsMatchFoldedLog(t *testing.T) {
 	must(err)
 	k2Expiry := func() time.Time {
 		t.Helper()
-		k, err := projections.GetAPIKey(ctx, pool, id, k2.ID)
+		k, err := queries.GetAPIKey(ctx, pool, id, k2.ID)
 		must(err)
 		if k.ExpiresAt == nil {
 			t.Fatalf("rolled key %s has no expires_at", k2.ID)
@@ -601,32 +601,32 @@ func TestProjectionsMatchFoldedLog(t *testing.T) {
 	assertProjectionsMatchLog(t, ctx, pool, bystander)
 
 	// And what the commands asked for, independently of the fold.
-	p, err := projections.GetPlatform(ctx, pool, id)
+	p, err := queries.GetPlatform(ctx, pool, id)
 	must(err)
 	wantFees := map[string]int64{"ach_standard": 25, "ach_same_day": 150, "rtp": 60, "fednow": 0}
 	if p.Status != "approved" || !p.LiveEnabled || p.RevenueShareRate != "0.30" || p.InterestRate != "0.045" ||
 		!reflect.DeepEqual(p.FeeSchedule, wantFees) || p.RateLimit != nil || p.Environment != "live" {
 		t.Errorf("platform = %+v", p)
 	}
-	if b, err := projections.GetPlatform(ctx, pool, bystander); err != nil || b.RevenueShareRate != "0.10" || b.Status != "pending_approval" {
+	if b, err := queries.GetPlatform(ctx, pool, bystander); err != nil || b.RevenueShareRate != "0.10" || b.Status != "pending_approval" {
 		t.Errorf("bystander = %+v, %v", b, err)
 	}
-	sbSettings, err := projections.GetSettings(ctx, pool, id, domain.Sandbox)
+	sbSettings, err := queries.GetSettings(ctx, pool, id, domain.Sandbox)
 	must(err)
 	if sbSettings.WebhookRetryPolicy.MaxAttempts != 5 || sbSettings.WebhookRetryPolicy.InitialDelaySeconds != 5 ||
 		sbSettings.Sandbox == nil || sbSettings.Sandbox.AutoSettle || sbSettings.Sandbox.ACHStandardDelaySeconds != 30 ||
 		sbSettings.Sandbox.ACHSameDayDelaySeconds != 5 {
 		t.Errorf("sandbox settings = %s", asJSON(sbSettings.Settings))
 	}
-	liveSettings, err := projections.GetSettings(ctx, pool, id, domain.Live)
+	liveSettings, err := queries.GetSettings(ctx, pool, id, domain.Live)
 	must(err)
 	if liveSettings.PaymentApprovalThreshold == nil || *liveSettings.PaymentApprovalThreshold != 1_000_000 || liveSettings.Sandbox != nil {
 		t.Errorf("live settings = %s", asJSON(liveSettings.Settings))
 	}
 
-	keyByID := map[string]projections.APIKeyView{}
+	keyByID := map[string]queries.APIKeyView{}
 	for _, env := range []domain.Environment{domain.Sandbox, domain.Live} {
-		l, err := projections.ListAPIKeys(ctx, pool, id, env, projections.Page{Limit: 100})
+		l, err := queries.ListAPIKeys(ctx, pool, id, env, queries.Page{Limit: 100})
 		must(err)
 		for _, k := range l.Data {
 			keyByID[k.ID] = k

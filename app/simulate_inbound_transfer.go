@@ -10,7 +10,7 @@ import (
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/eventstore"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // SimulateInboundTransfer is the sandbox's POST /simulations/inbound-transfers.
@@ -47,7 +47,7 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 		if err != nil {
 			return err
 		}
-		settings, err := projections.GetSettings(ctx, tx, c.PlatformID, c.Environment)
+		settings, err := queries.GetSettings(ctx, tx, c.PlatformID, c.Environment)
 		if err != nil {
 			return err
 		}

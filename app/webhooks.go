@@ -13,7 +13,7 @@ import (
 	"github.com/opentreasury/treasury/domain/platform"
 	"github.com/opentreasury/treasury/domain/webhook"
 	"github.com/opentreasury/treasury/eventstore"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // WebhookInput is a create or a PATCH of an endpoint: nil fields keep
@@ -40,7 +40,7 @@ func NewSecret() string {
 func (a *App) CreateWebhook(ctx context.Context, meta Meta, c Caller, in WebhookInput) (Result, error) {
 	var res Result
 	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		settings, err := projections.GetSettings(ctx, tx, c.PlatformID, c.Environment)
+		settings, err := queries.GetSettings(ctx, tx, c.PlatformID, c.Environment)
 		if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (a *App) TestWebhook(ctx context.Context, meta Meta, c Caller, id string) (
 		at := now()
 		eventID := domain.NewID(domain.PrefixEvent)
 		data, _ := json.Marshal(map[string]any{"object": map[string]any{"id": id, "object": "webhook_endpoint", "url": s.Config.URL}})
-		payload, _ := json.Marshal(projections.NewPublicEvent(eventID, "webhook.test", c.PlatformID, c.Environment.String(), at, data))
+		payload, _ := json.Marshal(queries.NewPublicEvent(eventID, "webhook.test", c.PlatformID, c.Environment.String(), at, data))
 		res.ID = domain.NewID(domain.PrefixDelivery)
 		_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
             next_attempt_at, committed_at, created_at) VALUES ($1, $2, $3, 'webhook.test', $4, 'pending', $5, $5, $5)`,

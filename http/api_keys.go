@@ -8,7 +8,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 type createAPIKeyRequest struct {
@@ -35,7 +35,7 @@ func (s *Server) createAPIKey(c echo.Context) error {
 }
 
 func (s *Server) showNewKey(c echo.Context, id, secret string) error {
-	k, err := projections.GetAPIKey(c.Request().Context(), s.pool, principalOf(c).platformID, id)
+	k, err := queries.GetAPIKey(c.Request().Context(), s.pool, principalOf(c).platformID, id)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (s *Server) listAPIKeys(c echo.Context) error {
 		}
 		env = e
 	}
-	list, err := projections.ListAPIKeys(c.Request().Context(), s.pool, p.platformID, env, pg)
+	list, err := queries.ListAPIKeys(c.Request().Context(), s.pool, p.platformID, env, pg)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (s *Server) revokeAPIKey(c echo.Context) error {
 	if err := s.app.RevokeAPIKey(c.Request().Context(), meta(c), p.platformID, p.env, id); err != nil {
 		return err
 	}
-	k, err := projections.GetAPIKey(c.Request().Context(), s.pool, p.platformID, id)
+	k, err := queries.GetAPIKey(c.Request().Context(), s.pool, p.platformID, id)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // principal is who a request acts for: the operator, or one platform in
@@ -20,7 +20,7 @@ type principal struct {
 	platformID string
 	env        domain.Environment
 	keyID      string
-	rateLimit  *projections.RateLimitView
+	rateLimit  *queries.RateLimitView
 }
 
 const principalKey = "principal"
@@ -53,7 +53,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return errUnauthorized
 		}
 		ctx := c.Request().Context()
-		cred, found, err := projections.CredentialByHash(ctx, s.pool, app.HashSecret(token))
+		cred, found, err := queries.CredentialByHash(ctx, s.pool, app.HashSecret(token))
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		now := time.Now()
 		if cred.LastUsedAt == nil || now.Sub(*cred.LastUsedAt) > touchEvery {
-			if err := projections.TouchAPIKey(ctx, s.pool, cred.KeyID, now); err != nil {
+			if err := queries.TouchAPIKey(ctx, s.pool, cred.KeyID, now); err != nil {
 				s.log.Warn("could not record key use", "key_id", cred.KeyID, "error", err)
 			}
 		}

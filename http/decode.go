@@ -20,7 +20,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/domain"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // readBody reads the whole (size-limited) body.
@@ -301,8 +301,8 @@ const (
 )
 
 // page reads limit and cursor from the query string.
-func page(c echo.Context) (projections.Page, error) {
-	p := projections.Page{Limit: DefaultPageSize}
+func page(c echo.Context) (queries.Page, error) {
+	p := queries.Page{Limit: DefaultPageSize}
 	if s := c.QueryParam("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxPageSize {
@@ -311,7 +311,7 @@ func page(c echo.Context) (projections.Page, error) {
 		p.Limit = n
 	}
 	if s := c.QueryParam("cursor"); s != "" {
-		after, err := projections.DecodeCursor(s)
+		after, err := queries.DecodeCursor(s)
 		if err != nil {
 			return p, err
 		}

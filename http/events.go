@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/opentreasury/treasury/domain"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // eventTypes are the public event types of API.md §8.
@@ -23,14 +23,14 @@ func (s *Server) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := projections.EventFilter{Type: c.QueryParam("type")}
+	f := queries.EventFilter{Type: c.QueryParam("type")}
 	if f.Type != "" && !eventTypes[f.Type] {
 		return domain.Invalid("type", "unknown event type %q", f.Type)
 	}
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
-	list, err := projections.ListEvents(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	list, err := queries.ListEvents(c.Request().Context(), s.pool, scopeOf(c), f, pg)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (s *Server) getEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetEvent(c.Request().Context(), s.pool, scopeOf(c), id)
+	v, err := queries.GetEvent(c.Request().Context(), s.pool, scopeOf(c), id)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/kyb"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 type kybRequest struct {
@@ -33,7 +33,7 @@ func (s *Server) submitKYB(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetKYB(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	v, err := queries.GetKYB(c.Request().Context(), s.pool, scopeOf(c), res.ID)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (s *Server) getKYB(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetKYB(c.Request().Context(), s.pool, scopeOf(c), id)
+	v, err := queries.GetKYB(c.Request().Context(), s.pool, scopeOf(c), id)
 	if err != nil {
 		return err
 	}
@@ -61,11 +61,11 @@ func (s *Server) listKYB(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := projections.KYBFilter{VirtualAccountID: c.QueryParam("virtual_account_id"), Status: c.QueryParam("status")}
+	f := queries.KYBFilter{VirtualAccountID: c.QueryParam("virtual_account_id"), Status: c.QueryParam("status")}
 	if f.Status != "" && !kybStatuses[f.Status] {
 		return domain.Invalid("status", "status must be pending, pending_review, approved or rejected")
 	}
-	list, err := projections.ListKYB(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	list, err := queries.ListKYB(c.Request().Context(), s.pool, scopeOf(c), f, pg)
 	if err != nil {
 		return err
 	}
@@ -123,11 +123,11 @@ func (s *Server) operatorDecideKYB(c echo.Context) error {
 	if err := s.app.DecideKYB(c.Request().Context(), meta(c), nil, d); err != nil {
 		return err
 	}
-	ref, err := projections.FindKYB(c.Request().Context(), s.pool, id)
+	ref, err := queries.FindKYB(c.Request().Context(), s.pool, id)
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetKYB(c.Request().Context(), s.pool, projections.Scope{PlatformID: ref.PlatformID, Environment: ref.Environment}, id)
+	v, err := queries.GetKYB(c.Request().Context(), s.pool, queries.Scope{PlatformID: ref.PlatformID, Environment: ref.Environment}, id)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ledger"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // GET /v1/ledger/accounts
@@ -18,7 +18,7 @@ func (s *Server) listLedgerAccounts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := projections.ListLedgerAccounts(c.Request().Context(), s.pool, scopeOf(c), pg)
+	list, err := queries.ListLedgerAccounts(c.Request().Context(), s.pool, scopeOf(c), pg)
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (s *Server) listLedgerEntries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := projections.EntryFilter{
+	f := queries.EntryFilter{
 		VirtualAccountID: c.QueryParam("virtual_account_id"), LedgerAccountID: c.QueryParam("ledger_account_id"),
 		Type: c.QueryParam("type"), Direction: c.QueryParam("direction"), Status: c.QueryParam("status"),
 	}
@@ -52,7 +52,7 @@ func (s *Server) listLedgerEntries(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
-	list, err := projections.ListLedgerEntries(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	list, err := queries.ListLedgerEntries(c.Request().Context(), s.pool, scopeOf(c), f, pg)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (s *Server) postJournalEntry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.JournalEntryFromLog(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	v, err := queries.JournalEntryFromLog(c.Request().Context(), s.pool, scopeOf(c), res.ID)
 	if err != nil {
 		return err
 	}
@@ -128,5 +128,5 @@ func (s *Server) exportLedger(c echo.Context) error {
 	c.Response().Header().Set("Content-Type", "text/csv; charset=utf-8")
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	c.Response().WriteHeader(http.StatusOK)
-	return projections.WriteLedgerExport(c.Request().Context(), s.pool, scopeOf(c), r, c.Response())
+	return queries.WriteLedgerExport(c.Request().Context(), s.pool, scopeOf(c), r, c.Response())
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
 	apihttp "github.com/opentreasury/treasury/http"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // The OpenAPI checks of openapi_test.go over the payment routes: the
@@ -206,7 +206,7 @@ func TestOpenAPIPaymentsSchemasDocumented(t *testing.T) {
 	}
 	// The documented fields are exactly the Go types'.
 	for component, typ := range map[string]reflect.Type{
-		"Payment": reflect.TypeOf(projections.PaymentView{}), "Destination": reflect.TypeOf(payment.Destination{}),
+		"Payment": reflect.TypeOf(queries.PaymentView{}), "Destination": reflect.TypeOf(payment.Destination{}),
 		"PaymentFailure": reflect.TypeOf(rails.Failure{}), "RetryRecommendation": reflect.TypeOf(rails.RetryAdvice{}),
 	} {
 		var got []string

@@ -9,7 +9,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 type paymentRequest struct {
@@ -46,7 +46,7 @@ func (s *Server) createPayment(c echo.Context) error {
 	if res.Payment != nil {
 		return created(c, res, *res.Payment)
 	}
-	v, err := projections.GetPayment(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	v, err := queries.GetPayment(c.Request().Context(), s.pool, scopeOf(c), res.ID)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (s *Server) getPayment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetPayment(c.Request().Context(), s.pool, scopeOf(c), id)
+	v, err := queries.GetPayment(c.Request().Context(), s.pool, scopeOf(c), id)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Server) listPayments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := projections.PaymentFilter{VirtualAccountID: c.QueryParam("virtual_account_id"), Status: c.QueryParam("status"),
+	f := queries.PaymentFilter{VirtualAccountID: c.QueryParam("virtual_account_id"), Status: c.QueryParam("status"),
 		Rail: c.QueryParam("rail"), IdempotencyKey: c.QueryParam("idempotency_key")}
 	if f.Status != "" && !paymentStatuses[f.Status] {
 		return domain.Invalid("status", "status must be pending, submitted, completed, failed or canceled")
@@ -92,7 +92,7 @@ func (s *Server) listPayments(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
-	list, err := projections.ListPayments(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	list, err := queries.ListPayments(c.Request().Context(), s.pool, scopeOf(c), f, pg)
 	if err != nil {
 		return err
 	}

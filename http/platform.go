@@ -6,13 +6,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/opentreasury/treasury/domain/platform"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // GET /v1/platform
 func (s *Server) getOwnPlatform(c echo.Context) error {
 	p := principalOf(c)
-	v, err := projections.GetPlatform(c.Request().Context(), s.pool, p.platformID)
+	v, err := queries.GetPlatform(c.Request().Context(), s.pool, p.platformID)
 	if err != nil {
 		return err
 	}
@@ -23,7 +23,7 @@ func (s *Server) getOwnPlatform(c echo.Context) error {
 // GET /v1/platform/settings
 func (s *Server) getSettings(c echo.Context) error {
 	p := principalOf(c)
-	v, err := projections.GetSettings(c.Request().Context(), s.pool, p.platformID, p.env)
+	v, err := queries.GetSettings(c.Request().Context(), s.pool, p.platformID, p.env)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 type createPlatformRequest struct {
@@ -65,7 +65,7 @@ func (s *Server) createPlatform(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := projections.GetPlatform(c.Request().Context(), s.pool, res.ID)
+	p, err := queries.GetPlatform(c.Request().Context(), s.pool, res.ID)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (s *Server) listPlatforms(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := projections.ListPlatforms(c.Request().Context(), s.pool, pg)
+	list, err := queries.ListPlatforms(c.Request().Context(), s.pool, pg)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *Server) getPlatform(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := projections.GetPlatform(c.Request().Context(), s.pool, id)
+	p, err := queries.GetPlatform(c.Request().Context(), s.pool, id)
 	if err != nil {
 		return err
 	}
@@ -115,24 +115,24 @@ func (s *Server) configurePlatform(c echo.Context) error {
 }
 
 type approvedPlatform struct {
-	projections.PlatformView
-	SandboxAPIKey *projections.APIKeyView `json:"sandbox_api_key,omitempty"`
-	LiveAPIKey    *projections.APIKeyView `json:"live_api_key,omitempty"`
+	queries.PlatformView
+	SandboxAPIKey *queries.APIKeyView `json:"sandbox_api_key,omitempty"`
+	LiveAPIKey    *queries.APIKeyView `json:"live_api_key,omitempty"`
 }
 
 // POST /v1/operator/platforms/:id/approve
 func (s *Server) approvePlatform(c echo.Context) error {
-	return s.provision(c, s.app.ApprovePlatform, func(out *approvedPlatform, k *projections.APIKeyView) { out.SandboxAPIKey = k })
+	return s.provision(c, s.app.ApprovePlatform, func(out *approvedPlatform, k *queries.APIKeyView) { out.SandboxAPIKey = k })
 }
 
 // POST /v1/operator/platforms/:id/enable-live
 func (s *Server) enableLive(c echo.Context) error {
-	return s.provision(c, s.app.EnableLive, func(out *approvedPlatform, k *projections.APIKeyView) { out.LiveAPIKey = k })
+	return s.provision(c, s.app.EnableLive, func(out *approvedPlatform, k *queries.APIKeyView) { out.LiveAPIKey = k })
 }
 
 // provision runs a command that mints a key and answers with the
 // platform and that key, whose secret is shown this once.
-func (s *Server) provision(c echo.Context, cmd func(ctx context.Context, m app.Meta, id string) (app.Result, error), set func(*approvedPlatform, *projections.APIKeyView)) error {
+func (s *Server) provision(c echo.Context, cmd func(ctx context.Context, m app.Meta, id string) (app.Result, error), set func(*approvedPlatform, *queries.APIKeyView)) error {
 	id, err := pathID(c, "id", domain.PrefixPlatform, "platform")
 	if err != nil {
 		return err
@@ -145,11 +145,11 @@ func (s *Server) provision(c echo.Context, cmd func(ctx context.Context, m app.M
 	if err != nil {
 		return err
 	}
-	p, err := projections.GetPlatform(ctx, s.pool, id)
+	p, err := queries.GetPlatform(ctx, s.pool, id)
 	if err != nil {
 		return err
 	}
-	k, err := projections.GetAPIKey(ctx, s.pool, id, res.ID)
+	k, err := queries.GetAPIKey(ctx, s.pool, id, res.ID)
 	if err != nil {
 		return err
 	}

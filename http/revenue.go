@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/opentreasury/treasury/domain"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // MaxReportDays bounds a revenue share report's period.
@@ -36,7 +36,7 @@ func (s *Server) revenueShare(c echo.Context) error {
 	if to.Sub(from) >= MaxReportDays*24*time.Hour {
 		return domain.Invalid("to", "a report covers at most %d days", MaxReportDays)
 	}
-	v, err := projections.RevenueShare(c.Request().Context(), s.pool, scopeOf(c), from, to)
+	v, err := queries.RevenueShare(c.Request().Context(), s.pool, scopeOf(c), from, to)
 	if err != nil {
 		return err
 	}

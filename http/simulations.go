@@ -8,7 +8,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/inbound"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // sandboxOnly guards /simulations/*: live keys get 403.
@@ -44,7 +44,7 @@ func (s *Server) simulateInboundTransfer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetInboundTransfer(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	v, err := queries.GetInboundTransfer(c.Request().Context(), s.pool, scopeOf(c), res.ID)
 	if err != nil {
 		return err
 	}

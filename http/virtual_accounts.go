@@ -10,7 +10,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 func callerOf(c echo.Context) app.Caller {
@@ -18,9 +18,9 @@ func callerOf(c echo.Context) app.Caller {
 	return app.Caller{PlatformID: p.platformID, Environment: p.env}
 }
 
-func scopeOf(c echo.Context) projections.Scope {
+func scopeOf(c echo.Context) queries.Scope {
 	p := principalOf(c)
-	return projections.Scope{PlatformID: p.platformID, Environment: p.env}
+	return queries.Scope{PlatformID: p.platformID, Environment: p.env}
 }
 
 type openAccountRequest struct {
@@ -44,7 +44,7 @@ func (s *Server) openVirtualAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetVirtualAccount(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	v, err := queries.GetVirtualAccount(c.Request().Context(), s.pool, scopeOf(c), res.ID)
 	if err != nil {
 		return err
 	}
@@ -57,13 +57,13 @@ func (s *Server) listVirtualAccounts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := projections.AccountFilter{EntityRef: c.QueryParam("entity_ref"), Status: c.QueryParam("status")}
+	f := queries.AccountFilter{EntityRef: c.QueryParam("entity_ref"), Status: c.QueryParam("status")}
 	if f.Status != "" {
 		if _, ok := account.ParseStatus(f.Status); !ok {
 			return domain.Invalid("status", "status must be active, frozen or closed")
 		}
 	}
-	list, err := projections.ListVirtualAccounts(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	list, err := queries.ListVirtualAccounts(c.Request().Context(), s.pool, scopeOf(c), f, pg)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s *Server) getVirtualAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetVirtualAccount(c.Request().Context(), s.pool, scopeOf(c), id)
+	v, err := queries.GetVirtualAccount(c.Request().Context(), s.pool, scopeOf(c), id)
 	if err != nil {
 		return err
 	}
@@ -98,18 +98,18 @@ func (s *Server) getBalance(c echo.Context) error {
 		if asOf, err = parseTime("as_of", q); err != nil {
 			return err
 		}
-		v, err := projections.BalanceAsOf(c.Request().Context(), s.pool, scopeOf(c), id, asOf)
+		v, err := queries.BalanceAsOf(c.Request().Context(), s.pool, scopeOf(c), id, asOf)
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, v)
 	}
-	acc, err := projections.GetVirtualAccount(c.Request().Context(), s.pool, scopeOf(c), id)
+	acc, err := queries.GetVirtualAccount(c.Request().Context(), s.pool, scopeOf(c), id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, projections.BalanceAtView{Object: "balance", VirtualAccountID: id, Currency: "USD",
-		AsOf: projections.NewTime(asOf), BalanceView: acc.Balance})
+	return c.JSON(http.StatusOK, queries.BalanceAtView{Object: "balance", VirtualAccountID: id, Currency: "USD",
+		AsOf: queries.NewTime(asOf), BalanceView: acc.Balance})
 }
 
 // statusChange runs an account command and answers with the account.
@@ -161,7 +161,7 @@ func (s *Server) listTransactions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := projections.TransactionFilter{Status: c.QueryParam("status"), Type: c.QueryParam("type")}
+	f := queries.TransactionFilter{Status: c.QueryParam("status"), Type: c.QueryParam("type")}
 	if f.Status != "" && f.Status != "pending" && f.Status != "posted" && f.Status != "void" {
 		return domain.Invalid("status", "status must be pending, posted or void")
 	}
@@ -171,7 +171,7 @@ func (s *Server) listTransactions(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
-	list, err := projections.ListTransactions(c.Request().Context(), s.pool, scopeOf(c), id, f, pg)
+	list, err := queries.ListTransactions(c.Request().Context(), s.pool, scopeOf(c), id, f, pg)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (s *Server) getStatement(c echo.Context) error {
 	if err != nil {
 		return domain.Invalid("month", "month must be YYYY-MM")
 	}
-	v, err := projections.Statement(c.Request().Context(), s.pool, scopeOf(c), id, month)
+	v, err := queries.Statement(c.Request().Context(), s.pool, scopeOf(c), id, month)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (s *Server) getStatement(c echo.Context) error {
 		return c.JSON(http.StatusOK, v)
 	case "csv":
 		var buf bytes.Buffer
-		if err := projections.WriteStatementCSV(&buf, v); err != nil {
+		if err := queries.WriteStatementCSV(&buf, v); err != nil {
 			return err
 		}
 		c.Response().Header().Set("Content-Disposition", `attachment; filename="statement-`+id+`-`+v.Month+`.csv"`)
@@ -218,8 +218,8 @@ func parseTime(param, s string) (time.Time, error) {
 }
 
 // createdRange reads created_after (inclusive) and created_before (exclusive).
-func createdRange(c echo.Context) (projections.TimeRange, error) {
-	var r projections.TimeRange
+func createdRange(c echo.Context) (queries.TimeRange, error) {
+	var r queries.TimeRange
 	var err error
 	if q := c.QueryParam("created_after"); q != "" {
 		if r.After, err = parseTime("created_after", q); err != nil {

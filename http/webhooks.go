@@ -8,7 +8,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 type webhookRequest struct {
@@ -29,7 +29,7 @@ func webhookID(c echo.Context) (string, error) {
 
 // showWebhook answers with an endpoint, and its secret when it is new.
 func (s *Server) showWebhook(c echo.Context, status int, id, secret string) error {
-	v, err := projections.GetWebhook(c.Request().Context(), s.pool, scopeOf(c), id)
+	v, err := queries.GetWebhook(c.Request().Context(), s.pool, scopeOf(c), id)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (s *Server) listWebhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := projections.ListWebhooks(c.Request().Context(), s.pool, scopeOf(c), pg)
+	list, err := queries.ListWebhooks(c.Request().Context(), s.pool, scopeOf(c), pg)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (s *Server) deleteWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := projections.GetWebhook(c.Request().Context(), s.pool, scopeOf(c), id)
+	v, err := queries.GetWebhook(c.Request().Context(), s.pool, scopeOf(c), id)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if status != "" && status != "pending" && status != "succeeded" && status != "failed" {
 		return domain.Invalid("status", "status must be pending, succeeded or failed")
 	}
-	list, err := projections.ListDeliveries(c.Request().Context(), s.pool, scopeOf(c), id, status, pg)
+	list, err := queries.ListDeliveries(c.Request().Context(), s.pool, scopeOf(c), id, status, pg)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/rebuild"
 )
 
 // auditSetup creates a platform, an account and an inbound transfer, and
@@ -52,16 +53,16 @@ func auditSetup(t *testing.T) (context.Context, *pgxpool.Pool, string) {
 	return ctx, pool, r.ID
 }
 
-func auditCompare(t *testing.T, ctx context.Context, pool *pgxpool.Pool) ([]projections.TableDiff, int) {
+func auditCompare(t *testing.T, ctx context.Context, pool *pgxpool.Pool) ([]rebuild.TableDiff, int) {
 	t.Helper()
-	diffs, n, err := projections.CompareWithLog(ctx, pool)
+	diffs, n, err := rebuild.CompareWithLog(ctx, pool)
 	if err != nil {
 		t.Fatalf("CompareWithLog: %v", err)
 	}
 	return diffs, n
 }
 
-func diffOn(diffs []projections.TableDiff, table string) *projections.TableDiff {
+func diffOn(diffs []rebuild.TableDiff, table string) *rebuild.TableDiff {
 	for i := range diffs {
 		if diffs[i].Table == table {
 			return &diffs[i]
@@ -133,7 +134,7 @@ func TestCompareWithLogDetectsDeletedAndExtraRows(t *testing.T) {
 
 func TestLedgerImbalance(t *testing.T) {
 	ctx, pool, _ := auditSetup(t)
-	entries, total, err := projections.LedgerImbalance(ctx, pool)
+	entries, total, err := rebuild.LedgerImbalance(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestLedgerImbalance(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE ledger_entries SET amount = amount + 7 WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
-	entries, total, err = projections.LedgerImbalance(ctx, pool)
+	entries, total, err = rebuild.LedgerImbalance(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // folded streams from a replay cache (cached) or from the log as the live
 // subscriber does. Tests compare batchings with it.
 func ReplayInto(ctx context.Context, pool *pgxpool.Pool, schema string, next func() int, cached bool) error {
-	if err := createShadow(ctx, pool, schema); err != nil {
+	if err := CreateTables(ctx, pool, schema); err != nil {
 		return err
 	}
 	var cache StreamCache
@@ -34,7 +34,7 @@ func ReplayInto(ctx context.Context, pool *pgxpool.Pool, schema string, next fun
 			}
 			n = len(events)
 			pos = eventstore.PositionOf(events[n-1])
-			return replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }, cache)
+			return Replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }, cache)
 		})
 		if err != nil || n == 0 {
 			return err

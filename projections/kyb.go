@@ -1,15 +1,11 @@
 package projections
 
 import (
-	"context"
-	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // KYB projects business streams into kyb_verifications and kyb_entities.
@@ -27,7 +23,7 @@ func (KYB) apply(b *Batch, r *eventstore.RecordedEvent) error {
 	}
 	var id, status string
 	var at time.Time
-	var decision *DecisionView
+	var decision *queries.DecisionView
 	var eta *time.Time
 	switch e := ev.(type) {
 	case kyb.Submitted:
@@ -46,10 +42,10 @@ func (KYB) apply(b *Batch, r *eventstore.RecordedEvent) error {
 		eta = &t
 	case kyb.Approved:
 		id, status, at = e.VerificationID, kyb.StatusApproved, e.At
-		decision = &DecisionView{Outcome: status, Method: e.Method, Reasons: e.Reasons, DecidedAt: NewTime(e.At)}
+		decision = &queries.DecisionView{Outcome: status, Method: e.Method, Reasons: e.Reasons, DecidedAt: queries.NewTime(e.At)}
 	case kyb.Rejected:
 		id, status, at = e.VerificationID, kyb.StatusRejected, e.At
-		decision = &DecisionView{Outcome: status, Method: e.Method, Reasons: e.Reasons, DecidedAt: NewTime(e.At)}
+		decision = &queries.DecisionView{Outcome: status, Method: e.Method, Reasons: e.Reasons, DecidedAt: queries.NewTime(e.At)}
 	default:
 		return nil
 	}
@@ -57,116 +53,4 @@ func (KYB) apply(b *Batch, r *eventstore.RecordedEvent) error {
         review_eta = coalesce($4, review_eta), decision = coalesce($5, decision) WHERE id = $1`, id, status, at, eta, decision)
 	b.Queue(`UPDATE kyb_entities SET status = $2, updated_at = $3 WHERE verification_id = $1`, id, status, at)
 	return nil
-}
-
-// DecisionView is how a verification was decided.
-type DecisionView struct {
-	Outcome   string       `json:"outcome"`
-	Method    string       `json:"method"`
-	Reasons   []kyb.Reason `json:"reasons"`
-	DecidedAt Time         `json:"decided_at"`
-}
-
-// ReviewView is a verification's place in the manual review queue.
-type ReviewView struct {
-	ETA Time `json:"eta"`
-}
-
-// KYBView is a verification as the API shows it (masked).
-type KYBView struct {
-	ID               string             `json:"id"`
-	Object           string             `json:"object"`
-	VirtualAccountID string             `json:"virtual_account_id"`
-	EntityRef        string             `json:"entity_ref"`
-	Status           string             `json:"status"`
-	Business         kyb.MaskedBusiness `json:"business"`
-	BeneficialOwners []kyb.MaskedOwner  `json:"beneficial_owners"`
-	Decision         *DecisionView      `json:"decision"`
-	Review           *ReviewView        `json:"review"`
-	Environment      string             `json:"environment"`
-	CreatedAt        Time               `json:"created_at"`
-	UpdatedAt        Time               `json:"updated_at"`
-}
-
-// NewKYBView shows a verification folded from the log.
-func NewKYBView(v *kyb.Verification) KYBView {
-	out := KYBView{ID: v.VerificationID, Object: "kyb_verification", VirtualAccountID: v.VirtualAccountID,
-		EntityRef: v.EntityRef, Status: v.Status, Business: v.Business, BeneficialOwners: v.BeneficialOwners,
-		Environment: v.Environment.String(), CreatedAt: NewTime(v.At), UpdatedAt: NewTime(v.UpdatedAt)}
-	if d := v.Decision; d != nil {
-		out.Decision = &DecisionView{Outcome: d.Outcome, Method: d.Method, Reasons: d.Reasons, DecidedAt: NewTime(d.DecidedAt)}
-	}
-	if v.ReviewETA != nil {
-		out.Review = &ReviewView{ETA: NewTime(*v.ReviewETA)}
-	}
-	return out
-}
-
-const kybColumns = `id, virtual_account_id, entity_ref, status, business, beneficial_owners, decision, review_eta,
-    environment, created_at, updated_at`
-
-func scanKYB(row pgx.Row) (KYBView, error) {
-	var v KYBView
-	var eta *time.Time
-	var created, updated time.Time
-	err := row.Scan(&v.ID, &v.VirtualAccountID, &v.EntityRef, &v.Status, &v.Business, &v.BeneficialOwners,
-		&v.Decision, &eta, &v.Environment, &created, &updated)
-	v.Object, v.CreatedAt, v.UpdatedAt = "kyb_verification", NewTime(created), NewTime(updated)
-	if eta != nil {
-		v.Review = &ReviewView{ETA: NewTime(*eta)}
-	}
-	return v, err
-}
-
-// GetKYB returns one of the scope's verifications.
-func GetKYB(ctx context.Context, db eventstore.DB, s Scope, id string) (KYBView, error) {
-	v, err := scanKYB(db.QueryRow(ctx, `SELECT `+kybColumns+` FROM kyb_verifications
-        WHERE id = $1 AND platform_id = $2 AND environment = $3`, id, s.PlatformID, s.Environment.String()))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return v, domain.NotFound("kyb_verification", id)
-	}
-	return v, err
-}
-
-// KYBRef locates a verification's business, for commands on it.
-type KYBRef struct {
-	PlatformID  string
-	Environment domain.Environment
-	EntityRef   string
-}
-
-// FindKYB locates any verification (the operator's view); platformID, if
-// not empty, must own it.
-func FindKYB(ctx context.Context, db eventstore.DB, id string) (KYBRef, error) {
-	var ref KYBRef
-	var env string
-	err := db.QueryRow(ctx, `SELECT platform_id, environment, entity_ref FROM kyb_verifications WHERE id = $1`, id).
-		Scan(&ref.PlatformID, &env, &ref.EntityRef)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ref, domain.NotFound("kyb_verification", id)
-	}
-	ref.Environment, _ = domain.ParseEnvironment(env)
-	return ref, err
-}
-
-// KYBFilter narrows ListKYB.
-type KYBFilter struct {
-	VirtualAccountID string
-	Status           string
-}
-
-// ListKYB lists the scope's verifications, newest first.
-func ListKYB(ctx context.Context, db eventstore.DB, s Scope, f KYBFilter, page Page) (List[KYBView], error) {
-	rows, err := db.Query(ctx, `SELECT `+kybColumns+` FROM kyb_verifications
-        WHERE platform_id = $1 AND environment = $2 AND ($3 = '' OR virtual_account_id = $3)
-          AND ($4 = '' OR status = $4) AND ($5 = '' OR id < $5)
-        ORDER BY id DESC LIMIT $6`, s.PlatformID, s.Environment.String(), f.VirtualAccountID, f.Status, page.After, page.Limit+1)
-	if err != nil {
-		return List[KYBView]{}, err
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (KYBView, error) { return scanKYB(r) })
-	if err != nil {
-		return List[KYBView]{}, err
-	}
-	return NewList(items, page, func(v KYBView) string { return v.ID }), nil
 }

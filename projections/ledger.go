@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // Ledger projects journal entries into journal_entries, ledger_entries and
@@ -156,7 +157,7 @@ func insertJournals(b *Batch, added []*journalRow) {
 		je.status = append(je.status, j.status)
 		je.srcType = append(je.srcType, e.Source.Type)
 		je.srcID = append(je.srcID, e.Source.ID)
-		je.meta = append(je.meta, jsonString(orEmpty(e.Metadata)))
+		je.meta = append(je.meta, jsonString(queries.Metadata(e.Metadata)))
 		je.reverses = append(je.reverses, reverses)
 		je.reversedBy = append(je.reversedBy, j.reversedBy)
 		je.effective = append(je.effective, e.EffectiveAt)
@@ -282,11 +283,4 @@ func transactionIDs(lines []ledger.Line) []string {
 		}
 	}
 	return ids
-}
-
-func orEmpty(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
 }

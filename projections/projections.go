@@ -1,10 +1,11 @@
 // Package projections builds the read models from the event log: one
-// projector per read model, the queries the API reads, and rebuild.
+// projector per read model, each folding a batch of events as a set. The
+// queries the API reads are in projections/queries; rebuild and audit in
+// projections/rebuild.
 package projections
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/opentreasury/treasury/eventstore"
 )
@@ -57,24 +58,4 @@ func eachEvent(b *Batch, apply func(*Batch, *eventstore.RecordedEvent) error) er
 		}
 	}
 	return nil
-}
-
-// Time renders as RFC 3339 in UTC with millisecond precision (API.md §1).
-type Time struct{ time.Time }
-
-// TimeFormat is the API's timestamp layout.
-const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-func (t Time) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + t.UTC().Format(TimeFormat) + `"`), nil
-}
-
-// NewTime wraps a time; NewTimePtr wraps a nullable one.
-func NewTime(t time.Time) Time { return Time{t} }
-
-func NewTimePtr(t *time.Time) *Time {
-	if t == nil {
-		return nil
-	}
-	return &Time{*t}
 }

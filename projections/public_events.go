@@ -1,14 +1,10 @@
 package projections
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
@@ -17,6 +13,7 @@ import (
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // PublicEvents turns domain events into the public events of API.md §8.
@@ -26,25 +23,6 @@ type PublicEvents struct{}
 
 func (PublicEvents) Name() string     { return "public_events" }
 func (PublicEvents) Tables() []string { return []string{"public_events"} }
-
-// PublicEventView is an event as the API and webhooks show it.
-type PublicEventView struct {
-	ID          string          `json:"id"`
-	Object      string          `json:"object"`
-	Type        string          `json:"type"`
-	PlatformID  string          `json:"platform_id"`
-	Environment string          `json:"environment"`
-	CreatedAt   Time            `json:"created_at"`
-	Data        json.RawMessage `json:"data"`
-	seq         int64
-}
-
-// NewPublicEvent is the public event envelope, built in this one place for
-// the events API, webhook bodies and test webhooks alike.
-func NewPublicEvent(id, typ, platformID, environment string, createdAt time.Time, data json.RawMessage) PublicEventView {
-	return PublicEventView{ID: id, Object: "event", Type: typ, PlatformID: platformID, Environment: environment,
-		CreatedAt: NewTime(createdAt), Data: data}
-}
 
 type eventData struct {
 	Object any `json:"object"`
@@ -106,11 +84,11 @@ func publicEventsOf(streams streamSource, r *eventstore.RecordedEvent) ([]public
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, publicEvent{r.EventID, "virtual_account.created", VirtualAccountView{
+		out = append(out, publicEvent{r.EventID, "virtual_account.created", queries.VirtualAccountView{
 			ID: e.VirtualAccountID, Object: "virtual_account", PlatformID: e.PlatformID, EntityRef: e.EntityRef,
 			Type: e.Type.String(), Status: account.StatusActive.String(), AccountNumber: e.AccountNumber,
 			RoutingNumber: e.RoutingNumber, Currency: "USD", KYBStatus: business.Status(), Metadata: e.Metadata,
-			Environment: e.Environment.String(), CreatedAt: NewTime(e.At)}})
+			Environment: e.Environment.String(), CreatedAt: queries.NewTime(e.At)}})
 	case ledger.Recorded:
 		if e.Status == ledger.StatusPosted {
 			for _, l := range e.Lines {
@@ -166,11 +144,11 @@ func entryEventID(entryID string) string {
 	return domain.PrefixEvent + entryID[len(domain.PrefixLedgerEntry):]
 }
 
-func entryView(e ledger.Recorded, l ledger.Line, status string) LedgerEntryView {
-	v := LedgerEntryView{ID: l.EntryID, Object: "ledger_entry", JournalEntryID: e.JournalEntryID,
+func entryView(e ledger.Recorded, l ledger.Line, status string) queries.LedgerEntryView {
+	v := queries.LedgerEntryView{ID: l.EntryID, Object: "ledger_entry", JournalEntryID: e.JournalEntryID,
 		LedgerAccountID: l.LedgerAccountID, Direction: l.Direction.String(), Amount: l.Amount, Currency: "USD",
 		Type: l.Type, Status: status, Description: e.Description, Environment: e.Environment.String(),
-		EffectiveAt: NewTime(e.EffectiveAt), CreatedAt: NewTime(e.At)}
+		EffectiveAt: queries.NewTime(e.EffectiveAt), CreatedAt: queries.NewTime(e.At)}
 	if l.VirtualAccountID != "" {
 		va := l.VirtualAccountID
 		v.VirtualAccountID = &va
@@ -195,7 +173,7 @@ func journalRecord(streams streamSource, id string) (ledger.Recorded, error) {
 
 // verificationAt folds a business's stream up to and including r and
 // shows the verification r decided.
-func verificationAt(streams streamSource, r *eventstore.RecordedEvent) (KYBView, error) {
+func verificationAt(streams streamSource, r *eventstore.RecordedEvent) (queries.KYBView, error) {
 	recs := streams.stream(r.StreamID)
 	var s kyb.State
 	var id string
@@ -205,7 +183,7 @@ func verificationAt(streams streamSource, r *eventstore.RecordedEvent) (KYBView,
 		}
 		e, err := recs[i].Decode()
 		if err != nil {
-			return KYBView{}, err
+			return queries.KYBView{}, err
 		}
 		s = kyb.Evolve(s, e)
 		switch ev := e.(type) {
@@ -219,69 +197,20 @@ func verificationAt(streams streamSource, r *eventstore.RecordedEvent) (KYBView,
 	}
 	v := s.Verifications[id]
 	if v == nil {
-		return KYBView{}, errors.New("kyb decision without its verification in " + r.StreamID)
+		return queries.KYBView{}, errors.New("kyb decision without its verification in " + r.StreamID)
 	}
-	return NewKYBView(v), nil
+	return queries.NewKYBView(v), nil
 }
 
 // inboundAt folds an inbound transfer's stream up to and including r.
-func inboundAt(streams streamSource, r *eventstore.RecordedEvent) (InboundTransferView, error) {
+func inboundAt(streams streamSource, r *eventstore.RecordedEvent) (queries.InboundTransferView, error) {
 	recs := streams.stream(r.StreamID)
 	s, err := eventstore.Fold(upTo(recs, r), inbound.State{}, inbound.Evolve)
 	if err != nil {
-		return InboundTransferView{}, err
+		return queries.InboundTransferView{}, err
 	}
-	return InboundTransferView{ID: s.InboundTransferID, Object: "inbound_transfer", VirtualAccountID: s.VirtualAccountID,
-		Amount: s.Amount, Currency: "USD", Rail: s.Rail, Originator: OriginatorView(s.Originator), Description: s.Description,
-		Status: s.Status, JournalEntryID: s.JournalEntryID, ExpectedSettlementAt: NewTime(s.ExpectedAt),
-		CompletedAt: NewTimePtr(s.CompletedAt), Environment: r.Environment, CreatedAt: NewTime(s.At)}, nil
-}
-
-// EventFilter narrows ListEvents.
-type EventFilter struct {
-	Type    string
-	Created TimeRange
-}
-
-// ListEvents lists the scope's public events, newest first.
-func ListEvents(ctx context.Context, db eventstore.DB, s Scope, f EventFilter, page Page) (List[PublicEventView], error) {
-	after, err := seqCursor(page.After)
-	if err != nil {
-		return List[PublicEventView]{}, err
-	}
-	from, to := f.Created.args()
-	rows, err := db.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at, data FROM public_events
-        WHERE platform_id = $1 AND environment = $2 AND ($3 = '' OR type = $3)
-          AND ($4::timestamptz IS NULL OR created_at >= $4) AND ($5::timestamptz IS NULL OR created_at < $5)
-          AND ($6 = 0 OR seq < $6)
-        ORDER BY seq DESC LIMIT $7`, s.PlatformID, s.Environment.String(), f.Type, from, to, after, page.Limit+1)
-	if err != nil {
-		return List[PublicEventView]{}, err
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PublicEventView, error) { return scanPublicEvent(r) })
-	if err != nil {
-		return List[PublicEventView]{}, err
-	}
-	return NewList(items, page, func(e PublicEventView) string { return strconv.FormatInt(e.seq, 10) }), nil
-}
-
-// GetEvent returns one of the scope's public events.
-func GetEvent(ctx context.Context, db eventstore.DB, s Scope, id string) (PublicEventView, error) {
-	v, err := scanPublicEvent(db.QueryRow(ctx, `SELECT seq, id, type, platform_id, environment, created_at, data
-        FROM public_events WHERE id = $1 AND platform_id = $2 AND environment = $3`, id, s.PlatformID, s.Environment.String()))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return v, domain.NotFound("event", id)
-	}
-	return v, err
-}
-
-func scanPublicEvent(row pgx.Row) (PublicEventView, error) {
-	var seq int64
-	var id, typ, platformID, environment string
-	var created time.Time
-	var data []byte
-	err := row.Scan(&seq, &id, &typ, &platformID, &environment, &created, &data)
-	v := NewPublicEvent(id, typ, platformID, environment, created, data)
-	v.seq = seq
-	return v, err
+	return queries.InboundTransferView{ID: s.InboundTransferID, Object: "inbound_transfer", VirtualAccountID: s.VirtualAccountID,
+		Amount: s.Amount, Currency: "USD", Rail: s.Rail, Originator: queries.OriginatorView(s.Originator), Description: s.Description,
+		Status: s.Status, JournalEntryID: s.JournalEntryID, ExpectedSettlementAt: queries.NewTime(s.ExpectedAt),
+		CompletedAt: queries.NewTimePtr(s.CompletedAt), Environment: r.Environment, CreatedAt: queries.NewTime(s.At)}, nil
 }

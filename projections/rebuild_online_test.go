@@ -13,6 +13,8 @@ import (
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
+	"github.com/opentreasury/treasury/projections/rebuild"
 )
 
 // TestRebuildServesWhileReplaying: while the rebuild replays the log, a
@@ -28,9 +30,9 @@ func TestRebuildServesWhileReplaying(t *testing.T) {
 	}
 	e.sync()
 
-	scope := projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
+	scope := queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
 	var during error
-	_, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{BatchSize: 20,
+	_, err := rebuild.RunWith(e.ctx, e.pool, rebuild.Options{BatchSize: 20,
 		AfterBatch: func(replayed int) {
 			if replayed != 20 {
 				return
@@ -41,7 +43,7 @@ func TestRebuildServesWhileReplaying(t *testing.T) {
 				during = fmt.Errorf("command during the replay: %w", err)
 				return
 			}
-			if _, err := projections.GetVirtualAccount(ctx, e.pool, scope, va); err != nil {
+			if _, err := queries.GetVirtualAccount(ctx, e.pool, scope, va); err != nil {
 				during = fmt.Errorf("read during the replay: %w", err)
 			}
 		}})
@@ -59,7 +61,7 @@ func TestRebuildServesWhileReplaying(t *testing.T) {
 	if posted != 400-150 {
 		t.Errorf("posted %d after the rebuild, want 250: the fee taken during the replay is lost", posted)
 	}
-	quiet, err := projections.Rebuild(e.ctx, e.pool)
+	quiet, err := rebuild.Run(e.ctx, e.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestRebuildRepairsDriftedRows(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	stats, err := projections.Rebuild(e.ctx, e.pool)
+	stats, err := rebuild.Run(e.ctx, e.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestRebuildRepairsDriftedRows(t *testing.T) {
 func TestRebuildUnderLoad(t *testing.T) {
 	e := newEnv(t)
 	c := e.platform("Load")
-	scope := projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
+	scope := queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
 	var vas []string
 	for i := range 8 {
 		va := e.openVA(c, fmt.Sprintf("biz_%d", i))
@@ -142,7 +144,7 @@ func TestRebuildUnderLoad(t *testing.T) {
 				if write {
 					_, err = e.a.PostJournalEntry(ctx, app.Meta{}, nil, c, feeEntry(va, 1))
 				} else {
-					_, err = projections.GetVirtualAccount(ctx, e.pool, scope, va)
+					_, err = queries.GetVirtualAccount(ctx, e.pool, scope, va)
 				}
 				if err != nil && ctx.Err() == nil {
 					report(fmt.Errorf("worker %d: %w", w, err))
@@ -161,7 +163,7 @@ func TestRebuildUnderLoad(t *testing.T) {
 	var paused, total time.Duration
 	for range 4 {
 		rebuilding.Store(true)
-		stats, err := projections.Rebuild(e.ctx, e.pool)
+		stats, err := rebuild.Run(e.ctx, e.pool)
 		rebuilding.Store(false)
 		if err != nil {
 			t.Errorf("rebuild under load: %v", err)
@@ -192,7 +194,7 @@ func feeEntry(va string, amount int64) app.PostJournalEntry {
 // requireLogMatches fails unless every projection equals a replay of the log.
 func requireLogMatches(t *testing.T, e *env) {
 	t.Helper()
-	diffs, _, err := projections.CompareWithLog(e.ctx, e.pool)
+	diffs, _, err := rebuild.CompareWithLog(e.ctx, e.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +231,7 @@ func TestRolledBackBatchLeavesNoGap(t *testing.T) {
 	}
 	e.sync()
 	requireLogMatches(t, e)
-	stats, err := projections.Rebuild(e.ctx, e.pool)
+	stats, err := rebuild.Run(e.ctx, e.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +262,7 @@ func TestRebuildRewindsTheWebhookFeed(t *testing.T) {
 		projections.PublicEventsFeed, last); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := projections.Rebuild(e.ctx, e.pool); err != nil {
+	if _, err := rebuild.Run(e.ctx, e.pool); err != nil {
 		t.Fatal(err)
 	}
 	var feed int64
@@ -283,7 +285,7 @@ func TestRebuildRewindsTheWebhookFeed(t *testing.T) {
 	if _, err := e.pool.Exec(e.ctx, `DELETE FROM public_events WHERE seq = $1`, last); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := projections.Rebuild(e.ctx, e.pool); err != nil {
+	if _, err := rebuild.Run(e.ctx, e.pool); err != nil {
 		t.Fatal(err)
 	}
 	var after time.Time
@@ -322,7 +324,7 @@ func TestRebuildWaitsForTheHorizon(t *testing.T) {
 	for range 20 {
 		e.must(e.inbound(c, va, 1, "rtp"))
 	}
-	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{BatchSize: before + 1,
+	stats, err := rebuild.RunWith(e.ctx, e.pool, rebuild.Options{BatchSize: before + 1,
 		AfterBatch: func(replayed int) {
 			// The replay reached the horizon: let it move.
 			if replayed == before {
@@ -361,7 +363,7 @@ func TestRebuildPausesOnlyForWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	quiet, err := projections.Rebuild(e.ctx, e.pool)
+	quiet, err := rebuild.Run(e.ctx, e.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +374,7 @@ func TestRebuildPausesOnlyForWhatChanged(t *testing.T) {
 
 	// Two fees commit after the comparison: only their rows are looked at
 	// under the gate, and they land.
-	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{AfterCompare: func() {
+	stats, err := rebuild.RunWith(e.ctx, e.pool, rebuild.Options{AfterCompare: func() {
 		for _, va := range vas[:2] {
 			if _, err := e.a.PostJournalEntry(e.ctx, app.Meta{}, nil, c, feeEntry(va, 30)); err != nil {
 				t.Error(err)
@@ -420,7 +422,7 @@ func TestRebuildWhileTheSubscriberCatchesUp(t *testing.T) {
 	for range 5 {
 		e.must(e.manual(c, ledger.TypeFee, va, "debit", 10))
 	}
-	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{AfterCompare: func() {
+	stats, err := rebuild.RunWith(e.ctx, e.pool, rebuild.Options{AfterCompare: func() {
 		e.sync()
 		e.must(e.manual(c, ledger.TypeFee, va, "debit", 1))
 	}})
@@ -466,7 +468,7 @@ func TestRebuildBesideARunningSubscriber(t *testing.T) {
 	for _, va := range vas {
 		chargeFees(ctx, e, &wg, c, va, &writes)
 	}
-	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{BatchSize: 100})
+	stats, err := rebuild.RunWith(e.ctx, e.pool, rebuild.Options{BatchSize: 100})
 	cancel()
 	wg.Wait()
 	if err != nil {
@@ -498,7 +500,7 @@ func TestRebuildWhenTheSubscriberStartsAfterTheComparison(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	stats, err := projections.RebuildWith(e.ctx, e.pool, projections.RebuildOptions{AfterCompare: func() {
+	stats, err := rebuild.RunWith(e.ctx, e.pool, rebuild.Options{AfterCompare: func() {
 		runSubscriber(ctx, e, &wg)
 		chargeFees(ctx, e, &wg, c, va, new(atomic.Int64))
 	}})

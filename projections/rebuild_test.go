@@ -22,6 +22,8 @@ import (
 	"github.com/opentreasury/treasury/eventstore/pglocal"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
+	"github.com/opentreasury/treasury/projections/rebuild"
 )
 
 // ---- helpers -----------------------------------------------------------------------
@@ -322,12 +324,12 @@ func checkReads(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledgerAccounts := map[string]projections.LedgerAccountView{}
+	ledgerAccounts := map[string]queries.LedgerAccountView{}
 	for _, a := range accs {
-		scope := projections.Scope{PlatformID: a.platform, Environment: domain.Sandbox}
+		scope := queries.Scope{PlatformID: a.platform, Environment: domain.Sandbox}
 		if _, seen := ledgerAccounts[a.la]; !seen {
 			for after := ""; ; {
-				l, err := projections.ListLedgerAccounts(e.ctx, e.pool, scope, projections.Page{After: after, Limit: 100})
+				l, err := queries.ListLedgerAccounts(e.ctx, e.pool, scope, queries.Page{After: after, Limit: 100})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -337,7 +339,7 @@ func checkReads(t *testing.T, e *env) {
 				if !l.HasMore {
 					break
 				}
-				after, _ = projections.DecodeCursor(*l.NextCursor)
+				after, _ = queries.DecodeCursor(*l.NextCursor)
 			}
 		}
 		la, ok := ledgerAccounts[a.la]
@@ -349,21 +351,21 @@ func checkReads(t *testing.T, e *env) {
 			la.Balances.Available != a.b.Available() || la.NormalBalance != "credit" {
 			t.Errorf("%s: ledger account balances %+v (%s), balance row %+v", a.id, la.Balances, la.NormalBalance, a.b)
 		}
-		v, err := projections.GetVirtualAccount(e.ctx, e.pool, scope, a.id)
+		v, err := queries.GetVirtualAccount(e.ctx, e.pool, scope, a.id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v.Balance.Posted != a.b.Posted || v.Balance.Available != a.b.Available() {
 			t.Errorf("%s: view balance %+v, row %+v", a.id, v.Balance, a.b)
 		}
-		asOf, err := projections.BalanceAsOf(e.ctx, e.pool, scope, a.id, now)
+		asOf, err := queries.BalanceAsOf(e.ctx, e.pool, scope, a.id, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if asOf.Posted != a.b.Posted || asOf.PendingInbound != a.b.PendingInbound || asOf.PendingOutbound != a.b.PendingOutbound {
 			t.Errorf("%s: balance as of now %+v, row %+v", a.id, asOf.BalanceView, a.b)
 		}
-		st, err := projections.Statement(e.ctx, e.pool, scope, a.id, now)
+		st, err := queries.Statement(e.ctx, e.pool, scope, a.id, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,7 +431,7 @@ func TestRebuildEqualsLiveProjections(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stats, err := projections.Rebuild(e.ctx, e.pool)
+	stats, err := rebuild.Run(e.ctx, e.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +470,7 @@ func TestRebuildEqualsLiveProjections(t *testing.T) {
 	if len(live["ledger_entries"]) != len(before["ledger_entries"])+4 {
 		t.Errorf("ledger entries after rebuild and 2 more entries: %d, want %d", len(live["ledger_entries"]), len(before["ledger_entries"])+4)
 	}
-	if _, err := projections.Rebuild(e.ctx, e.pool); err != nil {
+	if _, err := rebuild.Run(e.ctx, e.pool); err != nil {
 		t.Fatal(err)
 	}
 	e.sync()
@@ -583,7 +585,7 @@ func TestRebuildWhileSubscriptionBehind(t *testing.T) {
 	if len(lagging["ledger_entries"]) >= len(want["ledger_entries"]) {
 		t.Fatalf("the copy should lag: %d ledger entries, caught up %d", len(lagging["ledger_entries"]), len(want["ledger_entries"]))
 	}
-	if _, err := projections.Rebuild(ctx, poolB); err != nil {
+	if _, err := rebuild.Run(ctx, poolB); err != nil {
 		t.Fatal(err)
 	}
 	if err := projections.NewSubscription(poolB, nil, nil).CatchUpTo(ctx, head); err != nil {
@@ -639,7 +641,7 @@ func TestRebuildDuringCommands(t *testing.T) {
 	}
 	for range 5 {
 		time.Sleep(30 * time.Millisecond) // let commands be in flight when the rebuild starts
-		if _, err := projections.Rebuild(e.ctx, e.pool); err != nil {
+		if _, err := rebuild.Run(e.ctx, e.pool); err != nil {
 			t.Errorf("rebuild during commands: %v", err)
 		}
 	}
@@ -686,7 +688,7 @@ func TestRebuildDuringCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := snapshot(t, e.ctx, e.pool)
-	if _, err := projections.Rebuild(e.ctx, e.pool); err != nil {
+	if _, err := rebuild.Run(e.ctx, e.pool); err != nil {
 		t.Fatal(err)
 	}
 	e.sync()
@@ -698,7 +700,7 @@ func TestRebuildDuringCommands(t *testing.T) {
 // walk pages through a list with limit 3, calling between after each page.
 // A walk over n items present at its start takes about n/3 pages: items
 // that arrive meanwhile sort before the cursor and are not walked.
-func walk[T any](t *testing.T, n int, list func(after string) (projections.List[T], error), key func(T) string, between func()) []string {
+func walk[T any](t *testing.T, n int, list func(after string) (queries.List[T], error), key func(T) string, between func()) []string {
 	t.Helper()
 	var ids []string
 	after := ""
@@ -725,7 +727,7 @@ func walk[T any](t *testing.T, n int, list func(after string) (projections.List[
 		if l.NextCursor == nil || len(l.Data) != 3 {
 			t.Fatalf("has_more with %d items and cursor %v", len(l.Data), l.NextCursor)
 		}
-		after, err = projections.DecodeCursor(*l.NextCursor)
+		after, err = queries.DecodeCursor(*l.NextCursor)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -785,7 +787,7 @@ func ids(t *testing.T, e *env, query string, args ...any) []string {
 func TestPaginationWalkWhileEntriesArrive(t *testing.T) {
 	e := newEnv(t)
 	c := e.platform("Walker")
-	scope := projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
+	scope := queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}
 	va, other := e.openVA(c, "walker"), e.openVA(c, "other")
 	e.must(e.inbound(c, va, 100_000, "rtp"))
 	e.must(e.inbound(c, other, 100_000, "rtp"))
@@ -830,9 +832,9 @@ func TestPaginationWalkWhileEntriesArrive(t *testing.T) {
 
 	t.Run("transactions", func(t *testing.T) {
 		want := ids(t, e, `SELECT id FROM account_transactions WHERE virtual_account_id = $1 ORDER BY seq DESC`, va)
-		got := walk(t, len(want), func(after string) (projections.List[projections.TransactionView], error) {
-			return projections.ListTransactions(e.ctx, e.pool, scope, va, projections.TransactionFilter{}, projections.Page{After: after, Limit: 3})
-		}, func(v projections.TransactionView) string { return v.ID }, between)
+		got := walk(t, len(want), func(after string) (queries.List[queries.TransactionView], error) {
+			return queries.ListTransactions(e.ctx, e.pool, scope, va, queries.TransactionFilter{}, queries.Page{After: after, Limit: 3})
+		}, func(v queries.TransactionView) string { return v.ID }, between)
 		if len(want) < 20 {
 			t.Fatalf("only %d transactions to walk", len(want))
 		}
@@ -846,25 +848,25 @@ func TestPaginationWalkWhileEntriesArrive(t *testing.T) {
 
 	t.Run("transactions filtered", func(t *testing.T) {
 		want := ids(t, e, `SELECT id FROM account_transactions WHERE virtual_account_id = $1 AND type = 'fee' ORDER BY seq DESC`, va)
-		got := walk(t, len(want), func(after string) (projections.List[projections.TransactionView], error) {
-			return projections.ListTransactions(e.ctx, e.pool, scope, va, projections.TransactionFilter{Type: "fee"}, projections.Page{After: after, Limit: 3})
-		}, func(v projections.TransactionView) string { return v.ID }, between)
+		got := walk(t, len(want), func(after string) (queries.List[queries.TransactionView], error) {
+			return queries.ListTransactions(e.ctx, e.pool, scope, va, queries.TransactionFilter{Type: "fee"}, queries.Page{After: after, Limit: 3})
+		}, func(v queries.TransactionView) string { return v.ID }, between)
 		exactlyOnce(t, "fee transactions", want, got)
 	})
 
 	t.Run("ledger entries of the platform", func(t *testing.T) {
 		want := ids(t, e, `SELECT id FROM ledger_entries WHERE platform_id = $1 ORDER BY seq DESC`, c.PlatformID)
-		got := walk(t, len(want), func(after string) (projections.List[projections.LedgerEntryView], error) {
-			return projections.ListLedgerEntries(e.ctx, e.pool, scope, projections.EntryFilter{}, projections.Page{After: after, Limit: 3})
-		}, func(v projections.LedgerEntryView) string { return v.ID }, between)
+		got := walk(t, len(want), func(after string) (queries.List[queries.LedgerEntryView], error) {
+			return queries.ListLedgerEntries(e.ctx, e.pool, scope, queries.EntryFilter{}, queries.Page{After: after, Limit: 3})
+		}, func(v queries.LedgerEntryView) string { return v.ID }, between)
 		exactlyOnce(t, "ledger entries", want, got)
 	})
 
 	t.Run("ledger entries of one account", func(t *testing.T) {
 		want := ids(t, e, `SELECT id FROM ledger_entries WHERE virtual_account_id = $1 ORDER BY seq DESC`, other)
-		got := walk(t, len(want), func(after string) (projections.List[projections.LedgerEntryView], error) {
-			return projections.ListLedgerEntries(e.ctx, e.pool, scope, projections.EntryFilter{VirtualAccountID: other}, projections.Page{After: after, Limit: 3})
-		}, func(v projections.LedgerEntryView) string { return v.ID }, between)
+		got := walk(t, len(want), func(after string) (queries.List[queries.LedgerEntryView], error) {
+			return queries.ListLedgerEntries(e.ctx, e.pool, scope, queries.EntryFilter{VirtualAccountID: other}, queries.Page{After: after, Limit: 3})
+		}, func(v queries.LedgerEntryView) string { return v.ID }, between)
 		exactlyOnce(t, "entries of one account", want, got)
 	})
 
@@ -873,9 +875,9 @@ func TestPaginationWalkWhileEntriesArrive(t *testing.T) {
 			e.openVA(c, fmt.Sprintf("more_%d", i))
 		}
 		want := ids(t, e, `SELECT id FROM virtual_accounts WHERE platform_id = $1 ORDER BY id DESC`, c.PlatformID)
-		got := walk(t, len(want), func(after string) (projections.List[projections.VirtualAccountView], error) {
-			return projections.ListVirtualAccounts(e.ctx, e.pool, scope, projections.AccountFilter{}, projections.Page{After: after, Limit: 3})
-		}, func(v projections.VirtualAccountView) string { return v.ID }, func() { e.openVA(c, "arriving") })
+		got := walk(t, len(want), func(after string) (queries.List[queries.VirtualAccountView], error) {
+			return queries.ListVirtualAccounts(e.ctx, e.pool, scope, queries.AccountFilter{}, queries.Page{After: after, Limit: 3})
+		}, func(v queries.VirtualAccountView) string { return v.ID }, func() { e.openVA(c, "arriving") })
 		exactlyOnce(t, "virtual accounts", want, got)
 	})
 }
@@ -904,7 +906,7 @@ func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := projections.Rebuild(e.ctx, e.pool)
+		_, err := rebuild.Run(e.ctx, e.pool)
 		done <- err
 	}()
 	// Wait (bounded) until the rebuild blocks on the checkpoint row.
@@ -959,12 +961,12 @@ func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
 	if entries != 700 {
 		t.Errorf("ledger entries of %s sum to %d, want 700", va, entries)
 	}
-	if _, err := projections.GetVirtualAccount(e.ctx, e.pool, projections.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, late); err != nil {
+	if _, err := queries.GetVirtualAccount(e.ctx, e.pool, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, late); err != nil {
 		t.Errorf("the account opened while the rebuild waited: %v", err)
 	}
 	// What the log says, a quiet rebuild makes.
 	live := snapshot(t, e.ctx, e.pool)
-	if _, err := projections.Rebuild(e.ctx, e.pool); err != nil {
+	if _, err := rebuild.Run(e.ctx, e.pool); err != nil {
 		t.Fatal(err)
 	}
 	e.sync()

@@ -15,6 +15,7 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // TestRevenueShareByHand: fees of completed payments by rail and interest
@@ -96,7 +97,7 @@ func TestRevenueShareByHand(t *testing.T) {
 	if from.Month() == today.Month() {
 		t.Fatalf("the period must cross a month: %s..%s", from, today)
 	}
-	v, err := projections.RevenueShare(ctx, pool, projections.Scope{PlatformID: c.PlatformID, Environment: domain.Sandbox}, from, today)
+	v, err := queries.RevenueShare(ctx, pool, queries.Scope{PlatformID: c.PlatformID, Environment: domain.Sandbox}, from, today)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,11 @@ func AllTables() []string {
 	return append(tables, setTables(Async())...)
 }
 
-// createShadow creates schema with an empty copy of every projection
+// CreateTables creates schema with an empty copy of every projection
 // table: columns, defaults, constraints, indexes and fresh identity
 // sequences, so projectors run there unchanged with the schema first on
 // the search_path.
-func createShadow(ctx context.Context, db eventstore.DB, schema string) error {
+func CreateTables(ctx context.Context, db eventstore.DB, schema string) error {
 	if _, err := db.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
 		return err
 	}
@@ -37,10 +37,10 @@ func createShadow(ctx context.Context, db eventstore.DB, schema string) error {
 	return nil
 }
 
-// replay folds events into the read models: every inline projector sees
+// Replay folds events into the read models: every inline projector sees
 // every event, the asynchronous ones, as one set, those for which async
 // says so. seen is the stream cache of a replay from the start of the log.
-func replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen StreamCache) error {
+func Replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen StreamCache) error {
 	b, err := ProjectInline(events)
 	if err != nil {
 		return err

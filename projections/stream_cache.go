@@ -45,9 +45,9 @@ func (c StreamCache) add(e *eventstore.RecordedEvent) {
 	c[e.StreamID] = s
 }
 
-// forgetAfter drops the events after pos: a failed transaction replayed
+// ForgetAfter drops the events after pos: a failed transaction replayed
 // them, and the next attempt replays them again.
-func (c StreamCache) forgetAfter(pos eventstore.Position) {
+func (c StreamCache) ForgetAfter(pos eventstore.Position) {
 	for id, s := range c {
 		kept := s[:0]
 		for _, e := range s {

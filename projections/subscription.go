@@ -22,3 +22,7 @@ func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger)
 		},
 	}
 }
+
+// PublicEventsFeed is the checkpoint (a public_events seq) of the webhook
+// fan-out, which follows public_events in seq order.
+const PublicEventsFeed = "webhook_fanout"

@@ -20,6 +20,7 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 	"github.com/opentreasury/treasury/sandbox"
 )
 
@@ -109,9 +110,9 @@ func (s *setup) payCreate(va string, amount int64, rail, accountNumber string) s
 	return res.ID
 }
 
-func payView(t *testing.T, ctx context.Context, pool *pgxpool.Pool, scope projections.Scope, id string) projections.PaymentView {
+func payView(t *testing.T, ctx context.Context, pool *pgxpool.Pool, scope queries.Scope, id string) queries.PaymentView {
 	t.Helper()
-	v, err := projections.GetPayment(ctx, pool, scope, id)
+	v, err := queries.GetPayment(ctx, pool, scope, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func payFinal(status string) bool {
 
 // paySettle performs due actions until every payment of ids is completed,
 // failed or canceled, for at most 15 s, and returns how many actions ran.
-func paySettle(t *testing.T, ctx context.Context, sim *sandbox.Simulator, scope projections.Scope, ids ...string) int {
+func paySettle(t *testing.T, ctx context.Context, sim *sandbox.Simulator, scope queries.Scope, ids ...string) int {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	done := 0

@@ -24,7 +24,7 @@ import (
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // SubscriptionName is the simulator's checkpoint name.
@@ -103,7 +103,7 @@ func (s *Simulator) schedulePayment(ctx context.Context, tx pgx.Tx, e payment.Cr
 	if r, _ := rails.Parse(e.Rail); rails.IsInstant(r) {
 		return plan(ctx, tx, actionSettlePayment, e.PaymentID, e.At)
 	}
-	settings, err := projections.GetSettings(ctx, tx, e.PlatformID, e.Environment)
+	settings, err := queries.GetSettings(ctx, tx, e.PlatformID, e.Environment)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/opentreasury/treasury/domain/platform"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 	"github.com/opentreasury/treasury/sandbox"
 )
 
@@ -42,7 +42,7 @@ type setup struct {
 	a     *app.App
 	c     app.Caller
 	va    string
-	scope projections.Scope
+	scope queries.Scope
 }
 
 func newSetup(t *testing.T, url string, sameDayDelay, standardDelay int) *setup {
@@ -67,7 +67,7 @@ func newSetup(t *testing.T, url string, sameDayDelay, standardDelay int) *setup 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &setup{t: t, ctx: ctx, pool: pool, a: a, c: c, va: acc.ID, scope: projections.Scope{PlatformID: res.ID, Environment: domain.Sandbox}}
+	return &setup{t: t, ctx: ctx, pool: pool, a: a, c: c, va: acc.ID, scope: queries.Scope{PlatformID: res.ID, Environment: domain.Sandbox}}
 }
 
 func (s *setup) inbound(amount int64, rail string) string {
@@ -137,9 +137,9 @@ func countEvents(t *testing.T, ctx context.Context, pool *pgxpool.Pool, eventTyp
 	return n
 }
 
-func transfer(t *testing.T, ctx context.Context, pool *pgxpool.Pool, scope projections.Scope, id string) projections.InboundTransferView {
+func transfer(t *testing.T, ctx context.Context, pool *pgxpool.Pool, scope queries.Scope, id string) queries.InboundTransferView {
 	t.Helper()
-	v, err := projections.GetInboundTransfer(ctx, pool, scope, id)
+	v, err := queries.GetInboundTransfer(ctx, pool, scope, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestPendingACHSettlesAfterRestart(t *testing.T) {
 	if tv.CompletedAt == nil {
 		t.Errorf("completed transfer without completed_at")
 	}
-	je, err := projections.JournalEntryFromLog(ctx, pool, s.scope, tv.JournalEntryID)
+	je, err := queries.JournalEntryFromLog(ctx, pool, s.scope, tv.JournalEntryID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/webhook"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // Topic is the watermill topic of public events.
@@ -133,7 +134,7 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 		if err := r.Scan(&e.Seq, &e.ID, &e.Type, &e.PlatformID, &e.Environment, &e.CreatedAt, &data); err != nil {
 			return e, err
 		}
-		payload, err := json.Marshal(projections.NewPublicEvent(e.ID, e.Type, e.PlatformID, e.Environment, e.CreatedAt, data))
+		payload, err := json.Marshal(queries.NewPublicEvent(e.ID, e.Type, e.PlatformID, e.Environment, e.CreatedAt, data))
 		e.Payload = payload
 		return e, err
 	})

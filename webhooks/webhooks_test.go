@@ -20,6 +20,7 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 	"github.com/opentreasury/treasury/webhooks"
 )
 
@@ -136,17 +137,17 @@ func (e env) startRouter(t *testing.T) (stop func()) {
 	return stop
 }
 
-func (e env) deliveries(t *testing.T, endpointID string) []projections.DeliveryView {
+func (e env) deliveries(t *testing.T, endpointID string) []queries.DeliveryView {
 	t.Helper()
-	l, err := projections.ListDeliveries(e.ctx, e.pool, projections.Scope{PlatformID: e.c.PlatformID, Environment: e.c.Environment},
-		endpointID, "", projections.Page{Limit: 100})
+	l, err := queries.ListDeliveries(e.ctx, e.pool, queries.Scope{PlatformID: e.c.PlatformID, Environment: e.c.Environment},
+		endpointID, "", queries.Page{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l.Data
 }
 
-func (e env) delivery(t *testing.T, endpointID, id string) projections.DeliveryView {
+func (e env) delivery(t *testing.T, endpointID, id string) queries.DeliveryView {
 	t.Helper()
 	for _, d := range e.deliveries(t, endpointID) {
 		if d.ID == id {
@@ -154,13 +155,13 @@ func (e env) delivery(t *testing.T, endpointID, id string) projections.DeliveryV
 		}
 	}
 	t.Fatalf("delivery %s of %s not found", id, endpointID)
-	return projections.DeliveryView{}
+	return queries.DeliveryView{}
 }
 
 // sendUntil calls SendDue until the delivery leaves pending (bounded).
-func (e env) sendUntil(t *testing.T, s *webhooks.Sender, endpointID, id string, limit time.Duration) projections.DeliveryView {
+func (e env) sendUntil(t *testing.T, s *webhooks.Sender, endpointID, id string, limit time.Duration) queries.DeliveryView {
 	t.Helper()
-	var d projections.DeliveryView
+	var d queries.DeliveryView
 	waitFor(t, limit, "delivery "+id+" to finish", func() bool {
 		if _, err := s.SendDue(e.ctx); err != nil {
 			t.Logf("SendDue: %v", err)
@@ -389,7 +390,7 @@ func TestSender410DisablesEndpoint(t *testing.T) {
 	if d.Status != "failed" || len(d.Attempts) != 1 {
 		t.Fatalf("status %s, %d attempts; want failed after 1", d.Status, len(d.Attempts))
 	}
-	v, err := projections.GetWebhook(e.ctx, e.pool, projections.Scope{PlatformID: e.c.PlatformID, Environment: e.c.Environment}, wh.ID)
+	v, err := queries.GetWebhook(e.ctx, e.pool, queries.Scope{PlatformID: e.c.PlatformID, Environment: e.c.Environment}, wh.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/eventstore"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/rebuild"
 )
 
 func poolFromEnv(ctx context.Context) (*pgxpool.Pool, error) {
@@ -56,7 +56,7 @@ func auditCmd() *cobra.Command {
 			} else {
 				fmt.Printf("hash chain:   ok, %d links\n", links)
 			}
-			diffs, events, err := projections.CompareWithLog(ctx, pool)
+			diffs, events, err := rebuild.CompareWithLog(ctx, pool)
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ func auditCmd() *cobra.Command {
 				fmt.Printf("projections:  %s DIFFERS: %d live rows the log does not produce, %d rebuilt rows missing from it\n",
 					d.Table, d.OnlyLive, d.OnlyRebuilt)
 			}
-			bad, total, err := projections.LedgerImbalance(ctx, pool)
+			bad, total, err := rebuild.LedgerImbalance(ctx, pool)
 			if err != nil {
 				return err
 			}

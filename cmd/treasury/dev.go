@@ -20,7 +20,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/eventstore/pglocal"
 	"github.com/opentreasury/treasury/migrations"
-	"github.com/opentreasury/treasury/projections"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // devDatabase is the database `treasury dev` uses on a found server.
@@ -127,14 +127,14 @@ func ensureDemo(ctx context.Context, pool *pgxpool.Pool, dbURL, operatorKey, pat
 	a := app.New(pool, nil, nil)
 	m := app.Meta{Actor: "treasury dev"}
 	if creds.SandboxKey != "" {
-		if _, ok, err := projections.CredentialByHash(ctx, pool, app.HashSecret(creds.SandboxKey)); err != nil {
+		if _, ok, err := queries.CredentialByHash(ctx, pool, app.HashSecret(creds.SandboxKey)); err != nil {
 			return creds, err
 		} else if !ok {
 			creds.SandboxKey = ""
 		}
 	}
 	if creds.SandboxKey == "" {
-		if _, err := projections.GetPlatform(ctx, pool, creds.PlatformID); creds.PlatformID != "" && err == nil {
+		if _, err := queries.GetPlatform(ctx, pool, creds.PlatformID); creds.PlatformID != "" && err == nil {
 			res, err := a.CreateAPIKey(ctx, m, creds.PlatformID, domain.Sandbox, domain.Sandbox, "treasury dev")
 			if err != nil {
 				return creds, err

@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/opentreasury/treasury/projections/rebuild"
 	"github.com/spf13/cobra"
-
-	"github.com/opentreasury/treasury/projections"
 )
 
 func projectionsCmd() *cobra.Command {
@@ -27,7 +26,7 @@ func projectionsCmd() *cobra.Command {
 				return err
 			}
 			defer pool.Close()
-			stats, err := projections.Rebuild(cmd.Context(), pool)
+			stats, err := rebuild.Run(cmd.Context(), pool)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package projections
+package rebuild
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
 )
 
 // The swap must leave every live table equal to its shadow, but comparing
@@ -20,13 +21,13 @@ import (
 // Before the gate, at snapshot S (one REPEATABLE READ transaction), with
 // the shadow at position P, the rows that differ are recorded by primary
 // key (the suspects). From then on a trigger on every shadow table records
-// the key of each row the replay writes (the touched rows). Under the
+// the key of each row the projections.Replay writes (the touched rows). Under the
 // gate the candidates are the suspects plus the touched rows. That is
 // enough because:
 //   - projectors never delete, and a row's key comes from its event, so
 //     an event writes the same keys live and in the shadow;
 //   - a command that commits after S appended events after P (P is below
-//     the horizon the replay read at, so every transaction before P had
+//     the horizon the projections.Replay read at, so every transaction before P had
 //     ended before S), and the swap replays them into the shadow;
 //   - the asynchronous subscriber, if it had reached P at S, also applies
 //     only events after P after S. If it had not, and it moved after S,
@@ -34,7 +35,7 @@ import (
 //
 // Rows edited behind the log's back after S are left to the next rebuild.
 
-// touchedTable lists the keys the replay wrote since the comparison, as
+// touchedTable lists the keys the projections.Replay wrote since the comparison, as
 // whole rows (to_jsonb), for every shadow table.
 const touchedTable = shadowSchema + ".touched"
 
@@ -57,7 +58,7 @@ func (r *rebuild) prepareSwap(ctx context.Context) error {
 	plan := &swapPlan{keys: map[string][]string{}}
 	r.plan = plan
 	err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
-		for _, t := range AllTables() {
+		for _, t := range projections.AllTables() {
 			pk, err := primaryKey(ctx, tx, t)
 			if err != nil {
 				return err
@@ -103,7 +104,7 @@ func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table 
 		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
 			return err
 		}
-		for _, t := range AllTables() {
+		for _, t := range projections.AllTables() {
 			f := filter(t)
 			var keys []byte
 			if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM (SELECT %[2]s FROM (
@@ -126,7 +127,7 @@ func (r *rebuild) storeCandidates(ctx context.Context, found map[string][]byte) 
 	var total int64
 	err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
 		total = 0
-		for _, t := range AllTables() {
+		for _, t := range projections.AllTables() {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+candidates(t)); err != nil {
 				return err
 			}
@@ -162,7 +163,7 @@ func installTouchTriggers(ctx context.Context, tx pgx.Tx) error {
         END $$`); err != nil {
 		return err
 	}
-	for _, t := range AllTables() {
+	for _, t := range projections.AllTables() {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TRIGGER touch AFTER INSERT OR UPDATE OR DELETE ON %[1]s.%[2]s
             FOR EACH ROW EXECUTE FUNCTION %[1]s.touch()`, shadowSchema, t)); err != nil {
 			return err
@@ -200,7 +201,7 @@ const subscriberStall = 600 * time.Millisecond
 
 // subscriberAt is the asynchronous subscriber's checkpoint as db sees it.
 func subscriberAt(ctx context.Context, db eventstore.DB) (eventstore.Position, error) {
-	return eventstore.ReadCheckpoint(ctx, db, SubscriptionName)
+	return eventstore.ReadCheckpoint(ctx, db, projections.SubscriptionName)
 }
 
 // copyCandidates makes the live tables equal to the shadow, under the
@@ -215,7 +216,7 @@ func (r *rebuild) copyCandidates(ctx context.Context, tx pgx.Tx) (int64, error) 
 			return 0, err
 		}
 		if now != r.plan.at { // it moved after the comparison
-			for _, p := range Async() {
+			for _, p := range projections.Async() {
 				for _, t := range p.Tables() {
 					whole[t] = true
 				}
@@ -229,7 +230,7 @@ func (r *rebuild) copyCandidates(ctx context.Context, tx pgx.Tx) (int64, error) 
 	}
 	r.stats.Compared = 0
 	var changed int64
-	for _, t := range AllTables() {
+	for _, t := range projections.AllTables() {
 		// The candidates are few: look them up by primary key, never by
 		// scanning a live table, unless the whole table is compared.
 		keys := r.plan.keys[t]
@@ -285,7 +286,7 @@ func (r *rebuild) refine(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	async := map[string]bool{}
-	for _, p := range Async() {
+	for _, p := range projections.Async() {
 		for _, t := range p.Tables() {
 			async[t] = true
 		}

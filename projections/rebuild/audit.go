@@ -1,4 +1,4 @@
-package projections
+package rebuild
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
 )
 
 // TableDiff is how a rebuilt table differs from the live one.
@@ -37,8 +38,8 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 		return nil, 0, err
 	}
 
-	tables := AllTables()
-	if err := createShadow(ctx, tx, "audit_scratch"); err != nil {
+	tables := projections.AllTables()
+	if err := projections.CreateTables(ctx, tx, "audit_scratch"); err != nil {
 		return nil, 0, err
 	}
 	if _, err := tx.Exec(ctx, `SET LOCAL search_path = audit_scratch, public`); err != nil {
@@ -46,7 +47,7 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 	}
 	applied := func(e *eventstore.RecordedEvent) bool { return !checkpoint.Less(eventstore.PositionOf(*e)) }
 	var pos eventstore.Position
-	seen := StreamCache{}
+	seen := projections.StreamCache{}
 	for {
 		batch, err := eventstore.ReadCommitted(ctx, tx, pos, 2000)
 		if err != nil {
@@ -55,7 +56,7 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 		if len(batch) == 0 {
 			break
 		}
-		if err := replay(ctx, tx, batch, applied, seen); err != nil {
+		if err := projections.Replay(ctx, tx, batch, applied, seen); err != nil {
 			return nil, 0, err
 		}
 		events += len(batch)

@@ -1,4 +1,7 @@
-package projections
+// Package rebuild replays the log into a shadow copy of every projection
+// and swaps it in while the API serves (Run), and compares the live
+// projections with the log for the audit (CompareWithLog).
+package rebuild
 
 import (
 	"context"
@@ -10,10 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
 )
 
-// RebuildStats says what a rebuild did.
-type RebuildStats struct {
+// Stats says what a rebuild did.
+type Stats struct {
 	Events   int           // events replayed
 	Duration time.Duration // the whole rebuild
 	// Paused is how long commands waited: the final catch-up and swap,
@@ -34,21 +38,21 @@ type RebuildStats struct {
 	Refined int
 }
 
-// RebuildOptions tune a rebuild; the zero value is the default.
-type RebuildOptions struct {
-	BatchSize int // events per replay transaction (default 5,000)
-	// AfterBatch, when set, is called after each replay batch has
+// Options tune a rebuild; the zero value is the default.
+type Options struct {
+	BatchSize int // events per projections.Replay transaction (default 5,000)
+	// AfterBatch, when set, is called after each projections.Replay batch has
 	// committed into the shadow schema (tests use it to act mid-rebuild).
 	AfterBatch func(events int)
 	// AfterCompare, when set, is called once live and shadow have been
-	// compared, before the last replay and the swap.
+	// compared, before the last projections.Replay and the swap.
 	AfterCompare func()
 }
 
 // shadowSchema holds the copy a rebuild fills.
 const shadowSchema = "projections_rebuild"
 
-// Rebuild replays the whole log into a shadow copy of every projection
+// Run replays the whole log into a shadow copy of every projection
 // and then makes the live tables equal to it, while the API keeps
 // serving:
 //
@@ -64,24 +68,24 @@ const shadowSchema = "projections_rebuild"
 //     new ones. The subscriber resumes after the last event.
 //
 // Only one rebuild runs at a time; a second one waits for the first.
-func Rebuild(ctx context.Context, pool *pgxpool.Pool) (RebuildStats, error) {
-	return RebuildWith(ctx, pool, RebuildOptions{})
+func Run(ctx context.Context, pool *pgxpool.Pool) (Stats, error) {
+	return RunWith(ctx, pool, Options{})
 }
 
-// RebuildWith is Rebuild with options.
-func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (RebuildStats, error) {
+// RunWith is Run with options.
+func RunWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (Stats, error) {
 	start := time.Now()
 	if opt.BatchSize <= 0 {
 		opt.BatchSize = 5000
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return RebuildStats{}, err
+		return Stats{}, err
 	}
 	defer conn.Release()
 	// One rebuild at a time: they share the shadow schema.
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, rebuildLock); err != nil {
-		return RebuildStats{}, err
+		return Stats{}, err
 	}
 	defer func() {
 		// A connection that kept the lock must not go back to the pool.
@@ -91,10 +95,10 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 	}()
 	defer conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+shadowSchema+` CASCADE`)
 
-	if err := createShadow(ctx, conn, shadowSchema); err != nil {
-		return RebuildStats{}, err
+	if err := projections.CreateTables(ctx, conn, shadowSchema); err != nil {
+		return Stats{}, err
 	}
-	r := &rebuild{conn: conn.Conn(), opt: opt, seen: StreamCache{}}
+	r := &rebuild{conn: conn.Conn(), opt: opt, seen: projections.StreamCache{}}
 	if err := r.replayUntilCaughtUp(ctx); err != nil {
 		return r.stats, err
 	}
@@ -105,7 +109,7 @@ func RebuildWith(ctx context.Context, pool *pgxpool.Pool, opt RebuildOptions) (R
 	if opt.AfterCompare != nil {
 		opt.AfterCompare()
 	}
-	// The comparison took a while: replay what committed meanwhile, and
+	// The comparison took a while: projections.Replay what committed meanwhile, and
 	// narrow the candidates again, until a round replays little, so that
 	// the pause replays and compares only the last few events' rows.
 	for round := 0; round < maxRefineRounds; round++ {
@@ -140,7 +144,7 @@ const maxSwapAttempts = 10
 
 // Refinement rounds before the swap stop once a round replays fewer than
 // smallRound events, or after maxRefineRounds (a log growing as fast as
-// the replay would otherwise keep it from ever swapping).
+// the projections.Replay would otherwise keep it from ever swapping).
 const (
 	smallRound      = 200
 	maxRefineRounds = 5
@@ -148,11 +152,11 @@ const (
 
 type rebuild struct {
 	conn  *pgx.Conn
-	opt   RebuildOptions
+	opt   Options
 	pos   eventstore.Position // the last event replayed into the shadow
-	seen  StreamCache
+	seen  projections.StreamCache
 	plan  *swapPlan
-	stats RebuildStats
+	stats Stats
 }
 
 // replayUntilCaughtUp fills the shadow from the log, one transaction per
@@ -197,11 +201,11 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 	}
 }
 
-// maxHorizonWait bounds how long the replay waits for an old transaction
+// maxHorizonWait bounds how long the projections.Replay waits for an old transaction
 // that holds back more than a batch of committed events.
 const maxHorizonWait = 30 * time.Second
 
-// behind counts the committed events after the replay's position (up to
+// behind counts the committed events after the projections.Replay's position (up to
 // one more than a batch).
 func (r *rebuild) behind(ctx context.Context) (int, error) {
 	var n int
@@ -218,7 +222,7 @@ func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.Reco
 	if len(events) == 0 {
 		return nil
 	}
-	if err := replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }, r.seen); err != nil {
+	if err := projections.Replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }, r.seen); err != nil {
 		return err
 	}
 	r.pos = eventstore.PositionOf(events[len(events)-1])
@@ -234,10 +238,10 @@ func (r *rebuild) swap(ctx context.Context) error {
 	pos, events, changed := r.pos, r.stats.Events, r.stats.Changed
 	r.stats.SwapEvents = 0
 	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, SubscriptionName); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, projections.SubscriptionName); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, SubscriptionName); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, projections.SubscriptionName); err != nil {
 			return err
 		}
 		// A command that does not finish must not hold every other one
@@ -277,14 +281,14 @@ func (r *rebuild) swap(ctx context.Context) error {
 		}
 		r.stats.Changed += n
 		_, err = tx.Exec(ctx, `UPDATE subscription_checkpoints SET transaction_id = $2::text::xid8, global_position = $3,
-            updated_at = now() WHERE name = $1`, SubscriptionName, fmt.Sprint(r.pos.TransactionID), r.pos.GlobalPosition)
+            updated_at = now() WHERE name = $1`, projections.SubscriptionName, fmt.Sprint(r.pos.TransactionID), r.pos.GlobalPosition)
 		return err
 	})
 	if err != nil {
 		// The events replayed inside the failed transaction were rolled
 		// back with it; the next attempt replays them again.
 		r.pos, r.stats.Events, r.stats.Changed = pos, events, changed
-		r.seen.forgetAfter(pos)
+		r.seen.ForgetAfter(pos)
 	}
 	return err
 }
@@ -326,10 +330,6 @@ func primaryKey(ctx context.Context, tx pgx.Tx, table string) ([]string, error) 
 	return cols, err
 }
 
-// PublicEventsFeed is the checkpoint (a public_events seq) of the webhook
-// fan-out, which follows public_events in seq order.
-const PublicEventsFeed = "webhook_fanout"
-
 // rewindFeed moves the webhook fan-out back to just before the first
 // public event the swap is about to change (a row the live table lacked,
 // or one numbered differently), so none is skipped; the fan-out is
@@ -345,6 +345,6 @@ func rewindFeed(ctx context.Context, tx pgx.Tx, filter string) error {
                 (SELECT * FROM public.public_events`+filter+` EXCEPT ALL SELECT * FROM `+shadowSchema+`.public_events`+filter+`)
                 UNION ALL
                 (SELECT * FROM `+shadowSchema+`.public_events`+filter+` EXCEPT ALL SELECT * FROM public.public_events`+filter+`)) x) d
-        WHERE c.name = $1 AND d.first IS NOT NULL`, PublicEventsFeed)
+        WHERE c.name = $1 AND d.first IS NOT NULL`, projections.PublicEventsFeed)
 	return err
 }

@@ -1,4 +1,4 @@
-package projections
+package queries
 
 import (
 	"context"
@@ -275,7 +275,7 @@ func JournalEntryFromLog(ctx context.Context, db eventstore.DB, s Scope, id stri
 				return v, domain.NotFound("journal_entry", id)
 			}
 			v = JournalEntryView{ID: e.JournalEntryID, Object: "journal_entry", Type: e.Type, Description: e.Description,
-				Status: e.Status, Metadata: orEmpty(e.Metadata), Environment: e.Environment.String(),
+				Status: e.Status, Metadata: Metadata(e.Metadata), Environment: e.Environment.String(),
 				EffectiveAt: NewTime(e.EffectiveAt), CreatedAt: NewTime(e.At)}
 			if e.Reverses != "" {
 				rev := e.Reverses
