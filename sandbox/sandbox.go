@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,7 +64,14 @@ func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription 
 	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true}
 }
 
+// schedule plans a batch of events as a set: the plans are collected in
+// Go, the platform settings the ACH payments need read in one query, and
+// the plans written in one statement.
 func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
+	var (
+		p        plans
+		payments []payment.Created
+	)
 	for i := range events {
 		r := &events[i]
 		if r.Environment != domain.Sandbox.String() {
@@ -79,50 +87,148 @@ func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore
 			if !e.ExpectedAt.After(e.At) {
 				continue // instant rails complete in the same command
 			}
-			if err := plan(ctx, tx, actionSettleInbound, e.InboundTransferID, e.ExpectedAt); err != nil {
-				return err
-			}
+			p.add(actionSettleInbound, e.InboundTransferID, e.ExpectedAt)
 		case (payment.Created{}).EventType():
 			ev, err := r.Decode()
 			if err != nil {
 				return err
 			}
-			if err := s.schedulePayment(ctx, tx, ev.(payment.Created)); err != nil {
-				return err
+			e := ev.(payment.Created)
+			if r, _ := rails.Parse(e.Rail); rails.IsInstant(r) {
+				p.add(actionSettlePayment, e.PaymentID, e.At)
+				continue
 			}
+			payments = append(payments, e)
 		}
 	}
-	return nil
+	if len(payments) > 0 {
+		settings, err := autoSettle(ctx, tx, payments)
+		if err != nil {
+			return err
+		}
+		for _, e := range payments {
+			schedulePayment(&p, e, settings[settingsKey{e.PlatformID, e.Environment}])
+		}
+	}
+	return p.write(ctx, tx)
 }
 
-// schedulePayment plans a sandbox payment: RTP and FedNow settle at once;
-// ACH is submitted after SubmitAfter and settles at its expected time,
-// unless the platform turned auto_settle off (then the simulation
-// endpoints decide).
-func (s *Simulator) schedulePayment(ctx context.Context, tx pgx.Tx, e payment.Created) error {
-	if r, _ := rails.Parse(e.Rail); rails.IsInstant(r) {
-		return plan(ctx, tx, actionSettlePayment, e.PaymentID, e.At)
-	}
-	settings, err := projections.GetSettings(ctx, tx, e.PlatformID, e.Environment)
-	if err != nil {
-		return err
-	}
+// schedulePayment plans a sandbox ACH payment: it is submitted after
+// SubmitAfter and settles at its expected time, unless the platform turned
+// auto_settle off (then the simulation endpoints decide). RTP and FedNow
+// settle at once (see schedule).
+func schedulePayment(p *plans, e payment.Created, autoSettle bool) {
 	submit := e.At.Add(SubmitAfter)
 	if e.ExpectedSettlementAt.Before(submit) {
 		submit = e.ExpectedSettlementAt
 	}
-	if err := plan(ctx, tx, actionSubmitPayment, e.PaymentID, submit); err != nil {
-		return err
+	p.add(actionSubmitPayment, e.PaymentID, submit)
+	if autoSettle {
+		p.add(actionSettlePayment, e.PaymentID, e.ExpectedSettlementAt)
 	}
-	if settings.Sandbox == nil || !settings.Sandbox.AutoSettle {
-		return nil
-	}
-	return plan(ctx, tx, actionSettlePayment, e.PaymentID, e.ExpectedSettlementAt)
 }
 
-func plan(ctx context.Context, tx pgx.Tx, action, objectID string, due time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO sandbox_schedule (id, action, due_at) VALUES ($1, $2, $3)
-        ON CONFLICT (id) DO NOTHING`, action+":"+objectID, action, due)
+type settingsKey struct {
+	platformID string
+	env        domain.Environment
+}
+
+// autoSettle reads, in one query, whether each (platform, environment) of
+// the payments settles its sandbox payments on its own.
+func autoSettle(ctx context.Context, tx pgx.Tx, payments []payment.Created) (map[settingsKey]bool, error) {
+	out := map[settingsKey]bool{}
+	var platforms, envs []string
+	for _, e := range payments {
+		k := settingsKey{e.PlatformID, e.Environment}
+		if _, ok := out[k]; !ok {
+			out[k] = false
+			platforms, envs = append(platforms, e.PlatformID), append(envs, e.Environment.String())
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT k.platform_id, k.environment, s.settings, s.updated_at
+        FROM unnest($1::text[], $2::text[]) AS k (platform_id, environment)
+        LEFT JOIN platform_settings s ON s.platform_id = k.platform_id AND s.environment = k.environment`, platforms, envs)
+	if err != nil {
+		return nil, err
+	}
+	type found struct {
+		platformID, env string
+		row             settingsRow
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (found, error) {
+		var f found
+		err := r.Scan(&f.platformID, &f.env, &f.row.raw, &f.row.updated)
+		return f, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range got {
+		env, _ := domain.ParseEnvironment(f.env)
+		v, err := projections.ScanSettings(f.row, f.platformID, env)
+		if err != nil {
+			return nil, err
+		}
+		out[settingsKey{f.platformID, env}] = v.Sandbox != nil && v.Sandbox.AutoSettle
+	}
+	return out, nil
+}
+
+// settingsRow hands one row of platform_settings (or none: raw nil) to
+// projections.ScanSettings, which lays it over the defaults.
+type settingsRow struct {
+	raw     []byte
+	updated *time.Time
+}
+
+func (r settingsRow) Scan(dest ...any) error {
+	if r.raw == nil {
+		return pgx.ErrNoRows
+	}
+	if len(dest) != 2 {
+		return errors.New("sandbox: settings row scanned into " + strconv.Itoa(len(dest)) + " values, want 2")
+	}
+	raw, ok1 := dest[0].(*[]byte)
+	updated, ok2 := dest[1].(*time.Time)
+	if !ok1 || !ok2 {
+		return errors.New("sandbox: settings row scanned into unexpected types")
+	}
+	*raw, *updated = r.raw, *r.updated
+	return nil
+}
+
+type planned struct {
+	action, object string
+	due            time.Time
+}
+
+// plans are the schedule rows of a batch, in order.
+type plans struct{ list []planned }
+
+func (p *plans) add(action, objectID string, due time.Time) {
+	p.list = append(p.list, planned{action, objectID, due})
+}
+
+// write inserts the plans in one statement; a row already scheduled (the
+// batch handled again after a crash) or planned twice keeps its first plan.
+func (p *plans) write(ctx context.Context, tx pgx.Tx) error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(p.list))
+	var ids, actions []string
+	var dues []time.Time
+	for _, pl := range p.list {
+		id := pl.action + ":" + pl.object
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ids, actions, dues = append(ids, id), append(actions, pl.action), append(dues, pl.due)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO sandbox_schedule (id, action, due_at)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])
+        ON CONFLICT (id) DO NOTHING`, ids, actions, dues)
 	return err
 }
 
