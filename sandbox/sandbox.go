@@ -57,6 +57,9 @@ type Simulator struct {
 	// Batch is how many due actions one round claims; default
 	// DefaultBatch.
 	Batch int
+	// PaymentBatch is how many payments one command transaction settles;
+	// default DefaultPaymentBatch.
+	PaymentBatch int
 }
 
 // Subscription turns sandbox events into scheduled actions.
@@ -286,12 +289,15 @@ func step(action string) int {
 // performed. A batch is claimed with a lease in one short statement (no
 // transaction stays open while commands run: an open transaction would
 // hold back every reader of the log), performed by Workers goroutines,
-// and the performed ones deleted in one statement. One object's actions
-// (a payment's submit and settle) run in order on one worker, never side
+// and the performed ones deleted in one statement. The payments' actions
+// go by PaymentBatch payments per command transaction
+// (app.RunSandboxPaymentActions); the other actions one command each. One
+// object's actions (a payment's submit and settle) run in order, never side
 // by side. A failing action, and the rest of its object's actions, wait out
-// the lease and are retried without blocking the others; commands are
-// idempotent, so a crash between performing and deleting repeats them
-// harmlessly.
+// the lease and are retried without blocking the others (a batch that
+// fails is retried one payment at a time at once, so only the failing
+// payment waits); commands are idempotent, so a crash between performing
+// and deleting repeats them harmlessly.
 func (s *Simulator) SettleDue(ctx context.Context) (int, error) {
 	groups, err := s.claim(ctx)
 	if err != nil || len(groups) == 0 {
@@ -302,31 +308,61 @@ func (s *Simulator) SettleDue(ctx context.Context) (int, error) {
 		done     []string
 		firstErr error
 	)
-	work := make(chan []job)
+	record := func(ids []string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		done = append(done, ids...)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	// one performs a group's actions in order, one command each.
+	one := func(g []job) {
+		for _, j := range g {
+			err := s.perform(ctx, j)
+			if err != nil {
+				record(nil, err)
+				return // the object's later actions must not overtake this one
+			}
+			record([]string{j.id}, nil)
+		}
+	}
+	work := make(chan [][]job)
 	var wg sync.WaitGroup
-	for range min(s.workers(), len(groups)) {
+	units := s.units(groups)
+	for range min(s.workers(), len(units)) {
 		wg.Go(func() {
-			for g := range work {
-				for _, j := range g {
-					err := s.perform(ctx, j)
-					mu.Lock()
-					if err == nil {
-						done = append(done, j.id)
-					} else if firstErr == nil {
-						firstErr = err
+			for u := range work {
+				if len(u) == 1 && !paymentGroup(u[0]) {
+					one(u[0])
+					continue
+				}
+				err := s.performPayments(ctx, u)
+				if err == nil {
+					for _, g := range u {
+						for _, j := range g {
+							record([]string{j.id}, nil)
+						}
 					}
-					mu.Unlock()
-					if err != nil {
-						break // the object's later actions must not overtake this one
-					}
+					continue
+				}
+				if ctx.Err() != nil {
+					record(nil, err)
+					continue // the rest wait out their lease
+				}
+				if s.Log != nil {
+					s.Log.Warn("sandbox settler: batch failed, retrying its payments one by one", "payments", len(u), "error", err)
+				}
+				for _, g := range u {
+					one(g)
 				}
 			}
 		})
 	}
 feed:
-	for _, g := range groups {
+	for _, u := range units {
 		select {
-		case work <- g:
+		case work <- u:
 		case <-ctx.Done():
 			break feed // the rest wait out their lease
 		}
@@ -345,6 +381,64 @@ feed:
 		return len(done), errors.Join(firstErr, err)
 	}
 	return len(done), firstErr
+}
+
+// DefaultPaymentBatch is how many payments one settler transaction
+// completes unless PaymentBatch says otherwise. Bigger batches cost fewer
+// commits, but hold their accounts' balance rows (which the API's
+// payments wait for) longer.
+const DefaultPaymentBatch = 50
+
+func (s *Simulator) paymentBatch() int {
+	if s.PaymentBatch > 0 {
+		return s.PaymentBatch
+	}
+	return DefaultPaymentBatch
+}
+
+// paymentGroup says whether a group is a payment's actions only.
+func paymentGroup(g []job) bool {
+	for _, j := range g {
+		if j.action != actionSubmitPayment && j.action != actionSettlePayment {
+			return false
+		}
+	}
+	return true
+}
+
+// units splits the claimed groups into what one worker performs at a
+// time: a batch of payment groups, or one other group alone. Payments go
+// in batches of at most PaymentBatch, but spread over the workers rather
+// than left to one of them.
+func (s *Simulator) units(groups [][]job) [][][]job {
+	var units [][][]job
+	var pays [][]job
+	for _, g := range groups {
+		if paymentGroup(g) {
+			pays = append(pays, g)
+		} else {
+			units = append(units, [][]job{g})
+		}
+	}
+	size := min(s.paymentBatch(), max(1, (len(pays)+s.workers()-1)/s.workers()))
+	for len(pays) > 0 {
+		n := min(size, len(pays))
+		units = append(units, pays[:n:n])
+		pays = pays[n:]
+	}
+	return units
+}
+
+// performPayments performs payment groups in one command transaction.
+func (s *Simulator) performPayments(ctx context.Context, groups [][]job) error {
+	var actions []app.SandboxPaymentAction
+	for _, g := range groups {
+		for _, j := range g {
+			actions = append(actions, app.SandboxPaymentAction{PaymentID: j.object, Submit: j.action == actionSubmitPayment,
+				Meta: app.Meta{Actor: "sandbox", CausationID: j.id}})
+		}
+	}
+	return s.App.RunSandboxPaymentActions(ctx, actions)
 }
 
 func (s *Simulator) workers() int {
