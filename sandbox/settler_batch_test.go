@@ -311,11 +311,11 @@ func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-// The settler's throughput: SETTLER_BENCH_N due RTP payments (over 16
-// accounts) drained by SettleDue with the default knobs, in payments/s.
-// Skipped unless SETTLER_BENCH_N is set:
+// The settler's throughput: SETTLER_BENCH_N due RTP payments (over
+// SETTLER_BENCH_ACCOUNTS accounts, default 16) drained by SettleDue with
+// the default knobs, in payments/s. Skipped unless SETTLER_BENCH_N is set:
 //
-//	SETTLER_BENCH_N=2000 go test -count=1 -run TestSettlerThroughput -v ./sandbox/
+//	SETTLER_BENCH_N=3000 go test -count=1 -run TestSettlerThroughput -v ./sandbox/
 func TestSettlerThroughput(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("SETTLER_BENCH_N"))
 	if n <= 0 {
@@ -326,8 +326,12 @@ func TestSettlerThroughput(t *testing.T) {
 	defer cancel()
 	s.ctx = ctx
 	s.payApprove()
+	accounts, _ := strconv.Atoi(os.Getenv("SETTLER_BENCH_ACCOUNTS"))
+	if accounts <= 0 {
+		accounts = 16
+	}
 	var vas []string
-	for range 16 {
+	for range accounts {
 		vas = append(vas, s.payOpen(int64(n)*200))
 	}
 	var wg sync.WaitGroup
