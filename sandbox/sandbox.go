@@ -60,11 +60,30 @@ type Simulator struct {
 	// PaymentBatch is how many payments one command transaction settles;
 	// default DefaultPaymentBatch.
 	PaymentBatch int
+
+	scheduledOnce sync.Once
+	scheduled     chan struct{} // the subscription wrote plans: the settler looks at once
 }
 
-// Subscription turns sandbox events into scheduled actions.
+// scheduledCh is the settler's wake-up by the subscription (created once).
+func (s *Simulator) scheduledCh() chan struct{} {
+	s.scheduledOnce.Do(func() { s.scheduled = make(chan struct{}, 1) })
+	return s.scheduled
+}
+
+// Subscription turns sandbox events into scheduled actions. It reads only
+// the types it schedules: the rest of the log stays in the database.
 func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription {
-	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true}
+	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true,
+		Types: []string{(inbound.Received{}).EventType(), (payment.Created{}).EventType()},
+		// An instant payment is due as soon as it is scheduled: wake the
+		// settler rather than leave it to its poll.
+		OnCommit: func() {
+			select {
+			case s.scheduledCh() <- struct{}{}:
+			default:
+			}
+		}}
 }
 
 // schedule plans a batch of events as a set: the plans are collected in
@@ -252,6 +271,7 @@ func (s *Simulator) RunSettler(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+		case <-s.scheduledCh():
 		case <-time.After(poll):
 		}
 	}

@@ -362,3 +362,32 @@ func TestSettlerThroughput(t *testing.T) {
 		t.Errorf("drained %d, want %d", done, n)
 	}
 }
+
+// Given a settler whose poll is an hour, when an RTP payment is created,
+// then it completes at once: the subscription's commit of its plan wakes
+// the settler.
+func TestSchedulingWakesTheSettler(t *testing.T) {
+	s := newSetup(t, pgtest.URL(t), 1, 1)
+	ctx := s.ctx
+	s.payApprove()
+	va := s.payOpen(10_000)
+	sim := &sandbox.Simulator{App: s.a, Pool: s.pool, Log: discard, Poll: time.Hour}
+	runCtx, cancel := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer func() { cancel(); bg.Wait() }()
+	bg.Go(func() { sim.RunSettler(runCtx) })
+	sub := sim.Subscription(nil)
+	sub.PollInterval = 5 * time.Millisecond
+	bg.Go(func() { sub.Run(runCtx) })
+
+	for i := range 3 { // more than once: the wake-up is not used up
+		id := s.payCreate(va, 100, "rtp", "123456789")
+		deadline := time.Now().Add(10 * time.Second)
+		for payView(t, ctx, s.pool, s.scope, id).Status != payment.StatusCompleted {
+			if time.Now().After(deadline) {
+				t.Fatalf("payment %d not completed 10 s after creation (the settler polls hourly)", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
