@@ -32,7 +32,8 @@ type SandboxPaymentAction struct {
 // SubmitPayment or SettleSandboxPayment would append on its own, and the
 // inline projections apply them alike; one payment's actions run in the
 // order given. The payments' streams and journal entries are read in two
-// statements, and the balance rows of all their accounts are locked at
+// statements, the events of all actions appended in one round trip
+// (appendPipelined), and the balance rows of all their accounts locked at
 // once in account id order, the order every command locks them in, so a
 // batch cannot deadlock with the API (a deadlock or a stream that moved
 // meanwhile is retried by run, the whole batch).
@@ -75,7 +76,9 @@ func (a *App) RunSandboxPaymentActions(ctx context.Context, actions []SandboxPay
 			return err
 		}
 
-		d := projections.Defer(tx)
+		// Decide every action in Go, in order (a payment's second action
+		// sees what its first did), then append them all in one round trip.
+		var groups []appendGroup
 		for _, act := range actions {
 			p := pays[act.PaymentID]
 			var cmd any
@@ -119,11 +122,15 @@ func (a *App) RunSandboxPaymentActions(ctx context.Context, actions []SandboxPay
 				}
 				je.version += int64(len(jeEvents))
 			}
-			recs, err := eventstore.AppendAll(ctx, tx, act.Meta, reqs...)
-			if err != nil {
-				return err
-			}
-			for _, r := range recs {
+			groups = append(groups, appendGroup{Meta: act.Meta, Reqs: reqs})
+		}
+		recs, err := appendPipelined(ctx, tx, groups)
+		if err != nil {
+			return err
+		}
+		d := projections.Defer(tx)
+		for _, g := range recs {
+			for _, r := range g {
 				if err := projections.ApplyAll(ctx, d, a.inline, r); err != nil {
 					return err
 				}
