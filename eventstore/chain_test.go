@@ -299,6 +299,7 @@ func TestChainBatchLinksTheSameRowsAsOneAtATime(t *testing.T) {
 	for i := range 23 {
 		mustAppend(t, ctx, pool, stream(fmt.Sprintf("batch-%d", i%4)), int64(i/4), events(i%4, i, 1)...)
 	}
+	waitReadable(t, ctx, pool) // CatchUp stops at the first empty step
 	one := eventstore.ChainSubscription(pool, nil)
 	one.BatchSize = 1
 	if n, err := one.CatchUp(ctx); err != nil || n != 23 {
@@ -331,6 +332,7 @@ func TestChainBatchLinksTheSameRowsAsOneAtATime(t *testing.T) {
 func TestChainRolledBackBatchLeavesNoGap(t *testing.T) {
 	ctx, pool, _ := chainSetup(t, 5)
 	more := mustAppend(t, ctx, pool, stream("rollback"), 0, events(7, 0, 4)...)
+	waitReadable(t, ctx, pool) // a step reads only below every running transaction
 
 	failing := eventstore.ChainSubscription(pool, nil)
 	link := failing.Handle
