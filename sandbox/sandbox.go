@@ -283,11 +283,15 @@ const Lease = 30 * time.Second
 
 // Defaults of the settler's knobs. A worker waits on the database most of
 // the time, so more workers than cores pays; 8 leaves half of the server's
-// 16 connections to the rest. A bigger batch barely helps (the commands
-// are the cost), and an action falling due waits for the round in flight.
+// 16 connections to the rest. Payments go PaymentBatch to a transaction,
+// so a round of 800 is a few transactions per worker: a backlog (the
+// scheduler held back by a long transaction elsewhere, say) drains in few
+// rounds, each with one claim and one delete. An action falling due waits
+// for the round in flight; a round claims only what is due, so without a
+// backlog rounds stay small.
 const (
 	DefaultWorkers = 8
-	DefaultBatch   = 200
+	DefaultBatch   = 800
 )
 
 type job struct {
