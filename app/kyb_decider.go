@@ -15,9 +15,12 @@ const KYBDeciderName = "kyb_decider"
 // KYBDecider is the subscriber that decides filed verifications with the
 // environment's Verifier (the sandbox's EIN rules; live: manual review).
 // It reads the log, so a verification filed just before a crash is still
-// decided after the restart; deciding twice changes nothing.
+// decided after the restart; deciding twice changes nothing. It asks the
+// log for kyb.Submitted only: the thousands of other events a second
+// brings never leave the database (the checkpoint still moves past them).
 func (a *App) KYBDecider(wake <-chan struct{}) *eventstore.Subscription {
 	return &eventstore.Subscription{Name: KYBDeciderName, Pool: a.Pool, Wake: wake, Log: a.Log,
+		Types: []string{(kyb.Submitted{}).EventType()},
 		Handle: func(ctx context.Context, _ pgx.Tx, events []eventstore.RecordedEvent) error {
 			for i := range events {
 				if events[i].Type != (kyb.Submitted{}).EventType() {

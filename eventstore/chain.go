@@ -72,14 +72,20 @@ func ChainSubscription(pool *pgxpool.Pool, wake <-chan struct{}) *Subscription {
 			if err != nil && err != pgx.ErrNoRows {
 				return err
 			}
-			b := &pgx.Batch{}
-			for _, e := range events {
+			// The whole batch in one statement: seqs follow the one read of
+			// the last link, so a batch rolled back leaves no gap.
+			n := len(events)
+			seqs, ids := make([]int64, n), make([]string, n)
+			ehs, chs := make([][]byte, n), make([][]byte, n)
+			for i, e := range events {
 				seq++
 				eh, ch := Link(prev, e)
-				b.Queue(`INSERT INTO event_chain (seq, event_id, event_hash, chain_hash) VALUES ($1, $2, $3, $4)`, seq, e.EventID, eh, ch)
+				seqs[i], ids[i], ehs[i], chs[i] = seq, e.EventID, eh, ch
 				prev = ch
 			}
-			return tx.SendBatch(ctx, b).Close()
+			_, err = tx.Exec(ctx, `INSERT INTO event_chain (seq, event_id, event_hash, chain_hash)
+                SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[])`, seqs, ids, ehs, chs)
+			return err
 		}}
 }
 

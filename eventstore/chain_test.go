@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/eventstore"
@@ -261,5 +263,110 @@ func TestChainDetectsTamperedChainHash(t *testing.T) {
 	}
 	if br, _ := verify(t, ctx, pool); br == nil || br.Seq != 5 {
 		t.Fatalf("removed link: break = %v; want at seq 5", br)
+	}
+}
+
+// chainRows is the whole chain as "seq event_id event_hash chain_hash".
+func chainRows(t *testing.T, ctx context.Context, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(ctx, `SELECT seq, event_id, event_hash, chain_hash FROM event_chain ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var seq int64
+		var id string
+		var eh, ch []byte
+		if err := rows.Scan(&seq, &id, &eh, &ch); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%d %s %x %x", seq, id, eh, ch))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Given a log linked one event per batch, when the chain is dropped and
+// linked again in batches of many, then every row (seq, event, both
+// hashes) is the same.
+func TestChainBatchLinksTheSameRowsAsOneAtATime(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.Pool(t)
+	for i := range 23 {
+		mustAppend(t, ctx, pool, stream(fmt.Sprintf("batch-%d", i%4)), int64(i/4), events(i%4, i, 1)...)
+	}
+	waitReadable(t, ctx, pool) // CatchUp stops at the first empty step
+	one := eventstore.ChainSubscription(pool, nil)
+	one.BatchSize = 1
+	if n, err := one.CatchUp(ctx); err != nil || n != 23 {
+		t.Fatalf("one at a time: %d, %v", n, err)
+	}
+	want := chainRows(t, ctx, pool)
+
+	if _, err := pool.Exec(ctx, `DELETE FROM event_chain`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM subscription_checkpoints WHERE name = $1`, eventstore.ChainName); err != nil {
+		t.Fatal(err)
+	}
+	many := eventstore.ChainSubscription(pool, nil)
+	many.BatchSize = 10
+	if n, err := many.CatchUp(ctx); err != nil || n != 23 {
+		t.Fatalf("in batches: %d, %v", n, err)
+	}
+	if got := chainRows(t, ctx, pool); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batched chain differs:\n got %v\nwant %v", got, want)
+	}
+	if br, n := verify(t, ctx, pool); br != nil || n != 23 {
+		t.Fatalf("verify = %v, %d", br, n)
+	}
+}
+
+// Given a linked chain, when the next batch's handler fails after linking
+// (the transaction rolls back), then nothing of it stays, and the next
+// step links the same events at the same seqs, with no gap.
+func TestChainRolledBackBatchLeavesNoGap(t *testing.T) {
+	ctx, pool, _ := chainSetup(t, 5)
+	more := mustAppend(t, ctx, pool, stream("rollback"), 0, events(7, 0, 4)...)
+	waitReadable(t, ctx, pool) // a step reads only below every running transaction
+
+	failing := eventstore.ChainSubscription(pool, nil)
+	link := failing.Handle
+	linked := 0
+	failing.Handle = func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+		if err := link(ctx, tx, evs); err != nil {
+			return err
+		}
+		linked += len(evs)
+		return errors.New("boom after linking")
+	}
+	if n, err := failing.Step(ctx); err == nil || n != 0 {
+		t.Fatalf("failing step = %d, %v; want 0 and the error", n, err)
+	}
+	if linked != 4 {
+		t.Fatalf("the failing handler linked %d events, want 4", linked)
+	}
+	var count, maxSeq int64
+	if err := pool.QueryRow(ctx, `SELECT count(*), max(seq) FROM event_chain`).Scan(&count, &maxSeq); err != nil {
+		t.Fatal(err)
+	}
+	if count != 5 || maxSeq != 5 {
+		t.Fatalf("after the rollback: %d links up to seq %d, want 5 up to 5", count, maxSeq)
+	}
+
+	if n, err := eventstore.ChainSubscription(pool, nil).Step(ctx); err != nil || n != 4 {
+		t.Fatalf("next step = %d, %v; want 4", n, err)
+	}
+	for i, e := range more {
+		if seq := chainSeqOf(t, ctx, pool, e.EventID); seq != int64(6+i) {
+			t.Errorf("%s linked at seq %d, want %d", e.EventID, seq, 6+i)
+		}
+	}
+	if br, n := verify(t, ctx, pool); br != nil || n != 9 {
+		t.Fatalf("verify = %v, %d; want clean, 9", br, n)
 	}
 }

@@ -122,6 +122,10 @@ type AppendRequest struct {
 	Stream   Stream
 	Expected int64
 	Events   []domain.Event
+	// Meta, when set, is this request's metadata instead of AppendAll's:
+	// a batch of commands appends in one round trip, each event still
+	// carrying its own command's causation.
+	Meta *Metadata
 }
 
 // AppendAll appends to several streams in one round trip (a pipelined
@@ -132,7 +136,11 @@ func AppendAll(ctx context.Context, tx pgx.Tx, meta Metadata, reqs ...AppendRequ
 	prepared := make([]preparedAppend, len(reqs))
 	b := &pgx.Batch{}
 	for i, r := range reqs {
-		a, err := prepareAppend(r, meta)
+		m := meta
+		if r.Meta != nil {
+			m = *r.Meta
+		}
+		a, err := prepareAppend(r, m)
 		if err != nil {
 			return nil, err
 		}

@@ -35,6 +35,11 @@ type Subscription struct {
 	// (synchronous_commit = off): a crash loses at most the last batches,
 	// checkpoint and writes together, and they are processed again.
 	Derived bool
+	// Types, if not empty, are the only event types the handler is given:
+	// the others are skipped in the query and never leave the database.
+	// The checkpoint still moves past the skipped events, up to the last
+	// event readable now, never further (see readTypes).
+	Types []string
 }
 
 // ErrNotOwner means another process holds this subscription's checkpoint.
@@ -75,14 +80,25 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	if batch <= 0 {
 		batch = 500
 	}
-	events, err := ReadAll(ctx, tx, pos, batch)
-	if err != nil || len(events) == 0 {
-		return 0, err
+	var events []RecordedEvent
+	var last Position
+	if len(s.Types) == 0 {
+		events, err = ReadAll(ctx, tx, pos, batch)
+		if err != nil || len(events) == 0 {
+			return 0, err
+		}
+		last = PositionOf(events[len(events)-1])
+	} else {
+		events, last, err = readTypes(ctx, tx, pos, batch, s.Types)
+		if err != nil || (len(events) == 0 && !pos.Less(last)) {
+			return 0, err
+		}
 	}
-	if err := s.Handle(ctx, tx, events); err != nil {
-		return 0, err
+	if len(events) > 0 {
+		if err := s.Handle(ctx, tx, events); err != nil {
+			return 0, err
+		}
 	}
-	last := PositionOf(events[len(events)-1])
 	if _, err := tx.Exec(ctx, `UPDATE subscription_checkpoints
         SET transaction_id = $2::text::xid8, global_position = $3, updated_at = now() WHERE name = $1`,
 		s.Name, strconv.FormatUint(last.TransactionID, 10), last.GlobalPosition); err != nil {
@@ -91,10 +107,55 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
-	if s.OnCommit != nil {
+	if s.OnCommit != nil && len(events) > 0 {
 		s.OnCommit()
 	}
 	return len(events), nil
+}
+
+// readTypes is ReadAll of the events of the given types only, and the
+// position the checkpoint may move to. Readable are the events of
+// transactions older than every one still running (see ReadAll): they are
+// final, so the last of them (the horizon, read first) bounds the read,
+// and a later statement, with a later snapshot, sees exactly the same
+// events up to it. A full page moves the checkpoint to its last event (the
+// events of other types before it are skipped); a short one to the
+// horizon, past the skipped events after it but never past an event not
+// yet readable. pos itself comes back when nothing is readable past it.
+func readTypes(ctx context.Context, tx pgx.Tx, pos Position, limit int, types []string) ([]RecordedEvent, Position, error) {
+	var horizon Position
+	var txid int64
+	err := tx.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM events
+        WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1`).Scan(&txid, &horizon.GlobalPosition)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, pos, nil
+	}
+	if err != nil {
+		return nil, pos, err
+	}
+	horizon.TransactionID = uint64(txid)
+	if !pos.Less(horizon) {
+		return nil, pos, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT `+SelectColumns+` FROM events
+        WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
+          AND (transaction_id, global_position) <= ($3::text::xid8, $4)
+          AND event_type = ANY($6)
+        ORDER BY events.transaction_id, events.global_position
+        LIMIT $5`, strconv.FormatUint(pos.TransactionID, 10), pos.GlobalPosition,
+		strconv.FormatUint(horizon.TransactionID, 10), horizon.GlobalPosition, limit, types)
+	if err != nil {
+		return nil, pos, err
+	}
+	events, err := ScanEvents(rows)
+	if err != nil {
+		return nil, pos, err
+	}
+	if len(events) == limit {
+		return events, PositionOf(events[len(events)-1]), nil
+	}
+	return events, horizon, nil
 }
 
 // CatchUp processes batches until the log has nothing more to give now.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,14 +57,43 @@ type Simulator struct {
 	// Batch is how many due actions one round claims; default
 	// DefaultBatch.
 	Batch int
+	// PaymentBatch is how many payments one command transaction settles;
+	// default DefaultPaymentBatch.
+	PaymentBatch int
+
+	scheduledOnce sync.Once
+	scheduled     chan struct{} // the subscription wrote plans: the settler looks at once
 }
 
-// Subscription turns sandbox events into scheduled actions.
+// scheduledCh is the settler's wake-up by the subscription (created once).
+func (s *Simulator) scheduledCh() chan struct{} {
+	s.scheduledOnce.Do(func() { s.scheduled = make(chan struct{}, 1) })
+	return s.scheduled
+}
+
+// Subscription turns sandbox events into scheduled actions. It reads only
+// the types it schedules: the rest of the log stays in the database.
 func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription {
-	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true}
+	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true,
+		Types: []string{(inbound.Received{}).EventType(), (payment.Created{}).EventType()},
+		// An instant payment is due as soon as it is scheduled: wake the
+		// settler rather than leave it to its poll.
+		OnCommit: func() {
+			select {
+			case s.scheduledCh() <- struct{}{}:
+			default:
+			}
+		}}
 }
 
+// schedule plans a batch of events as a set: the plans are collected in
+// Go, the platform settings the ACH payments need read in one query, and
+// the plans written in one statement.
 func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
+	var (
+		p        plans
+		payments []payment.Created
+	)
 	for i := range events {
 		r := &events[i]
 		if r.Environment != domain.Sandbox.String() {
@@ -79,50 +109,148 @@ func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore
 			if !e.ExpectedAt.After(e.At) {
 				continue // instant rails complete in the same command
 			}
-			if err := plan(ctx, tx, actionSettleInbound, e.InboundTransferID, e.ExpectedAt); err != nil {
-				return err
-			}
+			p.add(actionSettleInbound, e.InboundTransferID, e.ExpectedAt)
 		case (payment.Created{}).EventType():
 			ev, err := r.Decode()
 			if err != nil {
 				return err
 			}
-			if err := s.schedulePayment(ctx, tx, ev.(payment.Created)); err != nil {
-				return err
+			e := ev.(payment.Created)
+			if r, _ := rails.Parse(e.Rail); rails.IsInstant(r) {
+				p.add(actionSettlePayment, e.PaymentID, e.At)
+				continue
 			}
+			payments = append(payments, e)
 		}
 	}
-	return nil
+	if len(payments) > 0 {
+		settings, err := autoSettle(ctx, tx, payments)
+		if err != nil {
+			return err
+		}
+		for _, e := range payments {
+			schedulePayment(&p, e, settings[settingsKey{e.PlatformID, e.Environment}])
+		}
+	}
+	return p.write(ctx, tx)
 }
 
-// schedulePayment plans a sandbox payment: RTP and FedNow settle at once;
-// ACH is submitted after SubmitAfter and settles at its expected time,
-// unless the platform turned auto_settle off (then the simulation
-// endpoints decide).
-func (s *Simulator) schedulePayment(ctx context.Context, tx pgx.Tx, e payment.Created) error {
-	if r, _ := rails.Parse(e.Rail); rails.IsInstant(r) {
-		return plan(ctx, tx, actionSettlePayment, e.PaymentID, e.At)
-	}
-	settings, err := queries.GetSettings(ctx, tx, e.PlatformID, e.Environment)
-	if err != nil {
-		return err
-	}
+// schedulePayment plans a sandbox ACH payment: it is submitted after
+// SubmitAfter and settles at its expected time, unless the platform turned
+// auto_settle off (then the simulation endpoints decide). RTP and FedNow
+// settle at once (see schedule).
+func schedulePayment(p *plans, e payment.Created, autoSettle bool) {
 	submit := e.At.Add(SubmitAfter)
 	if e.ExpectedSettlementAt.Before(submit) {
 		submit = e.ExpectedSettlementAt
 	}
-	if err := plan(ctx, tx, actionSubmitPayment, e.PaymentID, submit); err != nil {
-		return err
+	p.add(actionSubmitPayment, e.PaymentID, submit)
+	if autoSettle {
+		p.add(actionSettlePayment, e.PaymentID, e.ExpectedSettlementAt)
 	}
-	if settings.Sandbox == nil || !settings.Sandbox.AutoSettle {
-		return nil
-	}
-	return plan(ctx, tx, actionSettlePayment, e.PaymentID, e.ExpectedSettlementAt)
 }
 
-func plan(ctx context.Context, tx pgx.Tx, action, objectID string, due time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO sandbox_schedule (id, action, due_at) VALUES ($1, $2, $3)
-        ON CONFLICT (id) DO NOTHING`, action+":"+objectID, action, due)
+type settingsKey struct {
+	platformID string
+	env        domain.Environment
+}
+
+// autoSettle reads, in one query, whether each (platform, environment) of
+// the payments settles its sandbox payments on its own.
+func autoSettle(ctx context.Context, tx pgx.Tx, payments []payment.Created) (map[settingsKey]bool, error) {
+	out := map[settingsKey]bool{}
+	var platforms, envs []string
+	for _, e := range payments {
+		k := settingsKey{e.PlatformID, e.Environment}
+		if _, ok := out[k]; !ok {
+			out[k] = false
+			platforms, envs = append(platforms, e.PlatformID), append(envs, e.Environment.String())
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT k.platform_id, k.environment, s.settings, s.updated_at
+        FROM unnest($1::text[], $2::text[]) AS k (platform_id, environment)
+        LEFT JOIN platform_settings s ON s.platform_id = k.platform_id AND s.environment = k.environment`, platforms, envs)
+	if err != nil {
+		return nil, err
+	}
+	type found struct {
+		platformID, env string
+		row             settingsRow
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (found, error) {
+		var f found
+		err := r.Scan(&f.platformID, &f.env, &f.row.raw, &f.row.updated)
+		return f, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range got {
+		env, _ := domain.ParseEnvironment(f.env)
+		v, err := queries.ScanSettings(f.row, f.platformID, env)
+		if err != nil {
+			return nil, err
+		}
+		out[settingsKey{f.platformID, env}] = v.Sandbox != nil && v.Sandbox.AutoSettle
+	}
+	return out, nil
+}
+
+// settingsRow hands one row of platform_settings (or none: raw nil) to
+// queries.ScanSettings, which lays it over the defaults.
+type settingsRow struct {
+	raw     []byte
+	updated *time.Time
+}
+
+func (r settingsRow) Scan(dest ...any) error {
+	if r.raw == nil {
+		return pgx.ErrNoRows
+	}
+	if len(dest) != 2 {
+		return errors.New("sandbox: settings row scanned into " + strconv.Itoa(len(dest)) + " values, want 2")
+	}
+	raw, ok1 := dest[0].(*[]byte)
+	updated, ok2 := dest[1].(*time.Time)
+	if !ok1 || !ok2 {
+		return errors.New("sandbox: settings row scanned into unexpected types")
+	}
+	*raw, *updated = r.raw, *r.updated
+	return nil
+}
+
+type planned struct {
+	action, object string
+	due            time.Time
+}
+
+// plans are the schedule rows of a batch, in order.
+type plans struct{ list []planned }
+
+func (p *plans) add(action, objectID string, due time.Time) {
+	p.list = append(p.list, planned{action, objectID, due})
+}
+
+// write inserts the plans in one statement; a row already scheduled (the
+// batch handled again after a crash) or planned twice keeps its first plan.
+func (p *plans) write(ctx context.Context, tx pgx.Tx) error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(p.list))
+	var ids, actions []string
+	var dues []time.Time
+	for _, pl := range p.list {
+		id := pl.action + ":" + pl.object
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ids, actions, dues = append(ids, id), append(actions, pl.action), append(dues, pl.due)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO sandbox_schedule (id, action, due_at)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])
+        ON CONFLICT (id) DO NOTHING`, ids, actions, dues)
 	return err
 }
 
@@ -143,6 +271,7 @@ func (s *Simulator) RunSettler(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+		case <-s.scheduledCh():
 		case <-time.After(poll):
 		}
 	}
@@ -154,11 +283,15 @@ const Lease = 30 * time.Second
 
 // Defaults of the settler's knobs. A worker waits on the database most of
 // the time, so more workers than cores pays; 8 leaves half of the server's
-// 16 connections to the rest. A bigger batch barely helps (the commands
-// are the cost), and an action falling due waits for the round in flight.
+// 16 connections to the rest. Payments go PaymentBatch to a transaction,
+// so a round of 800 is a few transactions per worker: a backlog (the
+// scheduler held back by a long transaction elsewhere, say) drains in few
+// rounds, each with one claim and one delete. An action falling due waits
+// for the round in flight; a round claims only what is due, so without a
+// backlog rounds stay small.
 const (
 	DefaultWorkers = 8
-	DefaultBatch   = 200
+	DefaultBatch   = 800
 )
 
 type job struct {
@@ -180,12 +313,15 @@ func step(action string) int {
 // performed. A batch is claimed with a lease in one short statement (no
 // transaction stays open while commands run: an open transaction would
 // hold back every reader of the log), performed by Workers goroutines,
-// and the performed ones deleted in one statement. One object's actions
-// (a payment's submit and settle) run in order on one worker, never side
+// and the performed ones deleted in one statement. The payments' actions
+// go by PaymentBatch payments per command transaction
+// (app.RunSandboxPaymentActions); the other actions one command each. One
+// object's actions (a payment's submit and settle) run in order, never side
 // by side. A failing action, and the rest of its object's actions, wait out
-// the lease and are retried without blocking the others; commands are
-// idempotent, so a crash between performing and deleting repeats them
-// harmlessly.
+// the lease and are retried without blocking the others (a batch that
+// fails is retried one payment at a time at once, so only the failing
+// payment waits); commands are idempotent, so a crash between performing
+// and deleting repeats them harmlessly.
 func (s *Simulator) SettleDue(ctx context.Context) (int, error) {
 	groups, err := s.claim(ctx)
 	if err != nil || len(groups) == 0 {
@@ -196,31 +332,61 @@ func (s *Simulator) SettleDue(ctx context.Context) (int, error) {
 		done     []string
 		firstErr error
 	)
-	work := make(chan []job)
+	record := func(ids []string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		done = append(done, ids...)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	// one performs a group's actions in order, one command each.
+	one := func(g []job) {
+		for _, j := range g {
+			err := s.perform(ctx, j)
+			if err != nil {
+				record(nil, err)
+				return // the object's later actions must not overtake this one
+			}
+			record([]string{j.id}, nil)
+		}
+	}
+	work := make(chan [][]job)
 	var wg sync.WaitGroup
-	for range min(s.workers(), len(groups)) {
+	units := s.units(groups)
+	for range min(s.workers(), len(units)) {
 		wg.Go(func() {
-			for g := range work {
-				for _, j := range g {
-					err := s.perform(ctx, j)
-					mu.Lock()
-					if err == nil {
-						done = append(done, j.id)
-					} else if firstErr == nil {
-						firstErr = err
+			for u := range work {
+				if len(u) == 1 && !paymentGroup(u[0]) {
+					one(u[0])
+					continue
+				}
+				err := s.performPayments(ctx, u)
+				if err == nil {
+					for _, g := range u {
+						for _, j := range g {
+							record([]string{j.id}, nil)
+						}
 					}
-					mu.Unlock()
-					if err != nil {
-						break // the object's later actions must not overtake this one
-					}
+					continue
+				}
+				if ctx.Err() != nil {
+					record(nil, err)
+					continue // the rest wait out their lease
+				}
+				if s.Log != nil {
+					s.Log.Warn("sandbox settler: batch failed, retrying its payments one by one", "payments", len(u), "error", err)
+				}
+				for _, g := range u {
+					one(g)
 				}
 			}
 		})
 	}
 feed:
-	for _, g := range groups {
+	for _, u := range units {
 		select {
-		case work <- g:
+		case work <- u:
 		case <-ctx.Done():
 			break feed // the rest wait out their lease
 		}
@@ -239,6 +405,64 @@ feed:
 		return len(done), errors.Join(firstErr, err)
 	}
 	return len(done), firstErr
+}
+
+// DefaultPaymentBatch is how many payments one settler transaction
+// completes unless PaymentBatch says otherwise. Bigger batches cost fewer
+// commits, but hold their accounts' balance rows (which the API's
+// payments wait for) longer.
+const DefaultPaymentBatch = 50
+
+func (s *Simulator) paymentBatch() int {
+	if s.PaymentBatch > 0 {
+		return s.PaymentBatch
+	}
+	return DefaultPaymentBatch
+}
+
+// paymentGroup says whether a group is a payment's actions only.
+func paymentGroup(g []job) bool {
+	for _, j := range g {
+		if j.action != actionSubmitPayment && j.action != actionSettlePayment {
+			return false
+		}
+	}
+	return true
+}
+
+// units splits the claimed groups into what one worker performs at a
+// time: a batch of payment groups, or one other group alone. Payments go
+// in batches of at most PaymentBatch, but spread over the workers rather
+// than left to one of them.
+func (s *Simulator) units(groups [][]job) [][][]job {
+	var units [][][]job
+	var pays [][]job
+	for _, g := range groups {
+		if paymentGroup(g) {
+			pays = append(pays, g)
+		} else {
+			units = append(units, [][]job{g})
+		}
+	}
+	size := min(s.paymentBatch(), max(1, (len(pays)+s.workers()-1)/s.workers()))
+	for len(pays) > 0 {
+		n := min(size, len(pays))
+		units = append(units, pays[:n:n])
+		pays = pays[n:]
+	}
+	return units
+}
+
+// performPayments performs payment groups in one command transaction.
+func (s *Simulator) performPayments(ctx context.Context, groups [][]job) error {
+	var actions []app.SandboxPaymentAction
+	for _, g := range groups {
+		for _, j := range g {
+			actions = append(actions, app.SandboxPaymentAction{PaymentID: j.object, Submit: j.action == actionSubmitPayment,
+				Meta: app.Meta{Actor: "sandbox", CausationID: j.id}})
+		}
+	}
+	return s.App.RunSandboxPaymentActions(ctx, actions)
 }
 
 func (s *Simulator) workers() int {

@@ -1,0 +1,281 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/domain/rails"
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
+)
+
+// SandboxPaymentAction is one thing the sandbox rail does to a payment:
+// submit it (SubmitPayment) or settle it (SettleSandboxPayment).
+type SandboxPaymentAction struct {
+	PaymentID string
+	Submit    bool // submit; otherwise settle
+	Meta      Meta
+}
+
+// RunSandboxPaymentActions performs many sandbox rail actions in one
+// command transaction, so that the settler keeps pace with the payments
+// the API creates: a transaction per payment (begin, loads, locks,
+// appends, projections, a WAL flush at commit) is what it cannot afford.
+//
+// Each action appends, with its own metadata, exactly the events
+// SubmitPayment or SettleSandboxPayment would append on its own, and the
+// inline projections apply them alike; one payment's actions run in the
+// order given. The payments' streams and journal entries are read in two
+// statements, the events of all actions appended in one round trip
+// (AppendAll, each action with its own metadata), and the balance rows of all their accounts locked at
+// once in account id order, the order every command locks them in, so a
+// batch cannot deadlock with the API (a deadlock or a stream that moved
+// meanwhile is retried by run, the whole batch).
+//
+// All or nothing: any error (a payment not found, say) rolls back every
+// action, and the caller retries them one at a time.
+func (a *App) RunSandboxPaymentActions(ctx context.Context, actions []SandboxPaymentAction) error {
+	if len(actions) == 0 {
+		return nil
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, act := range actions {
+		if !seen[act.PaymentID] {
+			seen[act.PaymentID] = true
+			ids = append(ids, act.PaymentID)
+		}
+	}
+	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		pays, err := loadPayments(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		// The journal entries of the payments the rail will touch (as
+		// changePayment loads them only when there is a command), and the
+		// accounts of all of them (as changePayment locks them before it
+		// looks), in one round trip, the locks first.
+		var accounts, entries []string
+		for _, act := range actions {
+			p := pays[act.PaymentID]
+			if act.Submit || p.s.Environment == domain.Sandbox {
+				entries = append(entries, p.s.JournalEntryID)
+			}
+		}
+		for _, p := range pays {
+			accounts = append(accounts, p.s.VirtualAccountID)
+		}
+		jes, err := lockAndLoadEntries(ctx, tx, accounts, entries)
+		if err != nil {
+			return err
+		}
+
+		// Decide every action in Go, in order (a payment's second action
+		// sees what its first did), then append them all in one round trip.
+		var reqs []eventstore.AppendRequest
+		for _, act := range actions {
+			p := pays[act.PaymentID]
+			var cmd any
+			if act.Submit {
+				cmd = payment.Submit{At: now()}
+			} else if p.s.Environment == domain.Sandbox { // the sandbox rail never touches live payments
+				cmd = sandboxVerdict(p.s)
+			} else {
+				continue
+			}
+			je := jes[p.s.JournalEntryID]
+			if je == nil || je.s.PlatformID != p.c.PlatformID || je.s.Environment != p.c.Environment {
+				return &domain.Error{Code: domain.CodeNotFound, Param: "reverses", Message: "no such journal entry: " + p.s.JournalEntryID}
+			}
+			events, err := payment.Decide(p.s, cmd)
+			if err != nil {
+				return err
+			}
+			if len(events) == 0 {
+				continue
+			}
+			meta := act.Meta
+			reqs = append(reqs, eventstore.AppendRequest{Stream: paymentStream(p.c, p.s.PaymentID), Expected: p.version,
+				Events: events, Meta: &meta})
+			at := now()
+			var jeEvents []domain.Event
+			for _, e := range events {
+				p.s = payment.Evolve(p.s, e)
+				switch e.(type) {
+				case payment.Completed:
+					jeEvents = append(jeEvents, ledger.Posted{JournalEntryID: je.s.ID, Lines: je.s.Lines, At: at})
+				case payment.Failed, payment.Canceled:
+					if je.s.Status == ledger.StatusPending {
+						jeEvents = append(jeEvents, ledger.Archived{JournalEntryID: je.s.ID, Lines: je.s.Lines, At: at})
+					}
+				}
+			}
+			p.version += int64(len(events))
+			if len(jeEvents) > 0 {
+				reqs = append(reqs, eventstore.AppendRequest{Stream: journalStream(p.c, je.s.ID), Expected: je.version,
+					Events: jeEvents, Meta: &meta})
+				for _, e := range jeEvents {
+					je.s = ledger.Evolve(je.s, e)
+				}
+				je.version += int64(len(jeEvents))
+			}
+		}
+		if len(reqs) == 0 {
+			return nil
+		}
+		recs, err := eventstore.AppendAll(ctx, tx, Meta{}, reqs...)
+		if err != nil {
+			return err
+		}
+		var all []eventstore.RecordedEvent
+		for _, r := range recs {
+			all = append(all, r...)
+		}
+		b, err := projections.ProjectInline(all)
+		if err != nil {
+			return err
+		}
+		return b.Send(ctx, tx)
+	})
+}
+
+// sandboxVerdict is SettleSandboxPayment's command: the magic destination
+// account numbers fail with their network codes, any other settles.
+func sandboxVerdict(s payment.State) payment.Settle {
+	r, _ := rails.Parse(s.Rail)
+	cmd := payment.Settle{At: now()}
+	if code := rails.SandboxOutcome(r, s.Destination.AccountNumber); code != "" {
+		f := rails.FailureFor(r, code)
+		cmd.Failure = &f
+	}
+	return cmd
+}
+
+type batchPayment struct {
+	s       payment.State
+	version int64
+	c       Caller
+}
+
+type batchEntry struct {
+	s       ledger.State
+	version int64
+}
+
+// loadPayments folds the payments' streams, read in one statement, as
+// loadPayment folds one.
+func loadPayments(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*batchPayment, error) {
+	streams := make([]string, len(ids))
+	for i, id := range ids {
+		streams[i] = payment.StreamID(id)
+	}
+	recs, err := loadStreams(ctx, tx, streams)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*batchPayment, len(ids))
+	for i, id := range ids {
+		evs := recs[streams[i]]
+		s, err := eventstore.Fold(evs, payment.State{}, payment.Evolve)
+		if err != nil {
+			return nil, err
+		}
+		if s.Status == "" {
+			return nil, domain.NotFound("payment", id)
+		}
+		out[id] = &batchPayment{s: s, version: evs[len(evs)-1].StreamVersion,
+			c: Caller{PlatformID: s.PlatformID, Environment: s.Environment}}
+	}
+	return out, nil
+}
+
+// lockAndLoadEntries locks the accounts' balance rows in account id order
+// and reads the journal entries' streams, in one round trip.
+func lockAndLoadEntries(ctx context.Context, tx pgx.Tx, accounts, entries []string) (map[string]*batchEntry, error) {
+	accounts = slices.Clone(accounts)
+	slices.Sort(accounts)
+	accounts = slices.Compact(accounts)
+	streams := make([]string, len(entries))
+	for i, id := range entries {
+		streams[i] = ledger.StreamID(id)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT virtual_account_id FROM account_balances WHERE virtual_account_id = ANY($1)
+        ORDER BY virtual_account_id FOR UPDATE`, accounts)
+	b.Queue(loadStreamsSQL, streams)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	if len(locked) != len(accounts) {
+		for _, id := range accounts {
+			if !slices.Contains(locked, id) {
+				return nil, domain.NotFound("virtual_account", id)
+			}
+		}
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := scanStreams(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*batchEntry, len(entries))
+	for i, id := range entries {
+		evs := recs[streams[i]]
+		if len(evs) == 0 {
+			continue // not found: the caller says so
+		}
+		s, err := eventstore.Fold(evs, ledger.State{}, ledger.Evolve)
+		if err != nil {
+			return nil, err
+		}
+		if s.ID == "" {
+			continue
+		}
+		out[id] = &batchEntry{s: s, version: evs[len(evs)-1].StreamVersion}
+	}
+	return out, br.Close()
+}
+
+// loadStreamsSQL reads what folding needs of several streams' events.
+const loadStreamsSQL = `SELECT stream_id, stream_version, event_type, data FROM events
+    WHERE stream_id = ANY($1) ORDER BY stream_id, stream_version`
+
+func loadStreams(ctx context.Context, tx pgx.Tx, streams []string) (map[string][]eventstore.RecordedEvent, error) {
+	rows, err := tx.Query(ctx, loadStreamsSQL, streams)
+	if err != nil {
+		return nil, err
+	}
+	return scanStreams(rows)
+}
+
+func scanStreams(rows pgx.Rows) (map[string][]eventstore.RecordedEvent, error) {
+	defer rows.Close()
+	out := map[string][]eventstore.RecordedEvent{}
+	for rows.Next() {
+		var r eventstore.RecordedEvent
+		if err := rows.Scan(&r.StreamID, &r.StreamVersion, &r.Type, (*[]byte)(&r.Data)); err != nil {
+			return nil, err
+		}
+		if evs := out[r.StreamID]; len(evs) > 0 && evs[len(evs)-1].StreamVersion != r.StreamVersion-1 {
+			return nil, fmt.Errorf("stream %s: version %d after %d", r.StreamID, r.StreamVersion, evs[len(evs)-1].StreamVersion)
+		}
+		out[r.StreamID] = append(out[r.StreamID], r)
+	}
+	return out, rows.Err()
+}

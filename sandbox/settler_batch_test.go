@@ -1,0 +1,522 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/eventstore/pgtest"
+	"github.com/opentreasury/treasury/sandbox"
+)
+
+// batchShape is what a payment's settlement wrote, with the ids and times
+// left out: its events as "type<-causation" (the payment's id replaced by
+// X) with a failure's code, its journal entry's events, and its view.
+func batchShape(t *testing.T, ctx context.Context, s *setup, id string) string {
+	t.Helper()
+	v := payView(t, ctx, s.pool, s.scope, id)
+	var je string
+	if err := s.pool.QueryRow(ctx, `SELECT data->>'journal_entry_id' FROM events WHERE stream_id = $1 AND stream_version = 1`,
+		payment.StreamID(id)).Scan(&je); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, stream := range []string{payment.StreamID(id), ledger.StreamID(je)} {
+		rows, err := s.pool.Query(ctx, `SELECT event_type, coalesce(metadata->>'causation_id', ''), coalesce(metadata->>'actor', ''),
+                coalesce(data->'failure'->>'code', '') FROM events WHERE stream_id = $1 ORDER BY stream_version`, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var typ, cause, actor, code string
+			if err := rows.Scan(&typ, &cause, &actor, &code); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s<-%s/%s%s", typ, strings.ReplaceAll(cause, id, "X"), actor, code))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var failure string
+	if v.Failure != nil {
+		failure = fmt.Sprint(*v.Failure)
+	}
+	return fmt.Sprintf("%s | status %s submitted %v completed %v failed %v failure %s", strings.Join(out, " "),
+		v.Status, v.SubmittedAt != nil, v.CompletedAt != nil, v.FailedAt != nil, failure)
+}
+
+// Given two accounts with the same payments — instant and ACH, settling
+// and failing (magic numbers), some to be submitted and settled in one go,
+// one submitted only, one already completed, one canceled — when one
+// account's are settled one command at a time and the other's by one
+// RunSandboxPaymentActions, then every payment has the same events (with
+// the same metadata), journal entry events, view and balance.
+func TestSandboxPaymentBatchWritesWhatOneAtATimeWrites(t *testing.T) {
+	s := newSetup(t, pgtest.URL(t), 1, 1)
+	ctx := s.ctx
+	s.payApprove()
+	type plan struct {
+		rail, dest string
+		actions    []string // "submit" / "settle", in order
+		before     string   // "complete" or "cancel" before the rail acts
+	}
+	plans := []plan{
+		{"rtp", "123456789", []string{"settle"}, ""},
+		{"rtp", "4000000003", []string{"settle"}, ""},
+		{"fednow", "4000009912", []string{"settle"}, ""},
+		{"ach_same_day", "123456789", []string{"submit", "settle"}, ""},
+		{"ach_standard", "4000000016", []string{"submit", "settle"}, ""},
+		{"ach_standard", "123456789", []string{"submit"}, ""},
+		{"ach_same_day", "4000000002", []string{"settle"}, ""},
+		{"rtp", "123456789", []string{"settle"}, "complete"},
+		{"ach_standard", "123456789", []string{"submit", "settle"}, "cancel"},
+		{"rtp", "123456789", []string{"settle", "settle"}, ""},
+	}
+	one, batched := s.payOpen(100_000), s.payOpen(100_000)
+	ids := map[string][]string{}
+	for _, va := range []string{one, batched} {
+		for i, p := range plans {
+			id := s.payCreate(va, int64(1_000+i), p.rail, p.dest)
+			switch p.before {
+			case "complete":
+				if err := s.a.CompletePayment(ctx, app.Meta{}, &s.c, id); err != nil {
+					t.Fatal(err)
+				}
+			case "cancel":
+				if err := s.a.CancelPayment(ctx, app.Meta{}, s.c, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ids[va] = append(ids[va], id)
+		}
+	}
+	meta := func(action, id string) app.Meta {
+		return app.Meta{Actor: "sandbox", CausationID: action + "_payment:" + id}
+	}
+	var actions []app.SandboxPaymentAction
+	for i, p := range plans {
+		for _, act := range p.actions {
+			id := ids[one][i]
+			var err error
+			if act == "submit" {
+				err = s.a.SubmitPayment(ctx, meta(act, id), id)
+			} else {
+				err = s.a.SettleSandboxPayment(ctx, meta(act, id), id)
+			}
+			if err != nil {
+				t.Fatalf("%s %s: %v", act, id, err)
+			}
+			bid := ids[batched][i]
+			actions = append(actions, app.SandboxPaymentAction{PaymentID: bid, Submit: act == "submit", Meta: meta(act, bid)})
+		}
+	}
+	if err := s.a.RunSandboxPaymentActions(ctx, actions); err != nil {
+		t.Fatal(err)
+	}
+
+	for i, p := range plans {
+		want, got := batchShape(t, ctx, s, ids[one][i]), batchShape(t, ctx, s, ids[batched][i])
+		if got != want {
+			t.Errorf("%s to %s %v:\nbatched    %s\none by one %s", p.rail, p.dest, p.actions, got, want)
+		}
+	}
+	if b, w := balance(t, ctx, s.pool, batched), balance(t, ctx, s.pool, one); b != w {
+		t.Errorf("balance after the batch %+v, one at a time %+v", b, w)
+	}
+	if b := balance(t, ctx, s.pool, one); b.PendingOutbound == 0 || b.Posted == 100_000 {
+		t.Errorf("balance %+v: the plans should leave a payment pending and some posted", b)
+	}
+	payCheckLedger(t, ctx, s.pool)
+}
+
+// A batch in which one payment cannot be settled (it does not exist) rolls
+// back; its payments are retried one by one at once, so the others settle
+// in the same round and only the bad one waits out its lease.
+func TestSettlerRetriesAFailedBatchOneByOne(t *testing.T) {
+	s := newSetup(t, pgtest.URL(t), 1, 1)
+	ctx := s.ctx
+	s.payApprove()
+	va := s.payOpen(50_000)
+	var ids []string
+	for range 5 {
+		ids = append(ids, s.payCreate(va, 1_000, "rtp", "123456789"))
+	}
+	var logged strings.Builder
+	var logMu sync.Mutex
+	sim := &sandbox.Simulator{App: s.a, Pool: s.pool, Log: slog.New(slog.NewTextHandler(&lockedWriter{&logMu, &logged}, nil))}
+	catchUp(t, ctx, sim)
+	if _, err := s.pool.Exec(ctx, `INSERT INTO sandbox_schedule (id, action, due_at)
+        VALUES ('settle_payment:pay_missing', 'settle_payment', now() - interval '1 minute')`); err != nil {
+		t.Fatal(err)
+	}
+	settlerAllDue(t, ctx, s.pool)
+	n, err := sim.SettleDue(ctx)
+	if n != 5 || err == nil || !strings.Contains(err.Error(), "pay_missing") {
+		t.Errorf("SettleDue = %d, %v; want the 5 payments settled and pay_missing's error", n, err)
+	}
+	for _, id := range ids {
+		if st := payView(t, ctx, s.pool, s.scope, id).Status; st != payment.StatusCompleted {
+			t.Errorf("%s is %s", id, st)
+		}
+	}
+	sched := scheduled(t, ctx, s.pool)
+	if due, ok := sched["settle_payment:pay_missing"]; len(sched) != 1 || !ok || time.Until(due) < sandbox.Lease/2 {
+		t.Errorf("schedule %v, want only pay_missing, leased", sched)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logged.String(), "one by one") {
+		t.Errorf("the failed batch was not logged: %q", logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Many goroutines create RTP payments on a few accounts through the API
+// while the simulator schedules and settles them in batches. Neither side
+// retries (MaxAttempts 1), so a deadlock between the settler's batches and
+// the API's payments, or between two batches, would surface as an error:
+// none does, every payment completes, and every balance is exact.
+func TestBatchedSettlerKeepsUpWithConcurrentPayments(t *testing.T) {
+	url := pgtest.URL(t)
+	s := newSetup(t, url, 1, 1)
+	ctx := s.ctx
+	s.payApprove()
+	const (
+		accounts   = 3
+		goroutines = 12
+		perG       = 25
+		funds      = 1_000_000
+		amount     = 100
+		fee        = 50 // RTP's default fee
+	)
+	var vas []string
+	for range accounts {
+		vas = append(vas, s.payOpen(funds))
+	}
+	s.a.MaxAttempts = 1
+	settlerApp := app.New(newPool(t, url), nil, discard)
+	settlerApp.MaxAttempts = 1
+	var warnings atomic.Int64
+	log := slog.New(countingHandler{slog.NewTextHandler(os.Stderr, nil), &warnings})
+	sim := &sandbox.Simulator{App: settlerApp, Pool: settlerApp.Pool, Log: log, Poll: 5 * time.Millisecond, PaymentBatch: 8}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var bg sync.WaitGroup
+	bg.Go(func() { sim.RunSettler(runCtx) })
+	sub := sim.Subscription(nil)
+	sub.PollInterval = 5 * time.Millisecond
+	bg.Go(func() { sub.Run(runCtx) })
+
+	var (
+		mu   sync.Mutex
+		ids  []string
+		errs []error
+		wg   sync.WaitGroup
+	)
+	perAccount := make([]atomic.Int64, accounts)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range perG {
+				k := (g + i) % accounts
+				key := fmt.Sprintf("conc-%d-%d", g, i)
+				res, err := s.a.CreatePayment(ctx, app.Meta{}, &app.Idempotency{Scope: s.c.PlatformID, Environment: "sandbox", Key: key,
+					Operation: "create_payment", RequestHash: key}, s.c, payment.Request{VirtualAccountID: vas[k], Amount: amount, Rail: "rtp",
+					Destination: payment.Destination{AccountNumber: "123456789", RoutingNumber: "021000021", Name: "Initech LLC"}})
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					ids = append(ids, res.ID)
+					perAccount[k].Add(1)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d payments refused, first: %v", len(errs), errs[0])
+	}
+
+	// Bounded poll: every payment completes.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var open int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM payments WHERE id = ANY($1) AND status <> 'completed'`, ids).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d payments not completed after 60 s", open, len(ids))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	bg.Wait()
+
+	if w := warnings.Load(); w > 0 {
+		t.Errorf("the settler logged %d warnings (failed batches or steps)", w)
+	}
+	for k, va := range vas {
+		want := ledger.Balance{Posted: funds - perAccount[k].Load()*(amount+fee)}
+		if b := balance(t, ctx, s.pool, va); b != want {
+			t.Errorf("account %s: balance %+v, want %+v", va, b, want)
+		}
+	}
+	var completed int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE event_type = 'payment.completed'
+        AND stream_id = ANY(SELECT 'payment-' || unnest($1::text[]))`, ids).Scan(&completed); err != nil {
+		t.Fatal(err)
+	}
+	if completed != goroutines*perG {
+		t.Errorf("%d completions, want one for each of the %d payments", completed, goroutines*perG)
+	}
+	payCheckLedger(t, ctx, s.pool)
+}
+
+type countingHandler struct {
+	slog.Handler
+	warnings *atomic.Int64
+}
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.warnings.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// The settler's throughput: SETTLER_BENCH_N due RTP payments (over
+// SETTLER_BENCH_ACCOUNTS accounts, default 16) drained by SettleDue with
+// the default knobs, in payments/s. Skipped unless SETTLER_BENCH_N is set:
+//
+//	SETTLER_BENCH_N=3000 go test -count=1 -run TestSettlerThroughput -v ./sandbox/
+func TestSettlerThroughput(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("SETTLER_BENCH_N"))
+	if n <= 0 {
+		t.Skip("set SETTLER_BENCH_N to measure")
+	}
+	url := pgtest.URL(t)
+	s := newSetup(t, url, 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s.ctx = ctx
+	s.payApprove()
+	accounts, _ := strconv.Atoi(os.Getenv("SETTLER_BENCH_ACCOUNTS"))
+	if accounts <= 0 {
+		accounts = 16
+	}
+	var vas []string
+	for range accounts {
+		vas = append(vas, s.payOpen(int64(n)*200))
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				key := fmt.Sprintf("bench-%d", i)
+				if _, err := s.a.CreatePayment(ctx, app.Meta{}, &app.Idempotency{Scope: s.c.PlatformID, Environment: "sandbox", Key: key,
+					Operation: "create_payment", RequestHash: key}, s.c, payment.Request{VirtualAccountID: vas[i%len(vas)], Amount: 100, Rail: "rtp",
+					Destination: payment.Destination{AccountNumber: "123456789", RoutingNumber: "021000021", Name: "Initech LLC"}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The service's pool: 16 connections (cmd/treasury).
+	pool := poolOf(t, url, 16)
+	sim := &sandbox.Simulator{App: app.New(pool, nil, discard), Pool: pool, Log: discard}
+	catchUp(t, ctx, sim)
+	if got := len(scheduled(t, ctx, s.pool)); got != n {
+		t.Fatalf("%d actions scheduled, want %d", got, n)
+	}
+	start := time.Now()
+	done := settlerDrain(t, ctx, sim)
+	took := time.Since(start)
+	t.Logf("settler: %d due RTP payments drained in %.2f s → %.0f payments/s", done, took.Seconds(), float64(done)/took.Seconds())
+	if done != n {
+		t.Errorf("drained %d, want %d", done, n)
+	}
+}
+
+// Given a settler whose poll is an hour, when an RTP payment is created,
+// then it completes at once: the subscription's commit of its plan wakes
+// the settler.
+func TestSchedulingWakesTheSettler(t *testing.T) {
+	s := newSetup(t, pgtest.URL(t), 1, 1)
+	ctx := s.ctx
+	s.payApprove()
+	va := s.payOpen(10_000)
+	sim := &sandbox.Simulator{App: s.a, Pool: s.pool, Log: discard, Poll: time.Hour}
+	runCtx, cancel := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer func() { cancel(); bg.Wait() }()
+	bg.Go(func() { sim.RunSettler(runCtx) })
+	sub := sim.Subscription(nil)
+	sub.PollInterval = 5 * time.Millisecond
+	bg.Go(func() { sub.Run(runCtx) })
+
+	for i := range 3 { // more than once: the wake-up is not used up
+		id := s.payCreate(va, 100, "rtp", "123456789")
+		deadline := time.Now().Add(10 * time.Second)
+		for payView(t, ctx, s.pool, s.scope, id).Status != payment.StatusCompleted {
+			if time.Now().After(deadline) {
+				t.Fatalf("payment %d not completed 10 s after creation (the settler polls hourly)", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// poolOf is a pool of url with max connections.
+func poolOf(t *testing.T, url string, max int) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = int32(max)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Payments created → completed under load: SETTLER_LOAD_CLIENTS (default
+// 64) goroutines create RTP payments back to back over
+// SETTLER_LOAD_ACCOUNTS accounts (default 200; the bench has 1,000) for
+// SETTLER_LOAD_SECONDS, on one 16-connection pool shared with the
+// simulator's subscription and settler, as in the service (no HTTP, no
+// other readers). Logs the creation rate and the p50/p99/max of
+// completed_at − created_at. Skipped unless SETTLER_LOAD_SECONDS is set:
+//
+//	SETTLER_LOAD_SECONDS=10 go test -count=1 -run TestSettlerLatencyUnderLoad -v ./sandbox/
+func TestSettlerLatencyUnderLoad(t *testing.T) {
+	secs, _ := strconv.Atoi(os.Getenv("SETTLER_LOAD_SECONDS"))
+	if secs <= 0 {
+		t.Skip("set SETTLER_LOAD_SECONDS to measure")
+	}
+	clients, _ := strconv.Atoi(os.Getenv("SETTLER_LOAD_CLIENTS"))
+	if clients <= 0 {
+		clients = 64
+	}
+	url := pgtest.URL(t)
+	s := newSetup(t, url, 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s.ctx = ctx
+	s.payApprove()
+	accounts, _ := strconv.Atoi(os.Getenv("SETTLER_LOAD_ACCOUNTS"))
+	if accounts <= 0 {
+		accounts = 200
+	}
+	var vas []string
+	var mu sync.Mutex
+	var opening sync.WaitGroup
+	for w := range 8 {
+		opening.Go(func() {
+			for i := w; i < accounts; i += 8 {
+				va := s.payOpen(1_000_000_000)
+				mu.Lock()
+				vas = append(vas, va)
+				mu.Unlock()
+			}
+		})
+	}
+	opening.Wait()
+	pool := poolOf(t, url, 16)
+	a := app.New(pool, eventstore.NewNotifier(pool, discard), discard)
+	runCtx, stop := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer func() { stop(); bg.Wait() }()
+	sim := &sandbox.Simulator{App: a, Pool: pool, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	bg.Go(func() { sim.RunSettler(runCtx) })
+	bg.Go(func() { sim.Subscription(a.Notifier.Subscribe()).Run(runCtx) })
+
+	var created atomic.Int64
+	loadEnd := time.Now().Add(time.Duration(secs) * time.Second)
+	if os.Getenv("SETTLER_LOAD_TRACE") != "" {
+		bg.Go(func() {
+			for runCtx.Err() == nil {
+				var pending, sched, due int
+				_ = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments WHERE status = 'pending'),
+                    (SELECT count(*) FROM sandbox_schedule), (SELECT count(*) FROM sandbox_schedule WHERE due_at <= now())`).Scan(&pending, &sched, &due)
+				t.Logf("pending %d, scheduled %d (due %d), unscheduled %d", pending, sched, due, pending-sched)
+				time.Sleep(500 * time.Millisecond)
+			}
+		})
+	}
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(loadEnd); i++ {
+				key := fmt.Sprintf("load-%d-%d", c, i)
+				if _, err := a.CreatePayment(ctx, app.Meta{}, &app.Idempotency{Scope: s.c.PlatformID, Environment: "sandbox", Key: key,
+					Operation: "create_payment", RequestHash: key}, s.c, payment.Request{VirtualAccountID: vas[(c*7+i)%len(vas)], Amount: 100, Rail: "rtp",
+					Destination: payment.Destination{AccountNumber: "123456789", RoutingNumber: "021000021", Name: "Initech LLC"}}); err != nil {
+					t.Error(err)
+					return
+				}
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	n := created.Load()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var open int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM payments WHERE status <> 'completed'`).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d payments not completed 60 s after the load", open)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var p50, p99, pmax float64
+	if err := s.pool.QueryRow(ctx, `SELECT
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - created_at)),
+            percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - created_at)),
+            max(extract(epoch FROM completed_at - created_at))
+        FROM payments`).Scan(&p50, &p99, &pmax); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d clients: %d RTP payments created in %d s (%.0f/s); created → completed p50 %.0f ms, p99 %.0f ms, max %.0f ms",
+		clients, n, secs, float64(n)/float64(secs), p50*1000, p99*1000, pmax*1000)
+}
