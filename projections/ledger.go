@@ -62,6 +62,27 @@ func (Ledger) Project(b *Batch) error {
 		}
 		return c
 	}
+	// settle posts or archives an entry: in Go if the batch recorded it,
+	// else as a change to its rows.
+	settle := func(id, status string, at time.Time, lines []ledger.Line) {
+		stamp := &at
+		if j := byID[id]; j != nil {
+			j.status = status
+			if status == ledger.StatusPosted {
+				j.postedAt = stamp
+			} else {
+				j.archivedAt = stamp
+			}
+			return
+		}
+		c := change(id)
+		c.status, c.txnIDs = &status, transactionIDs(lines)
+		if status == ledger.StatusPosted {
+			c.postedAt = stamp
+		} else {
+			c.archivedAt = stamp
+		}
+	}
 	for i := range b.Events {
 		ev, err := b.Events[i].Decode()
 		if err != nil {
@@ -93,21 +114,9 @@ func (Ledger) Project(b *Batch) error {
 				}
 			}
 		case ledger.Posted:
-			status, at := ledger.StatusPosted, e.At
-			if j := byID[e.JournalEntryID]; j != nil {
-				j.status, j.postedAt = status, &at
-			} else {
-				c := change(e.JournalEntryID)
-				c.status, c.postedAt, c.txnIDs = &status, &at, transactionIDs(e.Lines)
-			}
+			settle(e.JournalEntryID, ledger.StatusPosted, e.At, e.Lines)
 		case ledger.Archived:
-			status, at := ledger.StatusArchived, e.At
-			if j := byID[e.JournalEntryID]; j != nil {
-				j.status, j.archivedAt = status, &at
-			} else {
-				c := change(e.JournalEntryID)
-				c.status, c.archivedAt, c.txnIDs = &status, &at, transactionIDs(e.Lines)
-			}
+			settle(e.JournalEntryID, ledger.StatusArchived, e.At, e.Lines)
 		}
 	}
 	insertJournals(b, added)
