@@ -158,6 +158,19 @@ func readTypes(ctx context.Context, tx pgx.Tx, pos Position, limit int, types []
 	return events, horizon, nil
 }
 
+// heldBack reports whether events committed after the checkpoint are
+// visible but not yet readable (an older transaction still runs).
+func (s *Subscription) heldBack(ctx context.Context) bool {
+	cp, err := s.Checkpoint(ctx)
+	if err != nil {
+		return false
+	}
+	var held bool
+	err = s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE (transaction_id, global_position) > ($1::text::xid8, $2))`,
+		strconv.FormatUint(cp.TransactionID, 10), cp.GlobalPosition).Scan(&held)
+	return err == nil && held
+}
+
 // CatchUp processes batches until the log has nothing more to give now.
 func (s *Subscription) CatchUp(ctx context.Context) (int, error) {
 	total := 0
@@ -199,6 +212,12 @@ func (s *Subscription) Run(ctx context.Context) {
 		case eager > 0:
 			sleep(ctx, time.Duration(1<<(6-eager))*time.Millisecond) // 2, 4, … 32 ms
 			eager--
+			continue
+		case s.heldBack(ctx):
+			// Committed events wait for an older transaction (in any
+			// database of the server) to end: keep looking every 32 ms
+			// rather than leave them to the slow poll.
+			sleep(ctx, 32*time.Millisecond)
 			continue
 		}
 		select {

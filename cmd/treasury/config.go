@@ -31,6 +31,10 @@ type config struct {
 	// PprofAddr, when set (TREASURY_PPROF_ADDR, e.g. 127.0.0.1:6060),
 	// serves net/http/pprof on a listener of its own; unset, there is none.
 	PprofAddr string
+	// ReadYourWritesWait bounds how long a write waits for the lists to
+	// show it (TREASURY_READ_YOUR_WRITES_WAIT, a duration; 0 answers at
+	// once, without read-your-writes).
+	ReadYourWritesWait time.Duration
 }
 
 func loadConfig() (config, error) {
@@ -75,6 +79,14 @@ func loadConfig() (config, error) {
 		if err := checkPprofAddr(c.PprofAddr, c.Addr); err != nil {
 			return c, err
 		}
+	}
+	c.ReadYourWritesWait = app.DefaultReadYourWritesWithin
+	if v := strings.TrimSpace(os.Getenv("TREASURY_READ_YOUR_WRITES_WAIT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > time.Minute {
+			return c, fmt.Errorf("TREASURY_READ_YOUR_WRITES_WAIT must be a duration from 0s to 1m (e.g. 5s), not %q", v)
+		}
+		c.ReadYourWritesWait = d
 	}
 	if !rails.ValidABA(c.RoutingNumber) {
 		return c, fmt.Errorf("TREASURY_ROUTING_NUMBER %q is not a 9-digit ABA routing number with a valid checksum", c.RoutingNumber)

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMigrateSetting: unset migrates; every spelling of false skips; a
@@ -73,6 +74,32 @@ func TestPprofAddrSetting(t *testing.T) {
 		}
 		if c.PprofAddr != tc.want {
 			t.Errorf("TREASURY_PPROF_ADDR=%q: PprofAddr %q, want %q", tc.value, c.PprofAddr, tc.want)
+		}
+	}
+}
+
+// TestReadYourWritesWaitSetting: unset is the default bound; a duration
+// from 0 (no waiting) to a minute is taken; anything else is refused.
+func TestReadYourWritesWaitSetting(t *testing.T) {
+	t.Setenv("TREASURY_MIGRATE", "")
+	t.Setenv("TREASURY_OPERATOR_KEY", "")
+	for _, tc := range []struct {
+		value   string
+		want    time.Duration
+		refused bool
+	}{{"", 5 * time.Second, false}, {"0s", 0, false}, {"250ms", 250 * time.Millisecond, false}, {"1m", time.Minute, false},
+		{"61s", 0, true}, {"-1s", 0, true}, {"5", 0, true}, {"soon", 0, true}} {
+		t.Setenv("TREASURY_READ_YOUR_WRITES_WAIT", tc.value)
+		c, err := loadConfig()
+		if (err != nil) != tc.refused {
+			t.Errorf("TREASURY_READ_YOUR_WRITES_WAIT=%q: error %v, want refused %v", tc.value, err, tc.refused)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), "TREASURY_READ_YOUR_WRITES_WAIT") {
+			t.Errorf("the error does not name the variable: %v", err)
+		}
+		if !tc.refused && c.ReadYourWritesWait != tc.want {
+			t.Errorf("TREASURY_READ_YOUR_WRITES_WAIT=%q: %v, want %v", tc.value, c.ReadYourWritesWait, tc.want)
 		}
 	}
 }

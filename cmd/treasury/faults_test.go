@@ -54,9 +54,15 @@ type ftRig struct {
 // allowed), waits until it is ready, and registers and approves a platform.
 func ftStart(t *testing.T, dbURL string) *ftRig {
 	t.Helper()
+	return ftStartWith(t, dbURL)
+}
+
+// ftStartWith is ftStart with more environment for serve.
+func ftStartWith(t *testing.T, dbURL string, env ...string) *ftRig {
+	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	r := &ftRig{t: t, dbURL: dbURL, addr: addr, base: "http://" + addr, client: ftClient(),
-		env: serveEnv(dbURL, addr, "TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true")}
+		env: serveEnv(dbURL, addr, append([]string{"TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true"}, env...)...)}
 	r.serve()
 	res := r.opMust(http.MethodPost, "/v1/platforms", map[string]any{"name": "Fault Payroll", "contact_email": "faults@example.com"}, http.StatusCreated)
 	r.platform = decodeJSON[platformJSON](t, res).ID

@@ -76,8 +76,11 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	go notifier.Run(ctx)
 	a := app.New(pool, notifier, log)
 	a.RoutingNumber = cfg.RoutingNumber
-	a.Projected = eventstore.NewProgress(pool, projections.SubscriptionName)
-	go a.Projected.Run(ctx)
+	if cfg.ReadYourWritesWait > 0 {
+		a.ReadYourWritesWithin = cfg.ReadYourWritesWait
+		a.Projected = eventstore.NewProgress(pool, projections.SubscriptionName)
+		go a.Projected.Run(ctx)
+	}
 	go runWhenReady(ctx, &ready, func() {
 		proj := projections.NewSubscription(pool, notifier.Subscribe(), log)
 		proj.OnCommit = func() {
