@@ -54,7 +54,7 @@ import (
 
 // The sections, in the order they run. raw runs first, before the server
 // starts, so that nothing else of ours competes with it.
-var allSections = []string{"raw", "payments", "hot", "webhook", "get", "rebuild"}
+var allSections = []string{"raw", "payments", "hot", "webhook", "get", "rebuild", "replay"}
 
 type options struct {
 	duration      time.Duration
@@ -64,6 +64,9 @@ type options struct {
 	hotAccounts   int
 	fund          int64
 	webhookRate   int
+	webhookGrace  time.Duration
+	catchUpMax    time.Duration
+	replayTimeout time.Duration
 	getClients    int
 	rebuildEvents int
 	only          map[string]bool
@@ -92,9 +95,12 @@ func main() {
 	flag.IntVar(&o.accounts, "accounts", 1000, "funded, KYB-approved virtual accounts to create")
 	flag.IntVar(&o.hotAccounts, "hot-accounts", 10, "source accounts of the hot-account workload")
 	flag.Int64Var(&o.fund, "fund", 100_000_000, "cents credited to each account (rtp inbound transfer)")
-	flag.IntVar(&o.webhookRate, "webhook-rate", 250, "events per second during the webhook measurement (virtual accounts opened, each emitting virtual_account.created)")
+	flag.IntVar(&o.webhookRate, "webhook-rate", 200, "rtp payments per second during the webhook measurement (each emitting payment.created, .submitted and .completed)")
+	flag.DurationVar(&o.webhookGrace, "webhook-grace", 30*time.Second, "how long after the webhook window a payment.created delivery may still arrive before it counts as missing")
+	flag.DurationVar(&o.catchUpMax, "catch-up-max", 120*time.Second, "how long after the largest payments run the bench waits for each subscriber to reach the head (and for the timed payments to complete)")
+	flag.DurationVar(&o.replayTimeout, "replay-timeout", 10*time.Minute, "bound of each subscriber's replay (replay section)")
 	flag.IntVar(&o.getClients, "get-clients", 16, "clients of the GET /v1/virtual-accounts/:id measurement")
-	flag.IntVar(&o.rebuildEvents, "rebuild-events", 200_000, "events the log must hold before the rebuild is timed (topped up with payments)")
+	flag.IntVar(&o.rebuildEvents, "rebuild-events", 500_000, "events the log must hold before the rebuild and the replays are timed (topped up with payments)")
 	flag.StringVar(&o.out, "out", "", "where to write the results (default bench/results.json in the repository)")
 	profile := flag.String("profile", "", "`DIR` to write, for each measured window, the service's CPU profile (<window>.cpu.pprof, from TREASURY_PPROF_ADDR),\n"+
 		"its allocations (<window>.allocs.pprof), its goroutines (<window>.goroutines.txt), a pg_stat_activity wait histogram sampled every 100 ms (<window>.pgwait.txt)\n"+
@@ -139,6 +145,9 @@ func main() {
 	}
 	if o.webhookRate < 1 || o.getClients < 1 {
 		fail("-webhook-rate and -get-clients must be ≥ 1")
+	}
+	if o.webhookGrace <= 0 || o.catchUpMax <= 0 || o.replayTimeout <= 0 {
+		fail("-webhook-grace, -catch-up-max and -replay-timeout must be positive")
 	}
 	if *profile != "" {
 		dir, err := filepath.Abs(*profile)
