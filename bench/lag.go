@@ -23,8 +23,8 @@ var (
 // positions (the head's minus the checkpoint's), so that a subscriber far
 // behind does not make the sampling itself a load.
 const (
-	lagCountCap    = 1000
-	lagCountCapSQL = "1000"
+	lagCountCap    = 200
+	lagCountCapSQL = "200"
 )
 
 // lagQuery gives, for every subscriber, the events committed after its
@@ -133,7 +133,7 @@ func (s *service) startLagSampler(from time.Time, clients int) *lagSampler {
 	res := &lagResult{Clients: clients, IntervalMs: int(interval / time.Millisecond), Subscribers: map[string]*subscriberLag{},
 		samples: map[string][]lagSample{}, windowFrom: from,
 		Note: "sampled every 100 ms during the measured window by one query (lag in events = events committed after the checkpoint, counted up to " +
-			"1,000, beyond that the head's global position − the checkpoint's, which is within the appends in flight of the count; in ms = server clock − recorded_at of the oldest event not handled, 0 at the head; the fan-out against public_events by seq). " +
+			"200, beyond that the head's global position − the checkpoint's, which is within the appends in flight of the count; in ms = server clock − recorded_at of the oldest event not handled, 0 at the head; the fan-out against public_events by seq). " +
 			"seconds_to_head_after_load: from the end of the run until the checkpoint passes the head as it was at the end of the run, polled every 100 ms."}
 	ctx, stop := context.WithCancel(s.ctx)
 	l := &lagSampler{res: res, done: make(chan struct{}), stop: stop}
