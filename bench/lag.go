@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -56,9 +58,11 @@ type lagSample struct {
 	ms        float64
 }
 
-// sampleLag runs lagQuery once.
-func (s *service) sampleLag(ctx context.Context) (map[string]lagSample, error) {
-	rows, err := s.db.Query(ctx, lagQuery, logSubscribers, fanoutName)
+// sampleLag runs lagQuery once on db.
+func sampleLag(ctx context.Context, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) (map[string]lagSample, error) {
+	rows, err := db.Query(ctx, lagQuery, logSubscribers, fanoutName)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +116,8 @@ type lagResult struct {
 	SampleQueryP50ms  float64                   `json:"sample_query_p50_ms"`
 	SampleQueryP99ms  float64                   `json:"sample_query_p99_ms"`
 	SampleQueryShare  float64                   `json:"sample_query_busy_fraction"`
+	SamplerCPUSeconds float64                   `json:"sampler_backend_cpu_seconds"` // -1: unknown (PostgreSQL not local)
+	SamplerCPUShare   float64                   `json:"sampler_backend_cpu_fraction_of_one_core"`
 	HeadEventsAtEnd   int64                     `json:"head_global_position_at_end"`
 	HeadPublicAtEnd   int64                     `json:"head_public_event_seq_at_end"`
 	Note              string                    `json:"note"`
@@ -137,14 +143,34 @@ func (s *service) startLagSampler(from time.Time, clients int) *lagSampler {
 			"seconds_to_head_after_load: from the end of the run until the checkpoint passes the head as it was at the end of the run, polled every 100 ms."}
 	ctx, stop := context.WithCancel(s.ctx)
 	l := &lagSampler{res: res, done: make(chan struct{}), stop: stop}
+	res.SamplerCPUSeconds = -1
 	go func() {
 		defer close(l.done)
+		// One connection for the whole window: its backend's CPU time
+		// (/proc/PID/stat, when PostgreSQL runs on this machine) is the
+		// sampling's cost to the server.
+		conn, err := s.db.Acquire(ctx)
+		if err != nil {
+			res.SamplerFailures++
+			return
+		}
+		defer conn.Release()
+		pid := int(conn.Conn().PgConn().PID())
 		sleepUntil(ctx, from)
+		_, ticks0, cpuErr := procTicks(pid)
+		defer func() {
+			if _, ticks1, err := procTicks(pid); err == nil && cpuErr == nil {
+				res.SamplerCPUSeconds = float64(ticks1-ticks0) / clockTicks
+				if w := time.Since(from).Seconds(); w > 0 {
+					res.SamplerCPUShare = res.SamplerCPUSeconds / w
+				}
+			}
+		}()
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for ctx.Err() == nil {
 			t := time.Now()
-			m, err := s.sampleLag(ctx)
+			m, err := sampleLag(ctx, conn)
 			if err != nil {
 				if ctx.Err() == nil {
 					res.SamplerFailures++

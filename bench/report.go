@@ -464,7 +464,11 @@ func (r *report) lagRows(l *lagResult) []row {
 		rows = append(rows, row{Figure: fmt.Sprintf("slowest subscriber (%s) at the head after the load", l.SlowestToHead),
 			Value: v, Target: "≤ 1 s", Met: met(s.HeadAfterLoadS >= 0 && s.HeadAfterLoadS <= 1)})
 	}
-	rows = append(rows, row{Figure: "  cost of the lag sampling query (p50 / p99; busy share of the window)",
-		Value: fmt.Sprintf("%.1f / %.1f ms; %.1f%%", l.SampleQueryP50ms, l.SampleQueryP99ms, 100*l.SampleQueryShare)})
+	cpu := "CPU unknown (PostgreSQL not local)"
+	if l.SamplerCPUSeconds >= 0 {
+		cpu = fmt.Sprintf("backend CPU %.1f%% of one core", 100*l.SamplerCPUShare)
+	}
+	rows = append(rows, row{Figure: "  cost of the lag sampling query (wall p50 / p99; its backend's CPU)",
+		Value: fmt.Sprintf("%.1f / %.1f ms; %s", l.SampleQueryP50ms, l.SampleQueryP99ms, cpu)})
 	return rows
 }

@@ -434,8 +434,8 @@ func logLag(l *lagResult) {
 		logf("lag at %s: %-14s p50 %6.0f / p99 %6.0f / max %6.0f events, p50 %7.0f / p99 %7.0f / max %7.0f ms; %s",
 			nClients(l.Clients), n, s.EventsP50, s.EventsP99, s.EventsMax, s.MsP50, s.MsP99, s.MsMax, head)
 	}
-	logf("lag: %d samples, the sampling query took p50 %.1f ms, p99 %.1f ms (busy %.1f%% of the window)",
-		len(l.queryTimes), l.SampleQueryP50ms, l.SampleQueryP99ms, 100*l.SampleQueryShare)
+	logf("lag: %d samples, the sampling query took p50 %.1f ms, p99 %.1f ms (busy %.1f%% of the window); its backend used %.2f s of CPU (%.1f%% of one core)",
+		len(l.queryTimes), l.SampleQueryP50ms, l.SampleQueryP99ms, 100*l.SampleQueryShare, l.SamplerCPUSeconds, 100*l.SamplerCPUShare)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) {
