@@ -25,8 +25,8 @@
 //     after it is missing;
 //   - get:       GET /v1/virtual-accounts/:id at 16 clients;
 //   - rebuild:   `treasury projections rebuild` beside the serving service
-//     and then with it stopped, over a log topped up with payments to
-//     ≥ 500,000 events (-rebuild-events);
+//     over the log the loads left, then, with the server stopped, over the
+//     log topped up with payments to ≥ 500,000 events (-rebuild-events);
 //   - replay:    each subscriber alone, in a scratch copy of that database
 //     (CREATE DATABASE … TEMPLATE, the server stopped), with `treasury
 //     subscriptions replay NAME`: its checkpoint reset, what it writes
