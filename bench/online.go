@@ -32,6 +32,7 @@ type onlineRebuild struct {
 const (
 	onlineClients = 8
 	onlineRate    = 100 // payments/s, about 500 events/s
+	onlineMax     = 10 * time.Minute
 )
 
 // rebuildOnline runs the rebuild CLI while onlineClients send payments,
@@ -78,7 +79,11 @@ func (b *bench) rebuildOnline(bin, dbURL string) (*onlineRebuild, error) {
 		}()
 	}
 	logf("rebuild: treasury projections rebuild beside the serving service, %s sending %d payments/s", nClients(onlineClients), onlineRate)
-	cmd := exec.CommandContext(b.svc.ctx, bin, "projections", "rebuild")
+	// Bounded: a rebuild slower than the payments sent beside it would
+	// never catch up.
+	rctx, cancel := context.WithTimeout(b.svc.ctx, onlineMax)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, bin, "projections", "rebuild")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "TREASURY_LOG_LEVEL=warn")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -90,6 +95,9 @@ func (b *bench) rebuildOnline(bin, dbURL string) (*onlineRebuild, error) {
 	res.P50ms, res.P99ms, res.MaxMs = percentiles(lat)
 	if len(failed) > 0 {
 		res.Failed = failed
+	}
+	if rctx.Err() == context.DeadlineExceeded {
+		return res, fmt.Errorf("treasury projections rebuild beside the service: not done within %s", onlineMax)
 	}
 	if err != nil {
 		return res, fmt.Errorf("treasury projections rebuild beside the service: %v: %s", err, res.CLIOutput)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,14 +26,22 @@ type bench struct {
 	svc   *service
 	runID string
 
+	adminURL string // the server's maintenance database, for the replay's scratch copy
+
 	sampleMu sync.Mutex
 	samples  []string // idempotency keys of some created payments, to check they complete
+
+	track   *rtpTracker // during the largest payments run: payments whose completion is timed
+	lag     *lagResult  // the subscribers' lag during the largest payments run
+	rtp     *rtpResult  // created → completed during it
+	loadEnd time.Time   // when the last payment load (payments or hot) ended
 }
 
 // The payment every section sends: rtp (completes within 1 s in the
 // sandbox) to an ordinary external account; $1.00–$9.99 plus the 50 ¢ fee,
 // so a funded account ($1,000,000) never runs dry.
 const (
+	rtpSampleEvery     = 8 // every 8th payment of each client in the largest run is timed to completion
 	paymentRail        = "rtp"
 	paymentDestination = `"destination":{"account_number":"123456789","routing_number":"021000021","name":"Initech LLC"}`
 )
@@ -57,7 +66,16 @@ func (b *bench) paymentFn(accounts []string, keyPrefix string) requestFunc {
 	return func(ctx context.Context, w *worker) outcome {
 		w.seq++
 		w.buf = paymentBody(w.buf[:0], accounts[w.rng.IntN(len(accounts))], 100+w.rng.IntN(900), keyPrefix, w.id, w.seq)
-		o := b.svc.send(ctx, "POST", "/v1/payments", w.buf)
+		var o outcome
+		if t := b.track; t.wants(w) {
+			var id string
+			o, id = b.svc.sendID(ctx, "POST", "/v1/payments", w.buf)
+			if o.ok {
+				t.add(id)
+			}
+		} else {
+			o = b.svc.send(ctx, "POST", "/v1/payments", w.buf)
+		}
 		if o.ok && w.seq%101 == 7 {
 			b.sampleMu.Lock()
 			if len(b.samples) < 1000 {
@@ -84,21 +102,49 @@ func (b *bench) profile(name string) (wait func()) {
 }
 
 // payments measures POST /v1/payments from accounts at each concurrency.
+// During the spread run at the largest concurrency it also samples the
+// subscribers' lag, then times their catch-up after the run and the
+// created → completed time of a sample of its payments.
 func (b *bench) payments(accounts []string, kind string) (*paymentsResult, error) {
 	res := &paymentsResult{SourceAccounts: len(accounts), Rail: paymentRail}
 	section := kind
 	if kind == "spread" {
 		section = "payments"
 	}
+	top := slices.Max(b.o.clients)
 	for _, c := range b.o.clients {
 		settled := b.svc.settle(fmt.Sprintf("%s payments at %s", kind, nClients(c)))
 		logf("%s payments: %s from %d accounts: %s warm-up, then measuring %s", kind, nClients(c), len(accounts), b.o.warmup, b.o.duration)
+		var sampler *lagSampler
+		if kind == "spread" && c == top {
+			from := time.Now().Add(b.o.warmup)
+			b.track = &rtpTracker{from: from, to: from.Add(b.o.duration), every: rtpSampleEvery}
+			sampler = b.svc.startLagSampler(from, c)
+			logf("%s payments: %s: sampling the subscribers' lag every 100 ms, timing every %dth payment of each client to completion",
+				kind, nClients(c), rtpSampleEvery)
+		}
 		profiled := b.profile(fmt.Sprintf("%s-%d", section, c))
 		st, err := closedLoop(b.svc.ctx, c, b.o.warmup, b.o.duration, httpConflict,
 			b.paymentFn(accounts, fmt.Sprintf("bench-%s-%s-%d", b.runID, kind, c)))
+		end := time.Now()
+		b.loadEnd = end
+		if sampler != nil {
+			b.lag = sampler.finish()
+		}
 		profiled()
 		if err != nil {
 			return res, err
+		}
+		if sampler != nil {
+			tracker := b.track
+			b.track = nil
+			if err := b.svc.catchUp(b.lag, end, b.o.catchUpMax); err != nil {
+				return res, fmt.Errorf("catch-up after the load: %w", err)
+			}
+			logLag(b.lag)
+			if b.rtp, err = b.rtpCompletion(tracker, c, end, b.o.catchUpMax); err != nil {
+				return res, err
+			}
 		}
 		st.SettleSeconds = settled.Seconds()
 		res.Levels = append(res.Levels, st)
@@ -161,46 +207,67 @@ func (b *bench) checkCompleted() (*completionResult, error) {
 type webhookResult struct {
 	EventTypes               []string       `json:"event_types"`
 	Source                   string         `json:"event_source"`
-	RequestsOfferedPerSecond int            `json:"requests_offered_per_second"`
-	RequestsPerSecond        float64        `json:"requests_succeeded_per_second"`
+	PaymentsOfferedPerSecond int            `json:"payments_offered_per_second"`
+	PaymentsPerSecond        float64        `json:"payments_succeeded_per_second"`
 	RequestsFailed           map[string]int `json:"requests_failed_by_status,omitempty"`
 	RequestsSkipped          int            `json:"requests_skipped_sender_saturated"`
 	EventsPerSecondInLog     float64        `json:"events_per_second_in_log"`
+	SecondsAfterLoads        float64        `json:"seconds_after_the_payment_loads"`
 	Deliveries               int            `json:"first_attempts_measured"`
+	DeliveriesByType         map[string]int `json:"first_attempts_by_type"`
 	DeliveriesPerSecond      float64        `json:"first_attempts_per_second"`
 	P50ms                    float64        `json:"p50_ms"`
 	P99ms                    float64        `json:"p99_ms"`
 	MaxMs                    float64        `json:"max_ms"`
+	Expected                 int            `json:"expected_payment_created"`
+	Missing                  int            `json:"missing_payment_created"`
+	CompletedArrived         int            `json:"payment_completed_arrived"`
+	GraceSeconds             float64        `json:"grace_seconds"`
 	Retries                  int            `json:"repeat_attempts_seen"`
-	DrainSeconds             float64        `json:"waited_for_backlog_before_seconds"`
 	Note                     string         `json:"note"`
 }
 
-// webhook measures first-attempt latency: a local receiver subscribed to
-// virtual_account.created records, for each delivery id, when its first
-// attempt arrived minus the event's created_at, while accounts are
-// created at a steady rate (open loop).
+// beyondGrace stands for a first attempt that did not arrive.
+const beyondGrace = 1000 * time.Hour
+
+// webhookTypes are the payment's state changes the receiver subscribes to.
+var webhookTypes = []string{"payment.created", "payment.submitted", "payment.completed"}
+
+// webhook measures first-attempt latency right after the payment loads,
+// with no wait for the readers to catch up (a platform lives through the
+// backlog too): a local receiver subscribed to the payments' state changes
+// records, for each delivery, when its first attempt arrived minus the
+// event's created_at, while rtp payments are created at a steady rate
+// (open loop). A payment.created of a payment created in the window whose
+// first attempt has not arrived within the grace after the window is
+// missing.
 func (b *bench) webhook() (*webhookResult, error) {
-	// The event source is the one this bench has always used (so the
-	// figures compare across its history): accounts opened at a steady
-	// rate, each emitting virtual_account.created in its own command, with
-	// no asynchronous step (unlike payment.submitted and .completed, which
-	// wait for the sandbox settler) between the request and the event.
-	types := []string{"virtual_account.created"}
-	res := &webhookResult{EventTypes: types, Source: "POST /v1/virtual-accounts", RequestsOfferedPerSecond: b.o.webhookRate,
-		Note: "latency = arrival of the first attempt at a local receiver − the event's created_at (millisecond precision)"}
-	type arrival struct{ created, at time.Time }
+	res := &webhookResult{EventTypes: webhookTypes, Source: "POST /v1/payments (rtp) at a steady rate", PaymentsOfferedPerSecond: b.o.webhookRate,
+		GraceSeconds: b.o.webhookGrace.Seconds(), DeliveriesByType: map[string]int{},
+		Note: "latency = arrival of the first attempt at a local receiver − the event's created_at (millisecond precision), over the first attempts " +
+			"of the window's payments' events, a missing payment.created counting as beyond the grace (-1 when a percentile falls on one); missing = the window's successful payments whose payment.created " +
+			"did not arrive within the grace; started right after the payment loads, without waiting for the readers to catch up"}
+	type arrival struct {
+		typ         string
+		created, at time.Time
+	}
 	var (
 		mu    sync.Mutex
-		first = map[string]arrival{}
-		last  time.Time
+		first = map[string]arrival{} // webhook id → first attempt
+		keyOf = map[string]string{}  // webhook id → the payment's idempotency key
 	)
 	recv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		at := time.Now()
 		body, _ := io.ReadAll(r.Body)
 		var ev struct {
 			ID        string    `json:"id"`
+			Type      string    `json:"type"`
 			CreatedAt time.Time `json:"created_at"`
+			Data      struct {
+				Object struct {
+					IdempotencyKey string `json:"idempotency_key"`
+				} `json:"object"`
+			} `json:"data"`
 		}
 		_ = json.Unmarshal(body, &ev)
 		id := r.Header.Get("webhook-id")
@@ -211,9 +278,9 @@ func (b *bench) webhook() (*webhookResult, error) {
 		if _, seen := first[id]; seen {
 			res.Retries++
 		} else if !ev.CreatedAt.IsZero() {
-			first[id] = arrival{ev.CreatedAt, at}
+			first[id] = arrival{ev.Type, ev.CreatedAt, at}
+			keyOf[id] = ev.Data.Object.IdempotencyKey
 		}
-		last = at
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})}
@@ -225,7 +292,7 @@ func (b *bench) webhook() (*webhookResult, error) {
 	defer recv.Close()
 
 	ep, err := b.svc.callRetry("POST", "/v1/webhooks", map[string]any{"url": "http://" + ln.Addr().String() + "/hook",
-		"events": types, "description": "bench receiver"}, nil)
+		"events": webhookTypes, "description": "bench receiver"}, nil)
 	if err != nil {
 		return res, err
 	}
@@ -238,17 +305,20 @@ func (b *bench) webhook() (*webhookResult, error) {
 		}
 	}()
 
-	b.svc.settle("the webhook measurement")
-	res.DrainSeconds = b.svc.drain("the webhook measurement").Seconds()
+	if !b.loadEnd.IsZero() {
+		res.SecondsAfterLoads = time.Since(b.loadEnd).Seconds()
+	}
 	ctx := b.svc.ctx
 	profiled := b.profile("webhook")
 	from := time.Now().Add(b.o.warmup)
 	to := from.Add(b.o.duration)
-	logf("webhook: %d accounts opened per second (%s), %s warm-up, then measuring %s", b.o.webhookRate, strings.Join(types, ", "), b.o.warmup, b.o.duration)
+	logf("webhook: %d rtp payments per second (%s), %.1f s after the payment loads, %s warm-up, then measuring %s",
+		b.o.webhookRate, strings.Join(webhookTypes, ", "), res.SecondsAfterLoads, b.o.warmup, b.o.duration)
+	prefix := "bench-" + b.runID + "-webhook"
 	var (
 		sendWG  sync.WaitGroup
 		fmu     sync.Mutex
-		created atomic.Int64
+		created = map[string]bool{} // idempotency keys of the window's successful payments
 		failed  = map[string]int{}
 		skipped atomic.Int64
 	)
@@ -258,8 +328,8 @@ func (b *bench) webhook() (*webhookResult, error) {
 		// Open loop on a fixed schedule: the i-th request is due at
 		// begin + i/rate whatever the answers take (a late sender catches up).
 		begin, interval := time.Now(), time.Second/time.Duration(b.o.webhookRate)
+		rng := rand.New(rand.NewPCG(uint64(begin.UnixNano()), 7))
 		sem := make(chan struct{}, 256)
-		seq := 0
 		for i := 0; ; i++ {
 			now := begin.Add(time.Duration(i) * interval)
 			if !now.Before(to) {
@@ -280,22 +350,22 @@ func (b *bench) webhook() (*webhookResult, error) {
 				}
 				continue
 			}
-			seq++
-			body := []byte(fmt.Sprintf(`{"platform_id":%q,"entity_ref":"bench_webhook_%d","type":"checking"}`, b.svc.platformID, seq))
+			body := paymentBody(nil, b.svc.accounts[rng.IntN(len(b.svc.accounts))], 100+rng.IntN(900), prefix, 0, i)
+			key := fmt.Sprintf("%s-0-%d", prefix, i)
 			sendWG.Add(1)
 			go func() {
 				defer func() { <-sem; sendWG.Done() }()
-				o := b.svc.send(ctx, "POST", "/v1/virtual-accounts", body)
+				o := b.svc.send(ctx, "POST", "/v1/payments", body)
 				if now.Before(from) {
 					return
 				}
+				fmu.Lock()
 				if o.ok {
-					created.Add(1)
+					created[key] = true
 				} else {
-					fmu.Lock()
 					failed[o.class]++
-					fmu.Unlock()
 				}
+				fmu.Unlock()
 			}()
 		}
 	}()
@@ -311,36 +381,76 @@ func (b *bench) webhook() (*webhookResult, error) {
 	if err0 == nil && err1 == nil {
 		res.EventsPerSecondInLog = float64(n1-n0) / b.o.duration.Seconds()
 	}
-	// Let the deliveries of events created before `to` arrive: until none
-	// has come for 3 s (at most 60 s).
-	for start := time.Now(); time.Since(start) < 60*time.Second; {
-		time.Sleep(250 * time.Millisecond)
+	// The grace: until every payment.created of the window has arrived,
+	// at most webhookGrace after the window.
+	arrivedCreated := func() int {
+		n := 0
+		for id, a := range first {
+			if a.typ == "payment.created" && created[keyOf[id]] {
+				n++
+			}
+		}
+		return n
+	}
+	for time.Since(to) < b.o.webhookGrace && ctx.Err() == nil {
 		mu.Lock()
-		quiet := time.Since(last) > 3*time.Second && time.Since(to) > 3*time.Second
+		all := arrivedCreated() >= len(created)
 		mu.Unlock()
-		if quiet {
+		if all {
 			break
 		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	mu.Lock()
 	var lat []time.Duration
-	for _, a := range first {
-		if !a.created.Before(from) && a.created.Before(to) {
+	for id, a := range first {
+		if created[keyOf[id]] {
 			lat = append(lat, a.at.Sub(a.created))
+			res.DeliveriesByType[a.typ]++
 		}
 	}
+	res.Expected = len(created)
+	res.Missing = res.Expected - arrivedCreated()
+	res.CompletedArrived = res.DeliveriesByType["payment.completed"]
 	mu.Unlock()
 	res.Deliveries = len(lat)
 	res.DeliveriesPerSecond = float64(len(lat)) / b.o.duration.Seconds()
-	res.RequestsPerSecond = float64(created.Load()) / b.o.duration.Seconds()
+	res.PaymentsPerSecond = float64(res.Expected) / b.o.duration.Seconds()
 	res.RequestsSkipped = int(skipped.Load())
 	if len(failed) > 0 {
 		res.RequestsFailed = failed
 	}
+	// A missing first attempt counts as later than any that arrived: the
+	// percentiles cover them, and one that falls on a missing delivery is
+	// reported as -1 (beyond the grace), never as the latency of the
+	// deliveries that made it.
+	for range res.Missing {
+		lat = append(lat, beyondGrace)
+	}
 	res.P50ms, res.P99ms, res.MaxMs = percentiles(lat)
-	logf("webhook: first attempt p50 %.1f ms, p99 %.1f ms, max %.0f ms over %d deliveries (%.0f/s; %.0f events/s in the log; %.0f accounts opened/s, failed: %s)",
-		res.P50ms, res.P99ms, res.MaxMs, res.Deliveries, res.DeliveriesPerSecond, res.EventsPerSecondInLog, res.RequestsPerSecond, classesString(failed))
+	for _, v := range []*float64{&res.P50ms, &res.P99ms, &res.MaxMs} {
+		if *v >= float64(beyondGrace.Microseconds())/1000 {
+			*v = -1
+		}
+	}
+	logf("webhook: first attempt p50 %.1f ms, p99 %.1f ms, max %.0f ms (-1: beyond the grace) over %d deliveries %v; missing %d of %d payment.created after a %s grace (%.0f payments/s, %.0f events/s in the log; failed: %s)",
+		res.P50ms, res.P99ms, res.MaxMs, res.Deliveries, res.DeliveriesByType, res.Missing, res.Expected, b.o.webhookGrace,
+		res.PaymentsPerSecond, res.EventsPerSecondInLog, classesString(failed))
 	return res, nil
+}
+
+func logLag(l *lagResult) {
+	for _, n := range allSubscribers {
+		s := l.Subscribers[n]
+		head := fmt.Sprintf("at the head %.1f s after the run", s.HeadAfterLoadS)
+		if s.HeadAfterLoadS < 0 {
+			head = fmt.Sprintf("not at the head within %.0f s", l.CatchUpBoundS)
+		}
+		logf("lag at %s: %-14s p50 %6.0f / p99 %6.0f / max %6.0f events, p50 %7.0f / p99 %7.0f / max %7.0f ms; %s",
+			nClients(l.Clients), n, s.EventsP50, s.EventsP99, s.EventsMax, s.MsP50, s.MsP99, s.MsMax, head)
+	}
+	logf("lag: %d samples, the sampling query took p50 %.1f ms, p99 %.1f ms (busy %.1f%% of the window); its backend used %.2f s of CPU (%.1f%% of one core)",
+		len(l.queryTimes), l.SampleQueryP50ms, l.SampleQueryP99ms, 100*l.SampleQueryShare, l.SamplerCPUSeconds, 100*l.SamplerCPUShare)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) {
@@ -387,32 +497,32 @@ type rebuildResult struct {
 
 var cliRate = regexp.MustCompile(`([0-9.]+) events/s`)
 
-// rebuild tops the log up with payments until it holds the events wanted,
-// lets the service settle, stops the server (so that neither the sandbox
-// finishing earlier payments nor anything else of ours competes with the
-// rebuild or appends to the log meanwhile) and times `treasury projections
-// rebuild`.
-func (b *bench) rebuild(bin, dbURL string) (*rebuildResult, error) {
-	res := &rebuildResult{Note: "events_per_second = SELECT count(*) FROM events ÷ the wall time of `treasury projections rebuild`, run with the server stopped"}
+// fillLog tops the log up with payments until it holds -rebuild-events.
+func (b *bench) fillLog(res *rebuildResult) error {
 	n, err := b.svc.eventCount(b.svc.ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
 	if want := int64(b.o.rebuildEvents); n < want {
-		if err := b.topUp(n, want, res); err != nil {
-			return res, err
-		}
+		return b.topUp(n, want, res)
 	}
-	b.svc.settle("the rebuild")
-	if res.Online, err = b.rebuildOnline(bin, dbURL); err != nil {
-		return res, err
-	}
+	return nil
+}
+
+// rebuild lets the service settle, stops the server (so that neither the
+// sandbox finishing earlier payments nor anything else of ours competes
+// with the rebuild or appends to the log meanwhile) and times `treasury
+// projections rebuild`.
+func (b *bench) rebuild(bin, dbURL string, res *rebuildResult) error {
+	res.Note = "events_per_second = SELECT count(*) FROM events ÷ the wall time of `treasury projections rebuild`, run with the server stopped " +
+		"after the top-up; online: the same beside the serving service, before the top-up"
 	b.svc.settle("the rebuild")
 	logf("rebuild: stopping treasury serve")
 	b.svc.stop()
 	ctx := b.svc.parent
-	if n, err = b.svc.eventCount(ctx); err != nil {
-		return res, err
+	n, err := b.svc.eventCount(ctx)
+	if err != nil {
+		return err
 	}
 	res.Events = n
 	logf("rebuild: treasury projections rebuild over %d events", n)
@@ -437,7 +547,7 @@ func (b *bench) rebuild(bin, dbURL string) (*rebuildResult, error) {
 	close(running)
 	res.CLIOutput = strings.TrimSpace(string(out))
 	if err != nil {
-		return res, fmt.Errorf("treasury projections rebuild: %v: %s", err, res.CLIOutput)
+		return fmt.Errorf("treasury projections rebuild: %v: %s", err, res.CLIOutput)
 	}
 	res.Seconds = elapsed.Seconds()
 	res.EventsPerSecond = float64(n) / elapsed.Seconds()
@@ -445,7 +555,7 @@ func (b *bench) rebuild(bin, dbURL string) (*rebuildResult, error) {
 		res.CLIEventsPerSecond, _ = strconv.ParseFloat(m[1], 64)
 	}
 	logf("rebuild: %d events in %s: %.0f events/s (the CLI says: %s)", n, elapsed.Round(time.Millisecond), res.EventsPerSecond, res.CLIOutput)
-	return res, nil
+	return nil
 }
 
 // topUp sends payments at the largest concurrency until the log holds want events.

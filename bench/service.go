@@ -207,35 +207,6 @@ func (s *service) settle(what string) time.Duration {
 	return waited
 }
 
-// drainMax bounds drain's wait.
-const drainMax = 2 * time.Minute
-
-// drain waits, after settle, until the asynchronous projections and the
-// webhook fan-out have caught up with the log, at most drainMax: a
-// latency measured behind the previous section's backlog would measure
-// that backlog. It returns how long it waited.
-func (s *service) drain(what string) time.Duration {
-	start := time.Now()
-	for time.Since(start) < drainMax && s.alive() {
-		var behind bool
-		err := s.db.QueryRow(s.ctx, `SELECT EXISTS (SELECT 1 FROM events e, subscription_checkpoints c
-                WHERE c.name = 'projections' AND (e.transaction_id, e.global_position) > (c.transaction_id, c.global_position))
-            OR coalesce((SELECT max(seq) FROM public_events), 0)
-                > coalesce((SELECT global_position FROM subscription_checkpoints WHERE name = 'webhook_fanout'), 0)`).Scan(&behind)
-		if err != nil || !behind {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	waited := time.Since(start)
-	if waited >= drainMax {
-		logf("the projections or the webhook fan-out were still behind the log %s after the last load: starting %s anyway", drainMax, what)
-	} else if waited > time.Second {
-		logf("waited %s for the projections and the webhook fan-out to catch up before %s", waited.Round(100*time.Millisecond), what)
-	}
-	return waited
-}
-
 // outcome is one request's result: ok, or a class such as "409
 // idempotency_in_progress", "500 internal_error" or "transport".
 type outcome struct {
@@ -287,6 +258,36 @@ func (s *service) send(ctx context.Context, method, path string, body []byte) ou
 		detail = detail[:200]
 	}
 	return outcome{class: class, detail: detail}
+}
+
+// sendID is send that also returns the id of a 2xx answer's JSON body.
+func (s *service) sendID(ctx context.Context, method, path string, body []byte) (outcome, string) {
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		return outcome{class: "transport", detail: err.Error()}, ""
+	}
+	req.Header.Set("Authorization", s.auth)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := httpClient.Do(req)
+	if err != nil {
+		return outcome{class: "transport", detail: err.Error()}, ""
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	var m struct {
+		ID      string `json:"id"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(b, &m)
+	if res.StatusCode/100 == 2 {
+		return outcome{ok: true}, m.ID
+	}
+	class := strconv.Itoa(res.StatusCode)
+	if m.Code != "" {
+		class += " " + m.Code
+	}
+	return outcome{class: class, detail: m.Message}, ""
 }
 
 // call sends a JSON request with a key and decodes the answer; a non-2xx
