@@ -24,6 +24,10 @@
 //     payment.created of the window that has not arrived -webhook-grace
 //     after it is missing;
 //   - get:       GET /v1/virtual-accounts/:id at 16 clients;
+//   - audit:     `treasury audit verify` once the readers have caught up
+//     with the loads, before any rebuild touches the projections: the hash
+//     chain, every projection against its replay, the ledger's balance
+//     (runs with payments or hot);
 //   - rebuild:   `treasury projections rebuild` beside the serving service
 //     over the log the loads left, then, with the server stopped, over the
 //     log topped up with payments to ≥ 500,000 events (-rebuild-events);

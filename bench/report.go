@@ -36,6 +36,7 @@ type report struct {
 	lag        *lagResult
 	rtp        *rtpResult
 	replay     *replaysResult
+	audit      *auditResult
 
 	failures         []string
 	serverLog        string
@@ -237,6 +238,13 @@ func (r *report) rows() []row {
 			rows = append(rows, row{Figure: "GET non-2xx", Value: classesString(g.FailedByClass)})
 		}
 	}
+	if a := r.audit; a != nil {
+		v := "clean"
+		if !a.Clean {
+			v = "NOT clean: " + a.Output
+		}
+		rows = append(rows, row{Figure: fmt.Sprintf("treasury audit verify after the loads (%.1f s)", a.Seconds), Value: v, Target: "clean", Met: met(a.Clean)})
+	}
 	if b := r.rebuild; b != nil && b.Seconds > 0 {
 		rows = append(rows, row{Figure: fmt.Sprintf("projections rebuild (%d events, %.1f s)", b.Events, b.Seconds),
 			Value: fmt.Sprintf("%.0f events/s", b.EventsPerSecond), Target: "≥ 50,000", Met: met(b.EventsPerSecond >= 50000)})
@@ -337,6 +345,9 @@ func (r *report) write(path string) error {
 	}
 	if r.rtp != nil {
 		out["rtp_created_to_completed"] = r.rtp
+	}
+	if r.audit != nil {
+		out["audit_verify"] = r.audit
 	}
 	if r.replay != nil {
 		out["subscriber_replay"] = r.replay

@@ -128,6 +128,10 @@ func runService(ctx context.Context, o options, adminURL, bin string, stamp int6
 		rep.get, err = b.getAccount()
 		rep.sectionDone("get", err)
 	}
+	if (o.want("payments") || o.want("hot")) && svc.alive() {
+		rep.audit, err = b.audit(bin, dbURL)
+		rep.sectionDone("audit", err)
+	}
 	if o.want("rebuild") || o.want("replay") {
 		rep.rebuild = &rebuildResult{}
 	}
