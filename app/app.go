@@ -27,9 +27,9 @@ type App struct {
 	MaxAttempts int
 	// RoutingNumber is shown on every virtual account (TREASURY_ROUTING_NUMBER).
 	RoutingNumber string
-	// Projected follows the asynchronous projections; when set, a command
-	// run for a caller that asked for read-your-writes (ReadYourWrites)
-	// answers only once they show it, at most ReadYourWritesWithin.
+	// Projected follows the asynchronous projections; when set, reads of
+	// them wait until they show every write committed before the read
+	// (AwaitProjections), at most ReadYourWritesWithin.
 	Projected            *eventstore.Progress
 	ReadYourWritesWithin time.Duration
 }
@@ -71,17 +71,10 @@ type Result struct {
 func (a *App) run(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	backoff := 2 * time.Millisecond
 	begin := pgx.TxOptions{BeginQuery: eventstore.CommandBegin}
-	mark, _ := ctx.Value(readYourWritesKey{}).(*appended)
 	for attempt := 1; ; attempt++ {
-		if mark != nil {
-			*mark = appended{} // what a rolled-back attempt appended is gone
-		}
 		err := pgx.BeginTxFunc(ctx, a.Pool, begin, func(tx pgx.Tx) error { return fn(ctx, tx) })
 		if err == nil {
 			a.Notifier.Notify()
-			if mark != nil && mark.any {
-				a.awaitProjections(ctx, mark.last)
-			}
 			return nil
 		}
 		if !eventstore.Retryable(err) || attempt >= a.MaxAttempts {
@@ -103,7 +96,6 @@ func (a *App) appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stre
 	if err != nil {
 		return nil, err
 	}
-	noteAppended(ctx, recs)
 	b, err := projections.ProjectInline(recs)
 	if err != nil {
 		return nil, err
@@ -127,7 +119,6 @@ func (a *App) appendProjectAndRead(ctx context.Context, tx pgx.Tx, meta Meta, re
 	}
 	var all []eventstore.RecordedEvent
 	for _, r := range recs {
-		noteAppended(ctx, r)
 		all = append(all, r...)
 	}
 	b, err := projections.ProjectInline(all)

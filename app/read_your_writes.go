@@ -10,43 +10,23 @@ import (
 
 // Read-your-writes: the ledger, transaction and event lists are projected
 // after a command commits, in commit order (their seq orders pages). A
-// write made for a caller that asked for it answers only once those
-// projections have passed its events, so the same caller's next read
-// shows it; the wait also slows writers down when the projections fall
-// behind, instead of letting the backlog grow. It is bounded: a committed
-// write never fails because a projection was slow.
+// read of them first waits until the projections have passed every event
+// committed before the read began (the log's head as the read sees it), so
+// a client's list shows what its 2xx writes wrote, whichever replica
+// served them. Writes answer at once: waiting there would add the
+// projections' latency to every write. The wait is bounded: past it the
+// read answers with what is projected, and a warning is logged.
 
-type readYourWritesKey struct{}
-
-// appended is the last event a command's transaction appended.
-type appended struct {
-	last eventstore.Position
-	any  bool
-}
-
-// ReadYourWrites marks ctx so that commands run with it answer only once
-// the asynchronous projections show what they appended.
-func ReadYourWrites(ctx context.Context) context.Context {
-	return context.WithValue(ctx, readYourWritesKey{}, &appended{})
-}
-
-// noteAppended remembers the last of recs for run's wait.
-func noteAppended(ctx context.Context, recs []eventstore.RecordedEvent) {
-	mark, _ := ctx.Value(readYourWritesKey{}).(*appended)
-	if mark == nil {
+// AwaitProjections waits, at most ReadYourWritesWithin (and half of what
+// is left of ctx), until the asynchronous projections have handled every
+// event committed before it was called. It never fails the read: an error
+// reading the head is left for the read itself to meet.
+func (a *App) AwaitProjections(ctx context.Context) {
+	if a.Projected == nil {
 		return
 	}
-	for _, r := range recs {
-		if pos := eventstore.PositionOf(r); !mark.any || mark.last.Less(pos) {
-			mark.last, mark.any = pos, true
-		}
-	}
-}
-
-// awaitProjections waits, at most ReadYourWritesWithin, until the
-// asynchronous projections have handled pos.
-func (a *App) awaitProjections(ctx context.Context, pos eventstore.Position) {
-	if a.Projected == nil {
+	head, err := eventstore.Head(ctx, a.Pool)
+	if err != nil {
 		return
 	}
 	within := a.ReadYourWritesWithin
@@ -56,9 +36,9 @@ func (a *App) awaitProjections(ctx context.Context, pos eventstore.Position) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	err := a.Projected.Wait(wctx, pos)
+	err = a.Projected.Wait(wctx, head)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		a.Log.Warn("a write answers before the projections show it: they are behind",
-			"waited", within, "position", pos.GlobalPosition)
+		a.Log.Warn("a read answers before the projections show every earlier write: they are behind",
+			"waited", within, "position", head.GlobalPosition)
 	}
 }

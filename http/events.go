@@ -30,6 +30,7 @@ func (s *Server) listEvents(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
+	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	list, err := queries.ListEvents(c.Request().Context(), s.pool, scopeOf(c), f, pg)
 	if err != nil {
 		return err
@@ -43,6 +44,7 @@ func (s *Server) getEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	v, err := queries.GetEvent(c.Request().Context(), s.pool, scopeOf(c), id)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ func (s *Server) listLedgerAccounts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	list, err := queries.ListLedgerAccounts(c.Request().Context(), s.pool, scopeOf(c), pg)
 	if err != nil {
 		return err
@@ -52,6 +53,7 @@ func (s *Server) listLedgerEntries(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
+	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	list, err := queries.ListLedgerEntries(c.Request().Context(), s.pool, scopeOf(c), f, pg)
 	if err != nil {
 		return err
@@ -128,5 +130,6 @@ func (s *Server) exportLedger(c echo.Context) error {
 	c.Response().Header().Set("Content-Type", "text/csv; charset=utf-8")
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	c.Response().WriteHeader(http.StatusOK)
+	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	return queries.WriteLedgerExport(c.Request().Context(), s.pool, scopeOf(c), r, c.Response())
 }

@@ -36,6 +36,7 @@ func (s *Server) revenueShare(c echo.Context) error {
 	if to.Sub(from) >= MaxReportDays*24*time.Hour {
 		return domain.Invalid("to", "a report covers at most %d days", MaxReportDays)
 	}
+	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	v, err := queries.RevenueShare(c.Request().Context(), s.pool, scopeOf(c), from, to)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func New(a *app.App, cfg Config) *Server {
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.JSONSerializer = jsonSerializer{}
-	s.echo.Use(s.observe, withRequestID, s.recoverPanics, s.withTimeout, readYourWrites, s.untilReady, limitBody, validQuery)
+	s.echo.Use(s.observe, withRequestID, s.recoverPanics, s.withTimeout, s.untilReady, limitBody, validQuery)
 	s.routes()
 	return s
 }
@@ -75,20 +75,6 @@ func (s *Server) withTimeout(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		c.SetRequest(c.Request().WithContext(ctx))
-		return next(c)
-	}
-}
-
-// readYourWrites makes every write answer once the lists show it (the
-// asynchronous projections have passed its events), so that a client's
-// next read sees what it just wrote. See app.ReadYourWrites.
-func readYourWrites(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		switch c.Request().Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-		default:
-			c.SetRequest(c.Request().WithContext(app.ReadYourWrites(c.Request().Context())))
-		}
 		return next(c)
 	}
 }

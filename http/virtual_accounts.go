@@ -98,6 +98,7 @@ func (s *Server) getBalance(c echo.Context) error {
 		if asOf, err = parseTime("as_of", q); err != nil {
 			return err
 		}
+		s.app.AwaitProjections(c.Request().Context()) // read your writes
 		v, err := queries.BalanceAsOf(c.Request().Context(), s.pool, scopeOf(c), id, asOf)
 		if err != nil {
 			return err
@@ -171,6 +172,7 @@ func (s *Server) listTransactions(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
+	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	list, err := queries.ListTransactions(c.Request().Context(), s.pool, scopeOf(c), id, f, pg)
 	if err != nil {
 		return err
@@ -188,6 +190,7 @@ func (s *Server) getStatement(c echo.Context) error {
 	if err != nil {
 		return domain.Invalid("month", "month must be YYYY-MM")
 	}
+	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	v, err := queries.Statement(c.Request().Context(), s.pool, scopeOf(c), id, month)
 	if err != nil {
 		return err
