@@ -35,11 +35,15 @@ const (
 // it has not handled (NULL at the head), with the server's clock. Each is
 // a walk of at most lagCountCap entries or one probe of an index
 // (events_commit_order, the events' primary key, public_events_seq). The
-// fan-out's public events are numbered densely: its count is exact.
+// count's ORDER BY is what makes it walk the index: without it the
+// planner chose a sequential scan of the log, ~130 ms a subscriber at
+// 200,000 events. The fan-out's public events are numbered densely: its
+// count is exact.
 const lagQuery = `WITH h AS (SELECT coalesce(max(global_position), 0) AS gp FROM events)
 SELECT c.name,
     (SELECT count(*) FROM (SELECT 1 FROM events e
-        WHERE (e.transaction_id, e.global_position) > (c.transaction_id, c.global_position) LIMIT ` + lagCountCapSQL + `) x),
+        WHERE (e.transaction_id, e.global_position) > (c.transaction_id, c.global_position)
+        ORDER BY e.transaction_id, e.global_position LIMIT ` + lagCountCapSQL + `) x),
     h.gp - c.global_position,
     (SELECT e.recorded_at FROM events e WHERE (e.transaction_id, e.global_position) > (c.transaction_id, c.global_position)
         ORDER BY e.transaction_id, e.global_position LIMIT 1),
