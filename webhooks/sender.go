@@ -115,17 +115,21 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, s.Concurrency)
-	errs := make([]error, len(jobs))
+	attempts := make([]attempt, len(jobs))
 	for i := range jobs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = s.deliver(ctx, jobs[i])
+			attempts[i] = s.post(ctx, jobs[i])
 		}()
 	}
 	wg.Wait()
-	return len(jobs), errors.Join(errs...)
+	// Requests that went out are recorded even when the sender is
+	// stopping, or they would be sent again.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return len(jobs), s.record(rctx, jobs, attempts)
 }
 
 // attempt is the outcome of one POST.
@@ -135,15 +139,6 @@ type attempt struct {
 	duration time.Duration
 	err      string
 	body     string
-}
-
-func (s *Sender) deliver(ctx context.Context, j job) error {
-	a := s.post(ctx, j)
-	// A request that went out is recorded even when the sender is
-	// stopping, or it would be sent again.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return s.record(rctx, j, a)
 }
 
 func (s *Sender) post(ctx context.Context, j job) attempt {
@@ -184,43 +179,68 @@ func (s *Sender) post(ctx context.Context, j job) attempt {
 	return a
 }
 
-func (s *Sender) record(ctx context.Context, j job, a attempt) error {
-	n := j.attempts + 1
-	status, next := "pending", any(nil)
-	switch {
-	case a.status >= 200 && a.status < 300:
-		status = "succeeded"
-	case a.status == http.StatusGone || n >= j.policy.MaxAttempts:
-		status = "failed"
-	default:
-		next = a.at.Add(Backoff(j.policy, n))
-	}
-	var code, errText, body any
-	if a.status != 0 {
-		code = a.status
-	}
-	if a.err != "" {
-		errText = a.err
-	}
-	if a.body != "" {
-		body = a.body
+// record stores a round's attempts and moves each delivery on, with one
+// statement per table for the whole round (a commit per delivery was most
+// of what a delivery cost), then disables the endpoints that answered 410.
+func (s *Sender) record(ctx context.Context, jobs []job, attempts []attempt) error {
+	n := len(jobs)
+	ids, statuses := make([]string, n), make([]string, n)
+	ats, nexts := make([]time.Time, n), make([]*time.Time, n)
+	codes, counts, prior := make([]*int32, n), make([]int32, n), make([]int32, n)
+	durations := make([]int32, n)
+	errTexts, bodies := make([]*string, n), make([]*string, n)
+	for i, j := range jobs {
+		a := attempts[i]
+		count := j.attempts + 1
+		status := "pending"
+		switch {
+		case a.status >= 200 && a.status < 300:
+			status = "succeeded"
+		case a.status == http.StatusGone || count >= j.policy.MaxAttempts:
+			status = "failed"
+		default:
+			next := a.at.Add(Backoff(j.policy, count))
+			nexts[i] = &next
+		}
+		ids[i], statuses[i], ats[i] = j.id, status, a.at
+		counts[i], prior[i] = int32(count), int32(j.attempts)
+		durations[i] = int32(min(a.duration.Milliseconds(), math.MaxInt32))
+		if a.status != 0 {
+			code := int32(a.status)
+			codes[i] = &code
+		}
+		if a.err != "" {
+			e := a.err
+			errTexts[i] = &e
+		}
+		if a.body != "" {
+			body := a.body
+			bodies[i] = &body
+		}
 	}
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error, response_body)
-        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, j.id, a.at, code, a.duration.Milliseconds(), errText, body)
-	// Only if no other sender took the delivery over meanwhile (an attempt
-	// that outlived its lease): the attempt itself is recorded either way.
-	b.Queue(`UPDATE webhook_deliveries SET status = $2, attempt_count = $3, next_attempt_at = $4
-        WHERE id = $1 AND status = 'pending' AND attempt_count = $5`, j.id, status, n, next, j.attempts)
+        SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::int[], $5::text[], $6::text[])
+        ON CONFLICT DO NOTHING`, ids, ats, codes, durations, errTexts, bodies)
+	// Only where no other sender took the delivery over meanwhile (an
+	// attempt that outlived its lease): the attempt itself is recorded
+	// either way.
+	b.Queue(`UPDATE webhook_deliveries d SET status = u.status, attempt_count = u.count, next_attempt_at = u.next
+        FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[]) u(id, status, count, next, prior)
+        WHERE d.id = u.id AND d.status = 'pending' AND d.attempt_count = u.prior`, ids, statuses, counts, nexts, prior)
 	if err := s.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	if a.status == http.StatusGone {
+	var errs []error
+	for i, j := range jobs {
+		if attempts[i].status != http.StatusGone {
+			continue
+		}
 		env, _ := domain.ParseEnvironment(j.environment)
-		return s.App.DisableWebhook(ctx, app.Meta{Actor: "webhook_sender"}, app.Caller{PlatformID: j.platformID, Environment: env},
-			j.endpointID, "the endpoint answered 410 Gone")
+		errs = append(errs, s.App.DisableWebhook(ctx, app.Meta{Actor: "webhook_sender"}, app.Caller{PlatformID: j.platformID, Environment: env},
+			j.endpointID, "the endpoint answered 410 Gone"))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Backoff is the wait before attempt n+1 after n failed attempts:
