@@ -31,8 +31,11 @@ func NewProgress(db DB, name string) *Progress {
 }
 
 // Kick says the subscription may have moved (call it after its commits).
-// It never blocks.
+// It never blocks; on a nil Progress (nobody follows) it does nothing.
 func (p *Progress) Kick() {
+	if p == nil {
+		return
+	}
 	select {
 	case p.kick <- struct{}{}:
 	default:
