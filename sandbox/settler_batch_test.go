@@ -5,19 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
-	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/sandbox"
 )
@@ -314,61 +310,6 @@ func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-// The settler's throughput: SETTLER_BENCH_N due RTP payments (over
-// SETTLER_BENCH_ACCOUNTS accounts, default 16) drained by SettleDue with
-// the default knobs, in payments/s. Skipped unless SETTLER_BENCH_N is set:
-//
-//	SETTLER_BENCH_N=3000 go test -count=1 -run TestSettlerThroughput -v ./sandbox/
-func TestSettlerThroughput(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("SETTLER_BENCH_N"))
-	if n <= 0 {
-		t.Skip("set SETTLER_BENCH_N to measure")
-	}
-	url := pgtest.URL(t)
-	s := newSetup(t, url, 1, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	s.ctx = ctx
-	s.payApprove()
-	accounts, _ := strconv.Atoi(os.Getenv("SETTLER_BENCH_ACCOUNTS"))
-	if accounts <= 0 {
-		accounts = 16
-	}
-	var vas []string
-	for range accounts {
-		vas = append(vas, s.payOpen(int64(n)*200))
-	}
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < n; i += 8 {
-				key := fmt.Sprintf("bench-%d", i)
-				if _, err := s.a.CreatePayment(ctx, app.Meta{}, &app.Idempotency{Scope: s.c.PlatformID, Environment: "sandbox", Key: key,
-					Operation: "create_payment", RequestHash: key}, s.c, payment.Request{VirtualAccountID: vas[i%len(vas)], Amount: 100, Rail: "rtp",
-					Destination: payment.Destination{AccountNumber: "123456789", RoutingNumber: "021000021", Name: "Initech LLC"}}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	// The service's pool: 16 connections (cmd/treasury).
-	pool := poolOf(t, url, 16)
-	sim := &sandbox.Simulator{App: app.New(pool, nil, discard), Pool: pool, Log: discard}
-	catchUp(t, ctx, sim)
-	if got := len(scheduled(t, ctx, s.pool)); got != n {
-		t.Fatalf("%d actions scheduled, want %d", got, n)
-	}
-	start := time.Now()
-	done := settlerDrain(t, ctx, sim)
-	took := time.Since(start)
-	t.Logf("settler: %d due RTP payments drained in %.2f s → %.0f payments/s", done, took.Seconds(), float64(done)/took.Seconds())
-	if done != n {
-		t.Errorf("drained %d, want %d", done, n)
-	}
-}
-
 // Given a settler whose poll is an hour, when an RTP payment is created,
 // then it completes at once: the subscription's commit of its plan wakes
 // the settler.
@@ -396,127 +337,4 @@ func TestSchedulingWakesTheSettler(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-}
-
-// poolOf is a pool of url with max connections.
-func poolOf(t *testing.T, url string, max int) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = int32(max)
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
-// Payments created → completed under load: SETTLER_LOAD_CLIENTS (default
-// 64) goroutines create RTP payments back to back over
-// SETTLER_LOAD_ACCOUNTS accounts (default 200; the bench has 1,000) for
-// SETTLER_LOAD_SECONDS, on one 16-connection pool shared with the
-// simulator's subscription and settler, as in the service (no HTTP, no
-// other readers). Logs the creation rate and the p50/p99/max of
-// completed_at − created_at. Skipped unless SETTLER_LOAD_SECONDS is set:
-//
-//	SETTLER_LOAD_SECONDS=10 go test -count=1 -run TestSettlerLatencyUnderLoad -v ./sandbox/
-func TestSettlerLatencyUnderLoad(t *testing.T) {
-	secs, _ := strconv.Atoi(os.Getenv("SETTLER_LOAD_SECONDS"))
-	if secs <= 0 {
-		t.Skip("set SETTLER_LOAD_SECONDS to measure")
-	}
-	clients, _ := strconv.Atoi(os.Getenv("SETTLER_LOAD_CLIENTS"))
-	if clients <= 0 {
-		clients = 64
-	}
-	url := pgtest.URL(t)
-	s := newSetup(t, url, 1, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	s.ctx = ctx
-	s.payApprove()
-	accounts, _ := strconv.Atoi(os.Getenv("SETTLER_LOAD_ACCOUNTS"))
-	if accounts <= 0 {
-		accounts = 200
-	}
-	var vas []string
-	var mu sync.Mutex
-	var opening sync.WaitGroup
-	for w := range 8 {
-		opening.Go(func() {
-			for i := w; i < accounts; i += 8 {
-				va := s.payOpen(1_000_000_000)
-				mu.Lock()
-				vas = append(vas, va)
-				mu.Unlock()
-			}
-		})
-	}
-	opening.Wait()
-	pool := poolOf(t, url, 16)
-	a := app.New(pool, eventstore.NewNotifier(pool, discard), discard)
-	runCtx, stop := context.WithCancel(ctx)
-	var bg sync.WaitGroup
-	defer func() { stop(); bg.Wait() }()
-	sim := &sandbox.Simulator{App: a, Pool: pool, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
-	bg.Go(func() { sim.RunSettler(runCtx) })
-	bg.Go(func() { sim.Subscription(a.Notifier.Subscribe()).Run(runCtx) })
-
-	var created atomic.Int64
-	loadEnd := time.Now().Add(time.Duration(secs) * time.Second)
-	if os.Getenv("SETTLER_LOAD_TRACE") != "" {
-		bg.Go(func() {
-			for runCtx.Err() == nil {
-				var pending, sched, due int
-				_ = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments WHERE status = 'pending'),
-                    (SELECT count(*) FROM sandbox_schedule), (SELECT count(*) FROM sandbox_schedule WHERE due_at <= now())`).Scan(&pending, &sched, &due)
-				t.Logf("pending %d, scheduled %d (due %d), unscheduled %d", pending, sched, due, pending-sched)
-				time.Sleep(500 * time.Millisecond)
-			}
-		})
-	}
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Go(func() {
-			for i := 0; time.Now().Before(loadEnd); i++ {
-				key := fmt.Sprintf("load-%d-%d", c, i)
-				if _, err := a.CreatePayment(ctx, app.Meta{}, &app.Idempotency{Scope: s.c.PlatformID, Environment: "sandbox", Key: key,
-					Operation: "create_payment", RequestHash: key}, s.c, payment.Request{VirtualAccountID: vas[(c*7+i)%len(vas)], Amount: 100, Rail: "rtp",
-					Destination: payment.Destination{AccountNumber: "123456789", RoutingNumber: "021000021", Name: "Initech LLC"}}); err != nil {
-					t.Error(err)
-					return
-				}
-				created.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	n := created.Load()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var open int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM payments WHERE status <> 'completed'`).Scan(&open); err != nil {
-			t.Fatal(err)
-		}
-		if open == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d payments not completed 60 s after the load", open)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var p50, p99, pmax float64
-	if err := s.pool.QueryRow(ctx, `SELECT
-            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - created_at)),
-            percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - created_at)),
-            max(extract(epoch FROM completed_at - created_at))
-        FROM payments`).Scan(&p50, &p99, &pmax); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d clients: %d RTP payments created in %d s (%.0f/s); created → completed p50 %.0f ms, p99 %.0f ms, max %.0f ms",
-		clients, n, secs, float64(n)/float64(secs), p50*1000, p99*1000, pmax*1000)
 }
