@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -112,9 +113,6 @@ type loadedStreams map[string][]eventstore.RecordedEvent
 
 func (l loadedStreams) stream(id string) []eventstore.RecordedEvent { return l[id] }
 
-// stream answers from a replay's cache; the batch was added to it first.
-func (c StreamCache) stream(id string) []eventstore.RecordedEvent { return c[id] }
-
 // before keeps the events of a stream that come before pos in commit
 // order: the stream as it was when the event at pos was written.
 func before(recs []eventstore.RecordedEvent, pos eventstore.Position) []eventstore.RecordedEvent {
@@ -127,17 +125,17 @@ func before(recs []eventstore.RecordedEvent, pos eventstore.Position) []eventsto
 	return out
 }
 
-// foldedStreams names the streams the public events of a batch fold: the
-// stream of each event shown with its resource as it was, a journal
-// entry's stream for its posting, a business's stream for a new account's
-// KYB status.
-func foldedStreams(events []eventstore.RecordedEvent) ([]string, error) {
-	seen := map[string]bool{}
-	var ids []string
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
+// foldedStreams names the streams the public events of a batch fold, each
+// with the version it is folded up to: the stream of each event shown
+// with its resource as it was (up to that event), a journal entry's
+// stream for its posting (its first event), a business's stream for a new
+// account's KYB status (0: every event before the account's, by
+// position, which only the log answers for in the live subscriber).
+func foldedStreams(events []eventstore.RecordedEvent) (map[string]int64, error) {
+	need := map[string]int64{}
+	add := func(id string, upTo int64) {
+		if v, ok := need[id]; !ok || (v != 0 && (upTo == 0 || upTo > v)) {
+			need[id] = upTo
 		}
 	}
 	for i := range events {
@@ -148,15 +146,15 @@ func foldedStreams(events []eventstore.RecordedEvent) ([]string, error) {
 		}
 		switch e := ev.(type) {
 		case account.Opened:
-			add(kyb.StreamID(e.PlatformID, e.Environment, e.EntityRef))
+			add(kyb.StreamID(e.PlatformID, e.Environment, e.EntityRef), 0)
 		case ledger.Posted:
-			add(ledger.StreamID(e.JournalEntryID))
+			add(ledger.StreamID(e.JournalEntryID), 1)
 		case ledger.Recorded, ledger.Archived:
 		default:
-			add(r.StreamID)
+			add(r.StreamID, r.StreamVersion)
 		}
 	}
-	return ids, nil
+	return need, nil
 }
 
 // jsonString encodes v for a jsonb array element.
@@ -176,9 +174,9 @@ func setTables(ps []Projector) []string {
 
 // ProjectAsync folds events into the asynchronous read models inside tx,
 // in two round trips: one reads the tables' last seqs and the streams the
-// projectors fold (unless cache holds them: a replay from the start of the
-// log), the other sends every write.
-func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache StreamCache) error {
+// projectors fold that cache does not hold (all of them without a cache),
+// the other sends every write.
+func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache *StreamCache) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -191,19 +189,28 @@ func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 	}
 	reads := &pgx.Batch{}
 	reads.Queue(`SELECT ` + strings.Join(maxes, ", "))
-	var ids []string
-	if cache != nil {
-		for i := range events {
-			cache.add(&events[i])
+	for i := range events {
+		cache.add(&events[i])
+	}
+	need, err := foldedStreams(events)
+	if err != nil {
+		return err
+	}
+	// What the cache holds is taken now: adding what the batch reads may
+	// make a bounded cache forget some of it.
+	streams := loadedStreams{}
+	var missing []string
+	for id, upTo := range need {
+		if cache.holdsUpTo(id, upTo) {
+			streams[id] = cache.stream(id)
+		} else {
+			missing = append(missing, id)
 		}
-		b.streams = cache
-	} else {
-		var err error
-		if ids, err = foldedStreams(events); err != nil {
-			return err
-		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
 		reads.Queue(`SELECT `+eventstore.SelectColumns+` FROM events WHERE stream_id = ANY($1)
-            ORDER BY stream_id, stream_version`, ids)
+            ORDER BY stream_id, stream_version`, missing)
 	}
 	br := tx.SendBatch(ctx, reads)
 	last := make([]any, len(tables))
@@ -218,7 +225,7 @@ func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 	for i, t := range tables {
 		b.seq[t] = vals[i]
 	}
-	if cache == nil {
+	if len(missing) > 0 {
 		rows, err := br.Query()
 		if err != nil {
 			br.Close()
@@ -229,15 +236,15 @@ func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 			br.Close()
 			return err
 		}
-		loaded := loadedStreams{}
-		for _, e := range evs {
-			loaded[e.StreamID] = append(loaded[e.StreamID], e)
+		for i := range evs {
+			streams[evs[i].StreamID] = append(streams[evs[i].StreamID], evs[i])
+			cache.add(&evs[i]) // read whole, from its first event
 		}
-		b.streams = loaded
 	}
 	if err := br.Close(); err != nil {
 		return err
 	}
+	b.streams = streams
 	for _, p := range ps {
 		if err := p.Project(b); err != nil {
 			return fmt.Errorf("%s: %w", p.Name(), err)

@@ -66,8 +66,9 @@ func (e *env) paymentsAndKYB() {
 // and posted (or archived, or reversed) in the same batch, a payment
 // created and completed in it, must come out as one event at a time
 // leaves them. Every batching of the same log — one event at a time, the
-// whole log at once, random sizes, streams read from the log or from the
-// replay's cache — must give the live tables row for row.
+// whole log at once, random sizes, streams read from the log, from a
+// replay's cache or from a live subscriber's bounded cache — must give the
+// live tables row for row.
 func TestEveryBatchingGivesTheSameRows(t *testing.T) {
 	e := newEnv(t)
 	e.workload(4, 40, 7)
@@ -95,19 +96,23 @@ func TestEveryBatchingGivesTheSameRows(t *testing.T) {
 
 	r := rand.New(rand.NewPCG(1, 2))
 	batchings := []struct {
-		name   string
-		next   func() int
-		cached bool
+		name  string
+		next  func() int
+		cache *projections.StreamCache
 	}{
-		{"one_at_a_time", func() int { return 1 }, false},
-		{"whole_log", func() int { return 1_000_000 }, false},
-		{"random", func() int { return 1 + r.IntN(40) }, false},
-		{"one_at_a_time_cached", func() int { return 1 }, true},
-		{"whole_log_cached", func() int { return 1_000_000 }, true},
+		{"one_at_a_time", func() int { return 1 }, nil},
+		{"whole_log", func() int { return 1_000_000 }, nil},
+		{"random", func() int { return 1 + r.IntN(40) }, nil},
+		{"one_at_a_time_replay_cache", func() int { return 1 }, projections.NewReplayCache()},
+		{"whole_log_replay_cache", func() int { return 1_000_000 }, projections.NewReplayCache()},
+		{"random_live_cache", func() int { return 1 + r.IntN(40) }, projections.NewLiveCache(1000)},
+		// A live cache that forgets all but three streams: most folds read
+		// the log again, the rest come from what it kept.
+		{"random_tiny_live_cache", func() int { return 1 + r.IntN(40) }, projections.NewLiveCache(3)},
 	}
 	for _, b := range batchings {
 		schema := "batching_" + b.name
-		if err := projections.ReplayInto(e.ctx, e.pool, schema, b.next, b.cached); err != nil {
+		if err := projections.ReplayInto(e.ctx, e.pool, schema, b.next, b.cache); err != nil {
 			t.Fatalf("%s: %v", b.name, err)
 		}
 		for _, table := range projections.AllTables() {

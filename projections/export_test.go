@@ -11,15 +11,11 @@ import (
 
 // ReplayInto replays the whole log into a fresh schema of every
 // projection's tables, in batches of the sizes next gives, reading the
-// folded streams from a replay cache (cached) or from the log as the live
-// subscriber does. Tests compare batchings with it.
-func ReplayInto(ctx context.Context, pool *pgxpool.Pool, schema string, next func() int, cached bool) error {
+// folded streams through cache (nil: from the log alone). Tests compare
+// batchings with it.
+func ReplayInto(ctx context.Context, pool *pgxpool.Pool, schema string, next func() int, cache *StreamCache) error {
 	if err := CreateTables(ctx, pool, schema); err != nil {
 		return err
-	}
-	var cache StreamCache
-	if cached {
-		cache = StreamCache{}
 	}
 	var pos eventstore.Position
 	for {

@@ -40,7 +40,7 @@ func CreateTables(ctx context.Context, db eventstore.DB, schema string) error {
 // Replay folds events into the read models: every inline projector sees
 // every event, the asynchronous ones, as one set, those for which async
 // says so. seen is the stream cache of a replay from the start of the log.
-func Replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen StreamCache) error {
+func Replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen *StreamCache) error {
 	b, err := ProjectInline(events)
 	if err != nil {
 		return err

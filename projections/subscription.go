@@ -13,12 +13,19 @@ import (
 // SubscriptionName is the checkpoint name of the asynchronous projections.
 const SubscriptionName = "projections"
 
+// liveStreams bounds the streams the subscriber keeps (a payment's is a
+// few kilobytes, so some 100 MB): half a minute of payments at 600 a
+// second, far more than an instant payment takes to settle; an older
+// stream is read from the log again when one of its events comes.
+const liveStreams = 20_000
+
 // NewSubscription runs the Async projectors over the log in commit order.
 func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger) *eventstore.Subscription {
+	cache := NewLiveCache(liveStreams)
 	return &eventstore.Subscription{
 		Name: SubscriptionName, Pool: pool, Wake: wake, Log: log, Derived: true,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
-			return ProjectAsync(ctx, tx, events, nil)
+			return ProjectAsync(ctx, tx, events, cache)
 		},
 	}
 }

@@ -47,7 +47,7 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 	}
 	applied := func(e *eventstore.RecordedEvent) bool { return !checkpoint.Less(eventstore.PositionOf(*e)) }
 	var pos eventstore.Position
-	seen := projections.StreamCache{}
+	seen := projections.NewReplayCache()
 	for {
 		batch, err := eventstore.ReadCommitted(ctx, tx, pos, 2000)
 		if err != nil {

@@ -98,7 +98,7 @@ func RunWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (Stats, error
 	if err := projections.CreateTables(ctx, conn, shadowSchema); err != nil {
 		return Stats{}, err
 	}
-	r := &rebuild{conn: conn.Conn(), opt: opt, seen: projections.StreamCache{}}
+	r := &rebuild{conn: conn.Conn(), opt: opt, seen: projections.NewReplayCache()}
 	if err := r.replayUntilCaughtUp(ctx); err != nil {
 		return r.stats, err
 	}
@@ -154,7 +154,7 @@ type rebuild struct {
 	conn  *pgx.Conn
 	opt   Options
 	pos   eventstore.Position // the last event replayed into the shadow
-	seen  projections.StreamCache
+	seen  *projections.StreamCache
 	plan  *swapPlan
 	stats Stats
 }
