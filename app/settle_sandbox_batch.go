@@ -12,7 +12,6 @@ import (
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
-	"github.com/opentreasury/treasury/projections"
 )
 
 // SandboxPaymentAction is one thing the sandbox rail does to a payment:
@@ -129,19 +128,8 @@ func (a *App) RunSandboxPaymentActions(ctx context.Context, actions []SandboxPay
 		if len(reqs) == 0 {
 			return nil
 		}
-		recs, err := eventstore.AppendAll(ctx, tx, Meta{}, reqs...)
-		if err != nil {
-			return err
-		}
-		var all []eventstore.RecordedEvent
-		for _, r := range recs {
-			all = append(all, r...)
-		}
-		b, err := projections.ProjectInline(all)
-		if err != nil {
-			return err
-		}
-		return b.Send(ctx, tx)
+		// Each request carries its action's metadata (AppendRequest.Meta).
+		return a.appendAndProjectAll(ctx, tx, Meta{}, reqs...)
 	})
 }
 
