@@ -18,8 +18,12 @@ const KYBDeciderName = "kyb_decider"
 // decided after the restart; deciding twice changes nothing. It asks the
 // log for kyb.Submitted only: the thousands of other events a second
 // brings never leave the database (the checkpoint still moves past them).
+// Its own transaction writes only the checkpoint (each decision is a
+// command of its own), and it moves on nearly every wake-up: it commits
+// without waiting for the WAL flush, since a checkpoint lost in a crash
+// only means deciding again, which changes nothing.
 func (a *App) KYBDecider(wake <-chan struct{}) *eventstore.Subscription {
-	return &eventstore.Subscription{Name: KYBDeciderName, Pool: a.Pool, Wake: wake, Log: a.Log,
+	return &eventstore.Subscription{Name: KYBDeciderName, Pool: a.Pool, Wake: wake, Log: a.Log, Derived: true,
 		Types: []string{(kyb.Submitted{}).EventType()},
 		Handle: func(ctx context.Context, _ pgx.Tx, events []eventstore.RecordedEvent) error {
 			for i := range events {

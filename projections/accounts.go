@@ -110,6 +110,10 @@ func addBalances(b *Batch, deltas map[string]ledger.Balance) {
 		d := deltas[id]
 		posted[i], in[i], out[i] = d.Posted, d.PendingInbound, d.PendingOutbound
 	}
+	// Lock the rows in id order first, as commands do: an UPDATE joined to
+	// the arrays locks them in whatever order its plan walks, and two
+	// batches (the sandbox settler's) touching the same accounts deadlocked.
+	b.Queue(`SELECT 1 FROM account_balances WHERE virtual_account_id = ANY($1) ORDER BY virtual_account_id FOR UPDATE`, ids)
 	b.Queue(`UPDATE account_balances a SET posted = a.posted + d.posted,
             pending_inbound = a.pending_inbound + d.pending_inbound, pending_outbound = a.pending_outbound + d.pending_outbound
         FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) d(id, posted, pending_inbound, pending_outbound)
