@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,9 +27,13 @@ import (
 
 // replayResult is what `treasury subscriptions replay` prints (--json).
 type replayResult struct {
-	Subscription    string   `json:"subscription"`
-	Source          string   `json:"source"` // "events" (the log) or "public_events" (the fan-out's feed)
-	Events          int64    `json:"events"`
+	Subscription string `json:"subscription"`
+	Source       string `json:"source"` // "events" (the log) or "public_events" (the fan-out's feed)
+	Events       int64  `json:"events"` // the events it passed over (every one up to the head)
+	// Handled are the events given to its handler: fewer than Events for
+	// a subscriber that reads only some types (the KYB decider, the
+	// sandbox scheduler), which skips the others in SQL.
+	Handled         int64    `json:"handled"`
 	Seconds         float64  `json:"seconds"`
 	EventsPerSecond float64  `json:"events_per_second"`
 	ResetSeconds    float64  `json:"reset_seconds"`
@@ -129,8 +134,8 @@ func printReplay(w io.Writer, r *replayResult, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(r)
 	}
-	_, err := fmt.Fprintf(w, "replayed %s: %d %s in %.3f s (%.0f events/s); emptied %s in %.3f s first\n",
-		r.Subscription, r.Events, r.Source, r.Seconds, r.EventsPerSecond, strings.Join(append([]string{}, r.Emptied...), ", "), r.ResetSeconds)
+	_, err := fmt.Fprintf(w, "replayed %s: %d %s (%d handled) in %.3f s (%.0f events/s); emptied %s in %.3f s first\n",
+		r.Subscription, r.Events, r.Source, r.Handled, r.Seconds, r.EventsPerSecond, strings.Join(append([]string{}, r.Emptied...), ", "), r.ResetSeconds)
 	return err
 }
 
@@ -192,8 +197,9 @@ func replaySubscription(ctx context.Context, dbURL, name string, force bool) (*r
 	if r.sub == nil {
 		res.Source = "public_events"
 		res.Events, res.Seconds, err = replayFanout(ctx, pool, log)
+		res.Handled = res.Events
 	} else {
-		res.Events, res.Seconds, err = replayLog(ctx, pool, r.sub(pool, log))
+		res.Events, res.Handled, res.Seconds, err = replayLog(ctx, pool, r.sub(pool, log))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", name, err)
@@ -203,8 +209,9 @@ func replaySubscription(ctx context.Context, dbURL, name string, force bool) (*r
 }
 
 // replayLog steps sub until its checkpoint reaches the log's head, and
-// counts the events its handler was given.
-func replayLog(ctx context.Context, pool *pgxpool.Pool, sub *eventstore.Subscription) (int64, float64, error) {
+// returns the events up to the head (all of which it passed over) and
+// those its handler was given.
+func replayLog(ctx context.Context, pool *pgxpool.Pool, sub *eventstore.Subscription) (passed, handled int64, seconds float64, err error) {
 	var n atomic.Int64
 	handle := sub.Handle
 	sub.Handle = func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
@@ -216,11 +223,15 @@ func replayLog(ctx context.Context, pool *pgxpool.Pool, sub *eventstore.Subscrip
 	}
 	head, err := eventstore.Head(ctx, pool)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE (transaction_id, global_position) <= ($1::text::xid8, $2)`,
+		strconv.FormatUint(head.TransactionID, 10), head.GlobalPosition).Scan(&passed); err != nil {
+		return 0, 0, 0, err
 	}
 	start := time.Now()
 	err = sub.CatchUpTo(ctx, head)
-	return n.Load(), time.Since(start).Seconds(), err
+	return passed, n.Load(), time.Since(start).Seconds(), err
 }
 
 // replayFanout runs the webhook fan-out as serve does (its feed and

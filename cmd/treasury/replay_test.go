@@ -136,7 +136,7 @@ func TestReplaySubscriptions(t *testing.T) {
 		if name == "webhook_fanout" {
 			want = publicEvents
 		}
-		if res.Subscription != name || res.Events != want || res.Seconds <= 0 || res.EventsPerSecond <= 0 {
+		if res.Subscription != name || res.Events != want || res.Handled <= 0 || res.Handled > want || res.Seconds <= 0 || res.EventsPerSecond <= 0 {
 			t.Fatalf("replay %s: %+v, want %d events", name, res, want)
 		}
 		for i, q := range written[name] {
