@@ -23,7 +23,12 @@
 //     while 200 rtp payments per second are created (open loop); a
 //     payment.created of the window that has not arrived -webhook-grace
 //     after it is missing;
-//   - get:       GET /v1/virtual-accounts/:id at 16 clients;
+//   - ryw:       right after those, read-your-writes: 8 clients each post
+//     125 fee entries on an account of their own and list that account's
+//     ledger entries at once; a list without the entry just written is a
+//     miss;
+//   - get:       GET /v1/virtual-accounts/:id at 16 clients, as the
+//     readers finish what the loads left (no wait for them);
 //   - audit:     `treasury audit verify` once the readers have caught up
 //     with the loads, before any rebuild touches the projections: the hash
 //     chain, every projection against its replay, the ledger's balance
@@ -88,7 +93,7 @@ import (
 
 // The sections, in the order they run. raw runs first, before the server
 // starts, so that nothing else of ours competes with it.
-var allSections = []string{"raw", "payments", "hot", "webhook", "get", "rebuild", "replay"}
+var allSections = []string{"raw", "payments", "hot", "webhook", "ryw", "get", "rebuild", "replay"}
 
 type options struct {
 	duration      time.Duration

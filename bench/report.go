@@ -37,6 +37,7 @@ type report struct {
 	rtp        *rtpResult
 	replay     *replaysResult
 	audit      *auditResult
+	ryw        *rywResult
 
 	failures         []string
 	serverLog        string
@@ -229,6 +230,10 @@ func (r *report) rows() []row {
 				Value: fmt.Sprintf("%.0f (%d; %.0f; %.0f)", w.PaymentsPerSecond, w.PaymentsOfferedPerSecond, w.DeliveriesPerSecond, w.EventsPerSecondInLog)},
 		)
 	}
+	if y := r.ryw; y != nil {
+		rows = append(rows, row{Figure: fmt.Sprintf("list right after a 2xx write (%d writes, %d clients; list p99 %.1f ms)", y.Writes, y.Clients, y.ListP99ms),
+			Value: fmt.Sprintf("%d missed, %d failed requests", y.Misses, y.Failed), Target: "0 missed", Met: met(y.Misses == 0 && y.Failed == 0)})
+	}
 	if g := r.get; g != nil {
 		rows = append(rows,
 			row{Figure: fmt.Sprintf("GET /v1/virtual-accounts/:id, %s", nClients(g.Clients)), Value: fmt.Sprintf("%.0f req/s, p50 %.2f ms", g.PerSecond, g.P50ms)},
@@ -345,6 +350,9 @@ func (r *report) write(path string) error {
 	}
 	if r.rtp != nil {
 		out["rtp_created_to_completed"] = r.rtp
+	}
+	if r.ryw != nil {
+		out["read_your_writes"] = r.ryw
 	}
 	if r.audit != nil {
 		out["audit_verify"] = r.audit

@@ -120,6 +120,10 @@ func runService(ctx context.Context, o options, adminURL, bin string, stamp int6
 		rep.webhook, err = b.webhook()
 		rep.sectionDone("webhook", err)
 	}
+	if o.want("ryw") && svc.alive() {
+		rep.ryw, err = b.readYourWrites()
+		rep.sectionDone("read-your-writes", err)
+	}
 	if (o.want("payments") || o.want("hot")) && svc.alive() {
 		rep.completion, err = b.checkCompleted()
 		rep.sectionDone("completion check", err)
