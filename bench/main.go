@@ -96,6 +96,7 @@ import (
 var allSections = []string{"raw", "payments", "hot", "webhook", "ryw", "get", "rebuild", "replay"}
 
 type options struct {
+	keepDatabase  bool
 	duration      time.Duration
 	warmup        time.Duration
 	clients       []int
@@ -140,6 +141,7 @@ func main() {
 	flag.DurationVar(&o.replayTimeout, "replay-timeout", 10*time.Minute, "bound of each subscriber's replay (replay section)")
 	flag.IntVar(&o.getClients, "get-clients", 16, "clients of the GET /v1/virtual-accounts/:id measurement")
 	flag.IntVar(&o.rebuildEvents, "rebuild-events", 500_000, "events the log must hold before the rebuild and the replays are timed (topped up with payments)")
+	flag.BoolVar(&o.keepDatabase, "keep-database", false, "keep the service's database after the run (to profile a replay or a rebuild over it by hand)")
 	flag.StringVar(&o.out, "out", "", "where to write the results (default bench/results.json in the repository)")
 	profile := flag.String("profile", "", "`DIR` to write, for each measured window, the service's CPU profile (<window>.cpu.pprof, from TREASURY_PPROF_ADDR),\n"+
 		"its allocations (<window>.allocs.pprof), its goroutines (<window>.goroutines.txt), a pg_stat_activity wait histogram sampled every 100 ms (<window>.pgwait.txt)\n"+

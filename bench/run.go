@@ -85,7 +85,11 @@ func runService(ctx context.Context, o options, adminURL, bin string, stamp int6
 	if err != nil {
 		return err
 	}
-	defer drop()
+	if o.keepDatabase {
+		defer logf("kept database %s (-keep-database): drop it by hand", dbName)
+	} else {
+		defer drop()
+	}
 	svc, err := startService(ctx, bin, dbURL, o.prof != nil)
 	if err != nil {
 		return err
