@@ -127,9 +127,10 @@ func (s *Server) exportLedger(c echo.Context) error {
 		return err
 	}
 	name := "ledger-" + time.Now().UTC().Format("20060102T150405Z") + ".csv"
-	c.Response().Header().Set("Content-Type", "text/csv; charset=utf-8")
-	c.Response().Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	c.Response().WriteHeader(http.StatusOK)
 	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	return queries.WriteLedgerExport(c.Request().Context(), s.pool, scopeOf(c), r, c.Response())
+	start := streamStart{contentType: "text/csv; charset=utf-8",
+		header: map[string]string{"Content-Disposition": `attachment; filename="` + name + `"`}}
+	return stream(c, start, func(w *streamWriter) error {
+		return queries.WriteLedgerExport(c.Request().Context(), s.pool, scopeOf(c), r, w)
+	})
 }

@@ -110,6 +110,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		defer s.recordAbort(c, start) // an aborted stream panics past the log line below
 		err := next(c)
 		if err != nil {
 			c.Error(err)

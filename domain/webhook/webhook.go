@@ -127,6 +127,9 @@ func (c Config) Validate(env domain.Environment) error {
 	if env == domain.Live && u.Scheme != "https" {
 		return domain.Invalid("url", "live endpoints must use https")
 	}
+	if err := validatePort(u, env); err != nil {
+		return err
+	}
 	if len(c.Events) == 0 {
 		return domain.Invalid("events", "events must list event types, or [\"*\"] for all")
 	}
@@ -145,6 +148,31 @@ func (c Config) Validate(env domain.Environment) error {
 		return domain.Invalid("status", "status must be enabled or disabled")
 	}
 	return c.RetryPolicy.Validate("retry_policy")
+}
+
+// MinLivePort is the lowest port a live endpoint may use besides 443:
+// below it sit the well-known services (SMTP, SSH, ...) a webhook must not
+// be turned against.
+const MinLivePort = 1024
+
+// validatePort refuses a port outside 1..65535 and, for live endpoints,
+// the well-known ports other than 443. Sandbox endpoints may use any valid
+// port: they may target a developer's own machine (API.md §8).
+func validatePort(u *url.URL, env domain.Environment) error {
+	if u.Hostname() == "" {
+		return domain.Invalid("url", "url must name a host")
+	}
+	if u.Port() == "" {
+		return nil // the scheme's default: 443 or 80
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil || port < 1 || port > 65535 {
+		return domain.Invalid("url", "url port must be between 1 and 65535")
+	}
+	if env == domain.Live && port != 443 && port < MinLivePort {
+		return domain.Invalid("url", "live endpoints must use port 443 or a port from %d to 65535", MinLivePort)
+	}
+	return nil
 }
 
 // Wants reports whether the endpoint subscribes to an event type.
