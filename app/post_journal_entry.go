@@ -85,8 +85,12 @@ func (a *App) PostJournalEntry(ctx context.Context, meta Meta, idem *Idempotency
 				{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: offset, Direction: dir.Opposite(), Amount: *in.Amount, Type: typ},
 			}
 		}
-		if err := ledger.ValidateLines(lines); err != nil {
-			return Result{}, err
+		// A reversal mirrors an entry that was balanced when recorded (and
+		// may predate today's amount bound: undoing it must stay possible).
+		if reversed == nil {
+			if err := ledger.ValidateLines(lines); err != nil {
+				return Result{}, err
+			}
 		}
 		if err := checkAccounts(ctx, tx, c, lines, ledger.StatusPosted); err != nil {
 			return Result{}, err
@@ -154,8 +158,8 @@ func (in PostJournalEntry) validate() error {
 			return domain.Invalid("amount", "amount must be an integer number of cents from 1 to %d", ledger.MaxAmount)
 		}
 	default:
-		if len(in.Lines) > 100 {
-			return domain.Invalid("lines", "a journal entry has at most 100 lines")
+		if len(in.Lines) > ledger.MaxLines {
+			return domain.Invalid("lines", "a journal entry has at most %d lines", ledger.MaxLines)
 		}
 		for i, l := range in.Lines {
 			p := "lines[" + itoa(i) + "]"
@@ -232,9 +236,18 @@ func manualAccount(code string) bool {
 }
 
 // checkAccounts locks every virtual account the lines touch, fills in
-// their ledger account ids, refuses closed accounts and refuses debits
-// past the available balance.
+// their ledger account ids, refuses closed accounts, debits past the
+// available balance and credits past the balance bound; then it locks the
+// platform accounts the lines touch (after the virtual accounts, the order
+// every command takes) and checks their bounds and, in live, their funds.
 func checkAccounts(ctx context.Context, tx pgx.Tx, c Caller, lines []ledger.Line, status string) error {
+	if err := checkVirtualAccounts(ctx, tx, c, lines, status); err != nil {
+		return err
+	}
+	return checkPlatformAccounts(ctx, tx, c, lines)
+}
+
+func checkVirtualAccounts(ctx context.Context, tx pgx.Tx, c Caller, lines []ledger.Line, status string) error {
 	var ids []string
 	for _, l := range lines {
 		if l.VirtualAccountID != "" {
@@ -260,7 +273,10 @@ func checkAccounts(ctx context.Context, tx pgx.Tx, c Caller, lines []ledger.Line
 			lines[i].LedgerAccountID = locked[lines[i].VirtualAccountID].LedgerAccountID
 		}
 	}
-	return ledger.CheckFunds(balances, lines, status)
+	if err := ledger.CheckFunds(balances, lines, status); err != nil {
+		return err
+	}
+	return ledger.CheckLimits(balances, lines, status)
 }
 
 // loadJournalEntry folds a journal entry's stream for the caller.

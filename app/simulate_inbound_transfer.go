@@ -73,6 +73,12 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 		if instant {
 			status = ledger.StatusPosted
 		}
+		// Under the account's lock: the credit may not take the account
+		// past the balance bound (completion moves pending to posted and
+		// keeps the sum, so it needs no check of its own).
+		if err := ledger.CheckLimits(map[string]ledger.Balance{acc.ID: acc.Balance}, lines, status); err != nil {
+			return err
+		}
 		transfer := []domain.Event{inbound.Received{InboundTransferID: id, VirtualAccountID: acc.ID, Amount: in.Amount,
 			Rail: rail.String(), Originator: in.Originator, Description: desc, JournalEntryID: jeID, ExpectedAt: expected, At: at}}
 		if instant {

@@ -47,7 +47,9 @@ func (s *Server) listLedgerEntries(c echo.Context) error {
 	if f.Status != "" && f.Status != ledger.StatusPending && f.Status != ledger.StatusPosted && f.Status != ledger.StatusArchived {
 		return domain.Invalid("status", "status must be pending, posted or archived")
 	}
-	if f.Type != "" && !transactionTypes[f.Type] {
+	// Ledger entries have the transaction types and funding (which posts
+	// to platform accounts only, so no transaction shows it).
+	if f.Type != "" && !transactionTypes[f.Type] && f.Type != ledger.TypeFunding {
 		return domain.Invalid("type", "unknown entry type %q", f.Type)
 	}
 	if f.Created, err = createdRange(c); err != nil {

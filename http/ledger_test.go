@@ -375,6 +375,7 @@ func TestJournalEntryIdempotency(t *testing.T) {
 		"direction": "credit", "amount": 700}, "Idempotency-Key", "adj-1"), http.StatusCreated)
 	liveKey := api.enableLive(platformID)
 	liveID := vaOpenID(t, api, liveKey, platformID, "biz_1")
+	vaRequire(t, mlFund(api, platformID, map[string]any{"amount": 700}), http.StatusCreated) // live money is funded first
 	vaRequire(t, vaEntry(api, liveKey, map[string]any{"type": "adjustment", "description": "Bonus", "virtual_account_id": liveID,
 		"direction": "credit", "amount": 700}, "Idempotency-Key", "adj-1"), http.StatusCreated)
 }

@@ -41,6 +41,9 @@ var mfTemplates = map[string]func(ids mfIDs) []map[string]any{
 	},
 	"/v1/operator/platforms/:id/approve":     mfNone,
 	"/v1/operator/platforms/:id/enable-live": mfNone,
+	"/v1/operator/platforms/:id/fund": func(mfIDs) []map[string]any {
+		return []map[string]any{{"amount": 500, "environment": "sandbox", "description": "Wire 42"}}
+	},
 	"/v1/operator/kyb/:id/decision": func(mfIDs) []map[string]any {
 		return []map[string]any{{"outcome": "rejected", "reasons": []any{
 			map[string]any{"code": "ein_mismatch", "message": "The EIN does not match", "field": "business.ein"}}}}

@@ -877,6 +877,7 @@ func TestOpenAPIPaymentsResponsesMatchSchemas(t *testing.T) {
 	liveKYB := kt2SubmitID(t, api, liveKey, liveVA, kt2EINFor("6789"))
 	kt2Decide(t, api)
 	vaRequire(t, api.do("POST", "/v1/operator/kyb/"+liveKYB+"/decision", operatorKey, map[string]any{"outcome": "approved"}), http.StatusOK)
+	vaRequire(t, mlFund(api, platformID, map[string]any{"amount": 100_000}), http.StatusCreated) // live money is funded first
 	vaRequire(t, vaEntry(api, liveKey, map[string]any{"type": "adjustment", "description": "Opening funds",
 		"virtual_account_id": liveVA, "direction": "credit", "amount": 100_000}), http.StatusCreated)
 	livePayments := map[string]string{}
@@ -1057,6 +1058,7 @@ func TestOpenAPIPaymentsSandboxAsDocumented(t *testing.T) {
 	liveKYB := kt2SubmitID(t, api, liveKey, liveVA, kt2EINFor("6789"))
 	kt2Decide(t, api)
 	vaRequire(t, api.do("POST", "/v1/operator/kyb/"+liveKYB+"/decision", operatorKey, map[string]any{"outcome": "approved"}), http.StatusOK)
+	vaRequire(t, mlFund(api, platformID, map[string]any{"amount": 100_000}), http.StatusCreated) // live money is funded first
 	vaRequire(t, vaEntry(api, liveKey, map[string]any{"type": "adjustment", "description": "Opening funds",
 		"virtual_account_id": liveVA, "direction": "credit", "amount": 100_000}), http.StatusCreated)
 	var live []string

@@ -1096,6 +1096,7 @@ func TestPaymentLive(t *testing.T) {
 	requireError(t, payCreate(api, live, payBody(acc, 100, "rtp", "123456789")), http.StatusUnprocessableEntity, "kyb_not_approved")
 	vaRequire(t, api.do("POST", "/v1/operator/kyb/"+kyb["id"].(string)+"/decision", operatorKey, map[string]any{"outcome": "approved"}), http.StatusOK)
 	requireError(t, payCreate(api, live, payBody(acc, 100, "rtp", "123456789")), http.StatusUnprocessableEntity, "insufficient_funds")
+	vaRequire(t, mlFund(api, platformID, map[string]any{"amount": 100_000}), http.StatusCreated) // live money is funded first
 	vaAdjust(t, api, live, acc, "adjustment", "credit", 100_000)
 
 	rtp := payCreated(t, api, live, payBody(acc, 1_000, "rtp", "4000000002"))

@@ -158,3 +158,46 @@ func (s *Server) provision(c echo.Context, cmd func(ctx context.Context, m app.M
 	set(&out, &k)
 	return c.JSON(http.StatusOK, out)
 }
+
+type fundPlatformRequest struct {
+	Amount      *int64  `json:"amount"`
+	Environment *string `json:"environment"`
+	Description string  `json:"description"`
+}
+
+// POST /v1/operator/platforms/:id/fund
+func (s *Server) fundPlatform(c echo.Context) error {
+	id, err := pathID(c, "id", domain.PrefixPlatform, "platform")
+	if err != nil {
+		return err
+	}
+	var req fundPlatformRequest
+	body, err := bind(c, &req)
+	if err != nil {
+		return err
+	}
+	env := domain.Live // funding exists for live; the sandbox may use it too
+	if req.Environment != nil {
+		var ok bool
+		if env, ok = domain.ParseEnvironment(*req.Environment); !ok {
+			return domain.Invalid("environment", "environment must be live or sandbox")
+		}
+	}
+	// Keys are scoped to the platform funded: the same key and body for
+	// another platform is another request.
+	idem, err := idempotency(c, "operator:"+id, env.String(), "fund_platform", body, "")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	res, err := s.app.FundPlatform(ctx, meta(c), idem, app.FundPlatform{PlatformID: id, Environment: env,
+		Amount: req.Amount, Description: req.Description})
+	if err != nil {
+		return err
+	}
+	v, err := queries.JournalEntryFromLog(ctx, s.pool, queries.Scope{PlatformID: id, Environment: env}, res.ID)
+	if err != nil {
+		return err
+	}
+	return created(c, res, v)
+}

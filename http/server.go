@@ -105,6 +105,7 @@ func (s *Server) routes() {
 	v1.PATCH("/operator/platforms/:id", s.configurePlatform, operator...)
 	v1.POST("/operator/platforms/:id/approve", s.approvePlatform, operator...)
 	v1.POST("/operator/platforms/:id/enable-live", s.enableLive, operator...)
+	v1.POST("/operator/platforms/:id/fund", s.fundPlatform, operator...)
 	v1.POST("/operator/kyb/:id/decision", s.operatorDecideKYB, operator...)
 
 	platform := []echo.MiddlewareFunc{s.authenticate, platformOnly, s.rateLimit}

@@ -55,19 +55,31 @@ const (
 	CodePlatformOperating = "platform_operating"
 	CodePlatformFees      = "platform_fees"
 	CodeServiceFeeRevenue = "service_fee_revenue"
-	railClearingPrefix    = "rail_clearing_"
+	// CodeOperatorFunding is the operator's side of a funding: the money
+	// the operator placed at the bank for the platform (an asset, debit).
+	CodeOperatorFunding = "operator_funding"
+	railClearingPrefix  = "rail_clearing_"
 )
 
 // RailClearing is the code of a rail's clearing account.
 func RailClearing(rail string) string { return railClearingPrefix + rail }
 
-// NormalBalance of an account code: clearing accounts are assets (debit);
-// the rest are what the service owes or earns (credit).
+// NormalBalance of an account code: clearing and operator funding accounts
+// are assets (debit); the rest are what the service owes or earns (credit).
 func NormalBalance(code string) Direction {
-	if len(code) > len(railClearingPrefix) && code[:len(railClearingPrefix)] == railClearingPrefix {
+	if code == CodeOperatorFunding || len(code) > len(railClearingPrefix) && code[:len(railClearingPrefix)] == railClearingPrefix {
 		return Debit
 	}
 	return Credit
+}
+
+// Lockable reports whether a platform-level account keeps a locked balance
+// row (platform_balances) that commands check before posting to it. These
+// are the accounts only manual entries and fundings touch, so the lock
+// never sits on the payment path; the hot accounts (rail clearing, service
+// fee revenue) stay lock-free and are summed from their entries.
+func Lockable(code string) bool {
+	return code == CodePlatformOperating || code == CodePlatformFees || code == CodeOperatorFunding
 }
 
 // Entry types. The first three are the manual ones.
@@ -79,6 +91,9 @@ const (
 	TypePayment         = "payment"
 	TypePaymentFee      = "payment_fee"
 	TypePaymentReversal = "payment_reversal"
+	// TypeFunding: the operator funded the platform's platform_operating
+	// account (POST /operator/platforms/:id/fund).
+	TypeFunding = "funding"
 )
 
 // IsManualType reports whether a platform may post this type by hand.
@@ -93,8 +108,14 @@ const (
 	StatusArchived = "archived"
 )
 
-// MaxAmount bounds one line (cents), far from int64 overflow in sums.
-const MaxAmount int64 = 1_000_000_000_000_000
+// MaxAmount bounds one manual or funding line, in cents ($100 billion).
+// With at most MaxLines lines an entry's debits sum to at most 10^15, and
+// a payment or inbound transfer is bounded by its rail (under 10^10), so
+// no sum of one command's lines can overflow int64.
+const MaxAmount int64 = 10_000_000_000_000
+
+// MaxLines bounds the lines of a manual journal entry.
+const MaxLines = 100
 
 // Line is one ledger entry of a journal entry.
 type Line struct {

@@ -212,12 +212,23 @@ type LedgerAccountView struct {
 }
 
 // ListLedgerAccounts lists the scope's ledger accounts with balances
-// summed from their entries (no row of a platform account is ever locked).
+// summed from their entries (the hot accounts' rows are never locked).
+//
+// The sums stay numeric (exact, unbounded) in SQL and are turned into
+// int64 cents in Go with a range check, so a sum can never fail the query.
+// They fit: a virtual account's balances and those of the lockable
+// platform accounts are bounded by ledger.MaxBalance (10^15) by the
+// commands; a hot account (rail clearing, service fee revenue) moves at
+// most the largest rail amount (under 10^10) per line, so it would take
+// some 9 × 10^8 transfers of the largest size, all one way, to leave int64.
+// Should one ever do so (or an account written before the bounds
+// existed), the list answers 422 limit_exceeded naming it, never 500.
 func ListLedgerAccounts(ctx context.Context, db eventstore.DB, s Scope, page Page) (List[LedgerAccountView], error) {
 	rows, err := db.Query(ctx, `SELECT la.id, la.code, la.virtual_account_id, la.normal_balance, la.environment, la.created_at,
-          coalesce(sum(CASE WHEN e.direction = la.normal_balance THEN e.amount ELSE -e.amount END) FILTER (WHERE e.status = 'posted'), 0),
-          coalesce(sum(CASE WHEN e.direction = la.normal_balance THEN e.amount ELSE -e.amount END) FILTER (WHERE e.status = 'pending'), 0),
-          coalesce(sum(e.amount) FILTER (WHERE e.status = 'pending' AND e.direction <> la.normal_balance), 0)
+          coalesce(sum(CASE WHEN e.direction = la.normal_balance THEN e.amount ELSE -e.amount END) FILTER (WHERE e.status = 'posted'), 0)::text,
+          coalesce(sum(CASE WHEN e.direction = la.normal_balance THEN e.amount ELSE -e.amount END) FILTER (WHERE e.status = 'pending'), 0)::text,
+          coalesce(sum(CASE WHEN e.direction = la.normal_balance THEN e.amount ELSE -e.amount END) FILTER (WHERE e.status = 'posted'), 0)
+            - coalesce(sum(e.amount) FILTER (WHERE e.status = 'pending' AND e.direction <> la.normal_balance), 0)
         FROM ledger_accounts la LEFT JOIN ledger_entries e ON e.ledger_account_id = la.id
         WHERE la.platform_id = $1 AND la.environment = $2 AND ($3 = '' OR la.id < $3)
         GROUP BY la.id ORDER BY la.id DESC LIMIT $4`, s.PlatformID, s.Environment.String(), page.After, page.Limit+1)
@@ -227,12 +238,22 @@ func ListLedgerAccounts(ctx context.Context, db eventstore.DB, s Scope, page Pag
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LedgerAccountView, error) {
 		var a LedgerAccountView
 		var created time.Time
-		var against int64
-		err := r.Scan(&a.ID, &a.Name, &a.VirtualAccountID, &a.NormalBalance, &a.Environment, &created,
-			&a.Balances.Posted, &a.Balances.Pending, &against)
+		var posted, pending, available string
+		if err := r.Scan(&a.ID, &a.Name, &a.VirtualAccountID, &a.NormalBalance, &a.Environment, &created,
+			&posted, &pending, &available); err != nil {
+			return a, err
+		}
 		a.Object, a.Currency, a.CreatedAt = "ledger_account", "USD", NewTime(created)
-		a.Balances.Available = a.Balances.Posted - against
-		return a, err
+		var err error
+		for _, f := range []struct {
+			sum string
+			to  *int64
+		}{{posted, &a.Balances.Posted}, {pending, &a.Balances.Pending}, {available, &a.Balances.Available}} {
+			if *f.to, err = CentsFromNumeric(f.sum, a.ID); err != nil {
+				return a, err
+			}
+		}
+		return a, nil
 	})
 	if err != nil {
 		return List[LedgerAccountView]{}, err
@@ -312,4 +333,16 @@ func (v *JournalEntryView) setStatus(s string) {
 	for i := range v.Entries {
 		v.Entries[i].Status = s
 	}
+}
+
+// CentsFromNumeric turns an exact SQL sum (numeric as text) into int64
+// cents; a sum outside int64 is 422 limit_exceeded naming resourceID (the
+// amount is too large for the API to answer), never a failed scan.
+func CentsFromNumeric(sum, resourceID string) (int64, error) {
+	n, err := strconv.ParseInt(sum, 10, 64)
+	if err != nil {
+		return 0, &domain.Error{Code: domain.CodeLimitExceeded, ResourceID: resourceID,
+			Message: "an amount here exceeds the range the API answers in (64-bit integer cents)"}
+	}
+	return n, nil
 }
