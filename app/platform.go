@@ -95,11 +95,11 @@ func loadPlatform(ctx context.Context, tx pgx.Tx, id, keyID string, forKeys bool
 			return err
 		})
 	}
+	inUse := map[domain.Environment]int{}
 	if forKeys {
-		l.state.KeysInUse = map[domain.Environment]int{}
 		b.Queue(`SELECT environment, count(*) FROM api_keys WHERE platform_id = $1 AND revoked_at IS NULL
             AND (expires_at IS NULL OR expires_at > $2) GROUP BY environment`, id, now()).Query(func(rows pgx.Rows) error {
-			return scanKeysInUse(rows, l.state.KeysInUse)
+			return scanKeysInUse(rows, inUse)
 		})
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -111,6 +111,9 @@ func loadPlatform(ctx context.Context, tx pgx.Tx, id, keyID string, forKeys bool
 	}
 	if l.state, err = eventstore.Fold(keyRecs, l.state, platform.Evolve); err != nil {
 		return l, err
+	}
+	if forKeys {
+		l.state.KeysInUse = inUse // after the fold: Registered starts the state afresh
 	}
 	for _, r := range keyRecs {
 		if r.StreamID == platform.KeyStreamID(keyID) {
