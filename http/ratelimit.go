@@ -2,6 +2,7 @@ package http
 
 import (
 	"math"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -18,18 +19,22 @@ type RateLimit struct {
 	Burst     int
 }
 
-// Default rate limits per key (API.md §3).
+// Default rate limits of a platform's environment (API.md §3 said per key;
+// a bucket per key let ten keys draw ten budgets, so all the keys of one
+// platform and environment now share one bucket).
 var (
 	DefaultLiveRateLimit    = RateLimit{PerSecond: 100, Burst: 200}
 	DefaultSandboxRateLimit = RateLimit{PerSecond: 25, Burst: 50}
 )
 
-// limiter keeps one token bucket per API key.
+// limiter keeps one token bucket per platform and environment (and one
+// for the operator).
 type limiter struct {
 	off       bool
 	overrides *RateLimit // global configuration, over the defaults
 	mu        sync.Mutex
 	buckets   map[string]*bucket
+	failures  *authFailures
 }
 
 type bucket struct {
@@ -38,7 +43,7 @@ type bucket struct {
 }
 
 func newLimiter(off bool, global *RateLimit) *limiter {
-	return &limiter{off: off, overrides: global, buckets: map[string]*bucket{}}
+	return &limiter{off: off, overrides: global, buckets: map[string]*bucket{}, failures: newAuthFailures()}
 }
 
 // limitFor picks, for the operator, the live default; for a platform key
@@ -85,10 +90,11 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 	if len(l.buckets) >= maxBuckets {
 		l.sweep()
 	}
-	b := l.buckets[p.keyID]
+	id := bucketOf(p)
+	b := l.buckets[id]
 	if b == nil || b.limit != limit {
 		b = &bucket{limit: limit, lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst)}
-		l.buckets[p.keyID] = b
+		l.buckets[id] = b
 	}
 	l.mu.Unlock()
 
@@ -104,5 +110,124 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 	}
 	wait := math.Max(1, math.Ceil((1-tokens)/float64(limit.PerSecond)))
 	h.Set("Retry-After", strconv.Itoa(int(wait)))
-	return &domain.Error{Code: domain.CodeRateLimited, Message: "too many requests for this API key; retry after the Retry-After seconds"}
+	return &domain.Error{Code: domain.CodeRateLimited, Message: "too many requests for this platform and environment; retry after the Retry-After seconds"}
+}
+
+// bucketOf names the bucket a principal draws on: every key of a
+// platform's environment shares one, so more keys never mean more budget.
+func bucketOf(p *principal) string {
+	if p.operator {
+		return "operator"
+	}
+	return p.platformID + "/" + p.env.String()
+}
+
+// Failed authentications are limited per client address: each is a
+// database lookup, and a stream of random keys is a search for a real one.
+// 20 a minute with a burst of 20; past that, an unknown key gets 429
+// before any lookup. Keys that authenticated lately keep working from
+// such an address (only failures are throttled), found in memory, so
+// the attacker's guesses still cost no lookup.
+const (
+	authFailureBurst = 20
+	authFailureEvery = 3 * time.Second // 20 a minute
+	// maxKnownKeys bounds the memory of keys that authenticated lately.
+	maxKnownKeys = 10_000
+)
+
+type authFailures struct {
+	mu      sync.Mutex
+	buckets map[string]*rate.Limiter // by client address
+	known   map[string]struct{}      // secret hashes that authenticated
+}
+
+func newAuthFailures() *authFailures {
+	return &authFailures{buckets: map[string]*rate.Limiter{}, known: map[string]struct{}{}}
+}
+
+const errTooManyFailures = "too many failed authentications from this address; retry after the Retry-After seconds"
+
+// clientAddress is the address failures count against: the connection's
+// peer (X-Forwarded-For is the client's to write, so it is believed only
+// when the server is configured with an echo IPExtractor for a trusted
+// proxy). An IPv6 client counts by its /64, which one host usually has whole.
+func clientAddress(c echo.Context) string {
+	ip := echo.ExtractIPDirect()(c.Request())
+	if c.Echo().IPExtractor != nil {
+		ip = c.RealIP()
+	}
+	if parsed := net.ParseIP(ip); parsed != nil && parsed.To4() == nil {
+		return parsed.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return ip
+}
+
+// bucket returns addr's bucket. When the map is full of buckets still
+// refilling, new addresses share one: memory stays bounded and failures
+// stay limited. Called with f.mu held.
+func (f *authFailures) bucket(addr string) *rate.Limiter {
+	if b := f.buckets[addr]; b != nil {
+		return b
+	}
+	if len(f.buckets) >= maxBuckets {
+		now := time.Now()
+		for a, b := range f.buckets {
+			if b.TokensAt(now) >= authFailureBurst {
+				delete(f.buckets, a)
+			}
+		}
+		if len(f.buckets) >= maxBuckets {
+			addr = "overflow"
+			if b := f.buckets[addr]; b != nil {
+				return b
+			}
+		}
+	}
+	b := rate.NewLimiter(rate.Every(authFailureEvery), authFailureBurst)
+	f.buckets[addr] = b
+	return b
+}
+
+// failed records a failed authentication from addr: 401, or 429 with
+// Retry-After once addr is over its budget.
+func (f *authFailures) failed(c echo.Context, addr string) error {
+	f.mu.Lock()
+	b := f.bucket(addr)
+	f.mu.Unlock()
+	if b.Allow() {
+		return errUnauthorized
+	}
+	return tooManyFailures(c, b)
+}
+
+// mayLookUp refuses, before any database lookup, a key that has not
+// authenticated lately when addr is over its failure budget.
+func (f *authFailures) mayLookUp(c echo.Context, addr, hash string) error {
+	f.mu.Lock()
+	b := f.bucket(addr)
+	_, known := f.known[hash]
+	f.mu.Unlock()
+	if known || b.Tokens() >= 1 {
+		return nil
+	}
+	return tooManyFailures(c, b)
+}
+
+// succeeded remembers a key that authenticated.
+func (f *authFailures) succeeded(hash string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.known[hash]; ok {
+		return
+	}
+	if len(f.known) >= maxKnownKeys {
+		clear(f.known) // refilled by the next successes
+	}
+	f.known[hash] = struct{}{}
+}
+
+func tooManyFailures(c echo.Context, b *rate.Limiter) error {
+	wait := math.Max(1, math.Ceil((1-b.Tokens())*authFailureEvery.Seconds()))
+	c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait)))
+	return &domain.Error{Code: domain.CodeRateLimited, Message: errTooManyFailures}
 }
