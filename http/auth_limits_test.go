@@ -127,3 +127,30 @@ func TestFailedAuthenticationLimitOff(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIKeyCapAnswers422: the 101st sandbox key in use is 422
+// limit_exceeded, as documented; a roll at the cap still answers 201, and
+// a second roll while the first's grace runs is 422.
+func TestAPIKeyCapAnswers422(t *testing.T) {
+	api := newTestAPI(t, apihttp.Config{RateLimitOff: true})
+	doc := oaDocument(t, api)
+	p := ktNewPlatform(t, api, "Capped Co")
+	var ids []string
+	for range 99 {
+		r := api.do("POST", "/v1/platform/api-keys", p.SandboxSecret, map[string]any{"name": "fill"})
+		ktStatus(t, r, http.StatusCreated)
+		ids = append(ids, r.Str("id"))
+	}
+	r := api.do("POST", "/v1/platform/api-keys", p.SandboxSecret, map[string]any{"name": "one too many"})
+	m := requireError(t, r, http.StatusUnprocessableEntity, "limit_exceeded")
+	if msg, _ := m["message"].(string); !strings.Contains(msg, "100") {
+		t.Fatalf("message %q does not name the cap", msg)
+	}
+	oaCheck(t, doc, "POST", "/platform/api-keys", r)
+
+	r = api.do("POST", "/v1/platform/api-keys/"+ids[0]+"/roll", p.SandboxSecret, map[string]any{"grace_seconds": 3600})
+	ktStatus(t, r, http.StatusCreated)
+	r = api.do("POST", "/v1/platform/api-keys/"+ids[1]+"/roll", p.SandboxSecret, map[string]any{"grace_seconds": 3600})
+	requireError(t, r, http.StatusUnprocessableEntity, "limit_exceeded")
+	oaCheck(t, doc, "POST", "/platform/api-keys/{id}/roll", r)
+}

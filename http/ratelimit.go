@@ -110,7 +110,11 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 	}
 	wait := math.Max(1, math.Ceil((1-tokens)/float64(limit.PerSecond)))
 	h.Set("Retry-After", strconv.Itoa(int(wait)))
-	return &domain.Error{Code: domain.CodeRateLimited, Message: "too many requests for this platform and environment; retry after the Retry-After seconds"}
+	who := "this platform and environment"
+	if p.operator {
+		who = "the operator key"
+	}
+	return &domain.Error{Code: domain.CodeRateLimited, Message: "too many requests for " + who + "; retry after the Retry-After seconds"}
 }
 
 // bucketOf names the bucket a principal draws on: every key of a
