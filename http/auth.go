@@ -54,10 +54,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.failedAuth(c, addr)
 		}
 		hash := app.HashSecret(token)
-		if !s.limiter.off {
-			if err := s.limiter.failures.mayLookUp(c, addr, hash); err != nil {
-				return err
-			}
+		lookup, err := s.lookUp(c, addr, hash)
+		if err != nil {
+			return err
 		}
 		ctx := c.Request().Context()
 		cred, found, err := queries.CredentialByHash(ctx, s.pool, hash)
@@ -65,9 +64,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		if !found {
-			return s.failedAuth(c, addr)
+			return lookup.notFound(c)
 		}
-		s.limiter.failures.succeeded(hash)
+		lookup.found(hash)
 		now := time.Now()
 		if cred.LastUsedAt == nil || now.Sub(*cred.LastUsedAt) > touchEvery {
 			if err := queries.TouchAPIKey(ctx, s.pool, cred.KeyID, now); err != nil {
@@ -78,6 +77,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(principalKey, p)
 		return next(c)
 	}
+}
+
+// lookUp asks the failure limit whether a key may be looked up.
+func (s *Server) lookUp(c echo.Context, addr, hash string) (keyLookup, error) {
+	if s.limiter.off {
+		return keyLookup{}, nil
+	}
+	return s.limiter.failures.lookUp(c, addr, hash)
 }
 
 // failedAuth is the 401 of a request without a valid key, or 429 once

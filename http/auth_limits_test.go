@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	apihttp "github.com/opentreasury/treasury/http"
 )
@@ -153,4 +155,36 @@ func TestAPIKeyCapAnswers422(t *testing.T) {
 	r = api.do("POST", "/v1/platform/api-keys/"+ids[1]+"/roll", p.SandboxSecret, map[string]any{"grace_seconds": 3600})
 	requireError(t, r, http.StatusUnprocessableEntity, "limit_exceeded")
 	oaCheck(t, doc, "POST", "/platform/api-keys/{id}/roll", r)
+}
+
+// TestFailedAuthenticationLimitUnderConcurrency: 40 bad keys at once from
+// one address get 20 answers of 401 (21 if the 3 s refill lands inside
+// the burst) and 429 for the rest: the budget is not overdrawn by a race.
+func TestFailedAuthenticationLimitUnderConcurrency(t *testing.T) {
+	api := newTestAPI(t, apihttp.Config{})
+	const n = 40
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			statuses[i] = serveFrom(api, "203.0.113.50:9", "GET", "/v1/platform", randomLiveKey(i)).Status
+		}()
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	counts := map[int]int{}
+	for _, s := range statuses {
+		counts[s]++
+	}
+	if counts[http.StatusUnauthorized]+counts[http.StatusTooManyRequests] != n {
+		t.Fatalf("statuses %v, want only 401 and 429", counts)
+	}
+	if u := counts[http.StatusUnauthorized]; u < 20 || u > 20+int(time.Since(began)/(3*time.Second)) {
+		t.Fatalf("%d answers of 401 in %v, want 20 (plus one per 3 s elapsed)", u, time.Since(began))
+	}
 }

@@ -141,12 +141,44 @@ const (
 
 type authFailures struct {
 	mu      sync.Mutex
-	buckets map[string]*rate.Limiter // by client address
-	known   map[string]struct{}      // secret hashes that authenticated
+	buckets map[string]*failureBucket // by client address
+	known   map[string]struct{}       // secret hashes that authenticated
+}
+
+// failureBucket is a token bucket of failures. Unlike rate.Limiter, it
+// can take a token before a lookup and give it back when the key is
+// found. Guarded by authFailures.mu.
+type failureBucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func (b *failureBucket) refill(now time.Time) {
+	b.tokens = math.Min(authFailureBurst, b.tokens+now.Sub(b.at).Seconds()/authFailureEvery.Seconds())
+	b.at = now
+}
+
+func (b *failureBucket) take(now time.Time) bool {
+	b.refill(now)
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+func (b *failureBucket) giveBack(now time.Time) {
+	b.refill(now)
+	b.tokens = math.Min(authFailureBurst, b.tokens+1)
+}
+
+// retryAfter is the whole seconds until the next token.
+func (b *failureBucket) retryAfter() int {
+	return int(math.Max(1, math.Ceil((1-b.tokens)*authFailureEvery.Seconds())))
 }
 
 func newAuthFailures() *authFailures {
-	return &authFailures{buckets: map[string]*rate.Limiter{}, known: map[string]struct{}{}}
+	return &authFailures{buckets: map[string]*failureBucket{}, known: map[string]struct{}{}}
 }
 
 const errTooManyFailures = "too many failed authentications from this address; retry after the Retry-After seconds"
@@ -169,14 +201,13 @@ func clientAddress(c echo.Context) string {
 // bucket returns addr's bucket. When the map is full of buckets still
 // refilling, new addresses share one: memory stays bounded and failures
 // stay limited. Called with f.mu held.
-func (f *authFailures) bucket(addr string) *rate.Limiter {
+func (f *authFailures) bucket(addr string, now time.Time) *failureBucket {
 	if b := f.buckets[addr]; b != nil {
 		return b
 	}
 	if len(f.buckets) >= maxBuckets {
-		now := time.Now()
 		for a, b := range f.buckets {
-			if b.TokensAt(now) >= authFailureBurst {
+			if b.refill(now); b.tokens >= authFailureBurst {
 				delete(f.buckets, a)
 			}
 		}
@@ -187,7 +218,7 @@ func (f *authFailures) bucket(addr string) *rate.Limiter {
 			}
 		}
 	}
-	b := rate.NewLimiter(rate.Every(authFailureEvery), authFailureBurst)
+	b := &failureBucket{tokens: authFailureBurst, at: now}
 	f.buckets[addr] = b
 	return b
 }
@@ -196,42 +227,68 @@ func (f *authFailures) bucket(addr string) *rate.Limiter {
 // Retry-After once addr is over its budget.
 func (f *authFailures) failed(c echo.Context, addr string) error {
 	f.mu.Lock()
-	b := f.bucket(addr)
-	f.mu.Unlock()
-	if b.Allow() {
+	defer f.mu.Unlock()
+	b := f.bucket(addr, time.Now())
+	if b.take(time.Now()) {
 		return errUnauthorized
 	}
-	return tooManyFailures(c, b)
+	return tooManyFailures(c, b.retryAfter())
 }
 
-// mayLookUp refuses, before any database lookup, a key that has not
-// authenticated lately when addr is over its failure budget.
-func (f *authFailures) mayLookUp(c echo.Context, addr, hash string) error {
-	f.mu.Lock()
-	b := f.bucket(addr)
-	_, known := f.known[hash]
-	f.mu.Unlock()
-	if known || b.Tokens() >= 1 {
-		return nil
-	}
-	return tooManyFailures(c, b)
-}
-
-// succeeded remembers a key that authenticated.
-func (f *authFailures) succeeded(hash string) {
+// lookUp lets a key be looked up in the database, or refuses it (429)
+// when addr is over its failure budget and the key has not authenticated
+// lately. An unknown key's lookup takes its token before the lookup, so
+// concurrent guesses cannot overdraw the budget; found gives it back.
+func (f *authFailures) lookUp(c echo.Context, addr, hash string) (keyLookup, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.known[hash]; ok {
-		return
+	l := keyLookup{f: f, addr: addr}
+	if _, known := f.known[hash]; known {
+		return l, nil
 	}
-	if len(f.known) >= maxKnownKeys {
-		clear(f.known) // refilled by the next successes
+	b := f.bucket(addr, time.Now())
+	if !b.take(time.Now()) {
+		return l, tooManyFailures(c, b.retryAfter())
 	}
-	f.known[hash] = struct{}{}
+	l.charged = b
+	return l, nil
 }
 
-func tooManyFailures(c echo.Context, b *rate.Limiter) error {
-	wait := math.Max(1, math.Ceil((1-b.Tokens())*authFailureEvery.Seconds()))
-	c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait)))
+// keyLookup is one lookup allowed by lookUp.
+type keyLookup struct {
+	f       *authFailures
+	addr    string
+	charged *failureBucket // the bucket a token was taken from in advance
+}
+
+// found gives back the token taken in advance and remembers the key.
+func (l keyLookup) found(hash string) {
+	if l.f == nil { // limiting is off
+		return
+	}
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	if l.charged != nil {
+		l.charged.giveBack(time.Now())
+	}
+	if _, ok := l.f.known[hash]; ok {
+		return
+	}
+	if len(l.f.known) >= maxKnownKeys {
+		clear(l.f.known) // refilled by the next successes
+	}
+	l.f.known[hash] = struct{}{}
+}
+
+// notFound is the answer to a key the lookup did not find.
+func (l keyLookup) notFound(c echo.Context) error {
+	if l.f == nil || l.charged != nil {
+		return errUnauthorized // off, or its token is already taken
+	}
+	return l.f.failed(c, l.addr)
+}
+
+func tooManyFailures(c echo.Context, retryAfter int) error {
+	c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	return &domain.Error{Code: domain.CodeRateLimited, Message: errTooManyFailures}
 }
