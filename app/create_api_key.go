@@ -13,7 +13,7 @@ import (
 func (a *App) CreateAPIKey(ctx context.Context, meta Meta, platformID string, callerEnv, env domain.Environment, name string) (Result, error) {
 	key, secret := mintKey(env, name)
 	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return a.updatePlatform(ctx, tx, meta, platformID, func(s platform.State) ([]domain.Event, error) {
+		return a.updatePlatformKeys(ctx, tx, meta, platformID, "", func(s platform.State) ([]domain.Event, error) {
 			return platform.Decide(s, platform.CreateKey{CallerEnvironment: callerEnv, Key: key, At: now()})
 		})
 	})

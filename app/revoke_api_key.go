@@ -12,7 +12,7 @@ import (
 // RevokeAPIKey stops a key at once; the next request with it is 401.
 func (a *App) RevokeAPIKey(ctx context.Context, meta Meta, platformID string, callerEnv domain.Environment, keyID string) error {
 	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return a.updatePlatform(ctx, tx, meta, platformID, func(s platform.State) ([]domain.Event, error) {
+		return a.updatePlatformKeys(ctx, tx, meta, platformID, keyID, func(s platform.State) ([]domain.Event, error) {
 			return platform.Decide(s, platform.RevokeKey{CallerEnvironment: callerEnv, KeyID: keyID, At: now()})
 		})
 	})

@@ -16,7 +16,7 @@ func (a *App) RollAPIKey(ctx context.Context, meta Meta, platformID string, call
 	// secret's prefix must match it, so mint after reading the old key.
 	var res Result
 	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return a.updatePlatform(ctx, tx, meta, platformID, func(s platform.State) ([]domain.Event, error) {
+		return a.updatePlatformKeys(ctx, tx, meta, platformID, keyID, func(s platform.State) ([]domain.Event, error) {
 			old, ok := s.Keys[keyID]
 			env := callerEnv
 			if ok {

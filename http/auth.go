@@ -40,26 +40,33 @@ const touchEvery = time.Minute
 // expired keys all get the same 401, with no hint which.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		addr := clientAddress(c)
 		scheme, token, ok := strings.Cut(strings.TrimSpace(c.Request().Header.Get("Authorization")), " ")
 		token = strings.TrimSpace(token)
 		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > 200 {
-			return errUnauthorized
+			return s.failedAuth(c, addr)
 		}
 		if s.isOperatorKey(token) {
 			c.Set(principalKey, &principal{operator: true, keyID: "operator", env: domain.Live})
 			return next(c)
 		}
 		if !wellFormedKey(token) {
-			return errUnauthorized
+			return s.failedAuth(c, addr)
+		}
+		hash := app.HashSecret(token)
+		lookup, err := s.lookUp(c, addr, hash)
+		if err != nil {
+			return err
 		}
 		ctx := c.Request().Context()
-		cred, found, err := queries.CredentialByHash(ctx, s.pool, app.HashSecret(token))
+		cred, found, err := queries.CredentialByHash(ctx, s.pool, hash)
 		if err != nil {
 			return err
 		}
 		if !found {
-			return errUnauthorized
+			return lookup.notFound(c)
 		}
+		lookup.found(hash)
 		now := time.Now()
 		if cred.LastUsedAt == nil || now.Sub(*cred.LastUsedAt) > touchEvery {
 			if err := queries.TouchAPIKey(ctx, s.pool, cred.KeyID, now); err != nil {
@@ -70,6 +77,23 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(principalKey, p)
 		return next(c)
 	}
+}
+
+// lookUp asks the failure limit whether a key may be looked up.
+func (s *Server) lookUp(c echo.Context, addr, hash string) (keyLookup, error) {
+	if s.limiter.off {
+		return keyLookup{}, nil
+	}
+	return s.limiter.failures.lookUp(c, addr, hash)
+}
+
+// failedAuth is the 401 of a request without a valid key, or 429 once
+// its address has failed too often (unless rate limiting is off).
+func (s *Server) failedAuth(c echo.Context, addr string) error {
+	if s.limiter.off {
+		return errUnauthorized
+	}
+	return s.limiter.failures.failed(c, addr)
 }
 
 func (s *Server) isOperatorKey(token string) bool {

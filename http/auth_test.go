@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,21 +14,20 @@ import (
 	apihttp "github.com/opentreasury/treasury/http"
 )
 
-// ktAuthHeader sends a request with a raw Authorization header (or none).
+// ktAuthHeader sends a request with a raw Authorization header (or none),
+// each from a client address of its own: failed authentications from one
+// address are limited (TestFailedAuthenticationIsLimitedPerAddress).
 func ktAuthHeader(t testing.TB, api *testAPI, method, path, authorization string) response {
 	t.Helper()
-	var r response
-	var err error
+	ktAuthClients++
+	addr := fmt.Sprintf("10.%d.%d.%d:1234", ktAuthClients>>16&255, ktAuthClients>>8&255, ktAuthClients&255)
 	if authorization == "" {
-		r, err = ktSend(api.URL, method, path, "", nil)
-	} else {
-		r, err = ktSend(api.URL, method, path, "", nil, "Authorization", authorization)
+		return serveFrom(api, addr, method, path, "")
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return serveFrom(api, addr, method, path, "", "Authorization", authorization)
 }
+
+var ktAuthClients int
 
 func TestAuthUnauthorizedIsOneAnswer(t *testing.T) {
 	api := newTestAPI(t, apihttp.Config{})

@@ -2,6 +2,7 @@ package http
 
 import (
 	"math"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -18,18 +19,22 @@ type RateLimit struct {
 	Burst     int
 }
 
-// Default rate limits per key (API.md §3).
+// Default rate limits of a platform's environment (API.md §3 said per key;
+// a bucket per key let ten keys draw ten budgets, so all the keys of one
+// platform and environment now share one bucket).
 var (
 	DefaultLiveRateLimit    = RateLimit{PerSecond: 100, Burst: 200}
 	DefaultSandboxRateLimit = RateLimit{PerSecond: 25, Burst: 50}
 )
 
-// limiter keeps one token bucket per API key.
+// limiter keeps one token bucket per platform and environment (and one
+// for the operator).
 type limiter struct {
 	off       bool
 	overrides *RateLimit // global configuration, over the defaults
 	mu        sync.Mutex
 	buckets   map[string]*bucket
+	failures  *authFailures
 }
 
 type bucket struct {
@@ -38,7 +43,7 @@ type bucket struct {
 }
 
 func newLimiter(off bool, global *RateLimit) *limiter {
-	return &limiter{off: off, overrides: global, buckets: map[string]*bucket{}}
+	return &limiter{off: off, overrides: global, buckets: map[string]*bucket{}, failures: newAuthFailures()}
 }
 
 // limitFor picks, for the operator, the live default; for a platform key
@@ -85,10 +90,11 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 	if len(l.buckets) >= maxBuckets {
 		l.sweep()
 	}
-	b := l.buckets[p.keyID]
+	id := bucketOf(p)
+	b := l.buckets[id]
 	if b == nil || b.limit != limit {
 		b = &bucket{limit: limit, lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst)}
-		l.buckets[p.keyID] = b
+		l.buckets[id] = b
 	}
 	l.mu.Unlock()
 
@@ -104,5 +110,185 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 	}
 	wait := math.Max(1, math.Ceil((1-tokens)/float64(limit.PerSecond)))
 	h.Set("Retry-After", strconv.Itoa(int(wait)))
-	return &domain.Error{Code: domain.CodeRateLimited, Message: "too many requests for this API key; retry after the Retry-After seconds"}
+	who := "this platform and environment"
+	if p.operator {
+		who = "the operator key"
+	}
+	return &domain.Error{Code: domain.CodeRateLimited, Message: "too many requests for " + who + "; retry after the Retry-After seconds"}
+}
+
+// bucketOf names the bucket a principal draws on: every key of a
+// platform's environment shares one, so more keys never mean more budget.
+func bucketOf(p *principal) string {
+	if p.operator {
+		return "operator"
+	}
+	return p.platformID + "/" + p.env.String()
+}
+
+// Failed authentications are limited per client address: each is a
+// database lookup, and a stream of random keys is a search for a real one.
+// 20 a minute with a burst of 20; past that, an unknown key gets 429
+// before any lookup. Keys that authenticated lately keep working from
+// such an address (only failures are throttled), found in memory, so
+// the attacker's guesses still cost no lookup.
+const (
+	authFailureBurst = 20
+	authFailureEvery = 3 * time.Second // 20 a minute
+	// maxKnownKeys bounds the memory of keys that authenticated lately.
+	maxKnownKeys = 10_000
+)
+
+type authFailures struct {
+	mu      sync.Mutex
+	buckets map[string]*failureBucket // by client address
+	known   map[string]struct{}       // secret hashes that authenticated
+}
+
+// failureBucket is a token bucket of failures. Unlike rate.Limiter, it
+// can take a token before a lookup and give it back when the key is
+// found. Guarded by authFailures.mu.
+type failureBucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func (b *failureBucket) refill(now time.Time) {
+	b.tokens = math.Min(authFailureBurst, b.tokens+now.Sub(b.at).Seconds()/authFailureEvery.Seconds())
+	b.at = now
+}
+
+func (b *failureBucket) take(now time.Time) bool {
+	b.refill(now)
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+func (b *failureBucket) giveBack(now time.Time) {
+	b.refill(now)
+	b.tokens = math.Min(authFailureBurst, b.tokens+1)
+}
+
+// retryAfter is the whole seconds until the next token.
+func (b *failureBucket) retryAfter() int {
+	return int(math.Max(1, math.Ceil((1-b.tokens)*authFailureEvery.Seconds())))
+}
+
+func newAuthFailures() *authFailures {
+	return &authFailures{buckets: map[string]*failureBucket{}, known: map[string]struct{}{}}
+}
+
+const errTooManyFailures = "too many failed authentications from this address; retry after the Retry-After seconds"
+
+// clientAddress is the address failures count against: the connection's
+// peer (X-Forwarded-For is the client's to write, so it is believed only
+// when the server is configured with an echo IPExtractor for a trusted
+// proxy). An IPv6 client counts by its /64, which one host usually has whole.
+func clientAddress(c echo.Context) string {
+	ip := echo.ExtractIPDirect()(c.Request())
+	if c.Echo().IPExtractor != nil {
+		ip = c.RealIP()
+	}
+	if parsed := net.ParseIP(ip); parsed != nil && parsed.To4() == nil {
+		return parsed.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return ip
+}
+
+// bucket returns addr's bucket. When the map is full of buckets still
+// refilling, new addresses share one: memory stays bounded and failures
+// stay limited. Called with f.mu held.
+func (f *authFailures) bucket(addr string, now time.Time) *failureBucket {
+	if b := f.buckets[addr]; b != nil {
+		return b
+	}
+	if len(f.buckets) >= maxBuckets {
+		for a, b := range f.buckets {
+			if b.refill(now); b.tokens >= authFailureBurst {
+				delete(f.buckets, a)
+			}
+		}
+		if len(f.buckets) >= maxBuckets {
+			addr = "overflow"
+			if b := f.buckets[addr]; b != nil {
+				return b
+			}
+		}
+	}
+	b := &failureBucket{tokens: authFailureBurst, at: now}
+	f.buckets[addr] = b
+	return b
+}
+
+// failed records a failed authentication from addr: 401, or 429 with
+// Retry-After once addr is over its budget.
+func (f *authFailures) failed(c echo.Context, addr string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bucket(addr, time.Now())
+	if b.take(time.Now()) {
+		return errUnauthorized
+	}
+	return tooManyFailures(c, b.retryAfter())
+}
+
+// lookUp lets a key be looked up in the database, or refuses it (429)
+// when addr is over its failure budget and the key has not authenticated
+// lately. An unknown key's lookup takes its token before the lookup, so
+// concurrent guesses cannot overdraw the budget; found gives it back.
+func (f *authFailures) lookUp(c echo.Context, addr, hash string) (keyLookup, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := keyLookup{f: f, addr: addr}
+	if _, known := f.known[hash]; known {
+		return l, nil
+	}
+	b := f.bucket(addr, time.Now())
+	if !b.take(time.Now()) {
+		return l, tooManyFailures(c, b.retryAfter())
+	}
+	l.charged = b
+	return l, nil
+}
+
+// keyLookup is one lookup allowed by lookUp.
+type keyLookup struct {
+	f       *authFailures
+	addr    string
+	charged *failureBucket // the bucket a token was taken from in advance
+}
+
+// found gives back the token taken in advance and remembers the key.
+func (l keyLookup) found(hash string) {
+	if l.f == nil { // limiting is off
+		return
+	}
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	if l.charged != nil {
+		l.charged.giveBack(time.Now())
+	}
+	if _, ok := l.f.known[hash]; ok {
+		return
+	}
+	if len(l.f.known) >= maxKnownKeys {
+		clear(l.f.known) // refilled by the next successes
+	}
+	l.f.known[hash] = struct{}{}
+}
+
+// notFound is the answer to a key the lookup did not find.
+func (l keyLookup) notFound(c echo.Context) error {
+	if l.f == nil || l.charged != nil {
+		return errUnauthorized // off, or its token is already taken
+	}
+	return l.f.failed(c, l.addr)
+}
+
+func tooManyFailures(c echo.Context, retryAfter int) error {
+	c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	return &domain.Error{Code: domain.CodeRateLimited, Message: errTooManyFailures}
 }

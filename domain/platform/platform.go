@@ -20,6 +20,38 @@ const StreamType = "platform"
 // StreamID is the event stream of one platform.
 func StreamID(platformID string) string { return "platform-" + platformID }
 
+// KeyStreamType names the API key streams. Each key's events live in a
+// stream of its own, so that a platform's commands never replay the
+// history of its keys (logs written before keys had streams keep their
+// key events in the platform stream; they still fold).
+const KeyStreamType = "api_key"
+
+// KeyStreamID is the event stream of one API key.
+func KeyStreamID(keyID string) string { return "apikey-" + keyID }
+
+// IsKeyEvent reports whether e belongs to a key's history rather than
+// to the platform's.
+func IsKeyEvent(e domain.Event) bool {
+	switch e.(type) {
+	case KeyCreated, KeyRevoked, KeyRolled:
+		return true
+	}
+	return false
+}
+
+// KeyOf is the key an event of a key's history is about ("" for others).
+func KeyOf(e domain.Event) string {
+	switch ev := e.(type) {
+	case KeyCreated:
+		return ev.KeyID
+	case KeyRevoked:
+		return ev.KeyID
+	case KeyRolled:
+		return ev.KeyID
+	}
+	return ""
+}
+
 // Status of a platform.
 type Status struct{ name string }
 
@@ -56,8 +88,14 @@ type State struct {
 	LiveEnabled  bool
 	Config       Config
 	Settings     map[domain.Environment]Settings
-	Keys         map[string]Key
-	CreatedAt    time.Time
+	// Keys holds the keys the command at hand is about, not every key
+	// the platform ever had (see KeyStreamType).
+	Keys map[string]Key
+	// KeysInUse counts, per environment, the keys that authenticate now.
+	// The loader reads it from the api_keys projection while it holds
+	// the platform's lock; Evolve leaves it alone.
+	KeysInUse map[domain.Environment]int
+	CreatedAt time.Time
 }
 
 // Exists reports whether the platform has been registered.
@@ -131,6 +169,9 @@ const (
 	MaxNameLen    = 200
 	MaxKeyNameLen = 100
 	MaxRollGrace  = 7 * 24 * time.Hour
+	// MaxKeysInUse caps the keys of one environment that authenticate at
+	// once: each costs a lookup row and a share of the platform's budget.
+	MaxKeysInUse = 100
 )
 
 // Decide returns the events a command produces on s, or why it cannot.
@@ -182,6 +223,9 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		if err := checkMinted(c.Key); err != nil {
 			return nil, err
 		}
+		if s.KeysInUse[c.Key.Environment] >= MaxKeysInUse {
+			return nil, tooManyKeys(c.Key.Environment)
+		}
 		return []domain.Event{keyCreated(c.Key, c.At)}, nil
 	case RevokeKey:
 		k, err := s.manageableKey(c.CallerEnvironment, c.KeyID)
@@ -202,6 +246,11 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		}
 		if c.Grace < 0 || c.Grace > MaxRollGrace {
 			return nil, domain.Invalid("grace_seconds", "grace_seconds must be 0 to %d", int(MaxRollGrace.Seconds()))
+		}
+		// The rolled key leaves when its grace ends, so a roll at the cap
+		// goes through; during the grace one more key is in use.
+		if s.KeysInUse[k.Environment]-1 >= MaxKeysInUse {
+			return nil, tooManyKeys(k.Environment)
 		}
 		c.NewKey.Environment = k.Environment
 		if c.NewKey.Name == "" {
@@ -278,6 +327,12 @@ func (s State) manageableKey(caller domain.Environment, id string) (Key, error) 
 		return Key{}, domain.NotFound("api_key", id)
 	}
 	return k, nil
+}
+
+func tooManyKeys(env domain.Environment) error {
+	return domain.Errorf(domain.CodeLimitExceeded,
+		"a platform may have at most %d %s API keys in use; revoke one (DELETE /platform/api-keys/:id) first",
+		MaxKeysInUse, env)
 }
 
 // checkMinted refuses a minted key without an id, hash or environment (a

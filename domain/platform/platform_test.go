@@ -1054,3 +1054,66 @@ func TestStreamID(t *testing.T) {
 		t.Errorf("StreamType = %q", platform.StreamType)
 	}
 }
+
+// ---- the cap on keys in use ---------------------------------------------------
+
+// TestKeysInUseCap: at most MaxKeysInUse keys of one environment work at
+// once. Creating one more is 422 limit_exceeded; a roll, which replaces a
+// key, still goes through at the cap (not one past it); the environments
+// count apart.
+func TestKeysInUseCap(t *testing.T) {
+	sb, lv := domain.Sandbox, domain.Live
+	create := func(env domain.Environment) platform.CreateKey {
+		return platform.CreateKey{CallerEnvironment: lv, Key: newKey("key_new", env, "ci"), At: t3}
+	}
+	roll := platform.RollKey{CallerEnvironment: sb, KeyID: "key_sb", Grace: time.Hour, NewKey: newKey("key_new", sb, ""), At: t3}
+	limit := platform.MaxKeysInUse
+	for _, c := range []struct {
+		name  string
+		inUse map[domain.Environment]int
+		when  any
+		want  domain.Code // "" = accepted
+	}{
+		{"create below the cap", map[domain.Environment]int{sb: limit - 1}, create(sb), ""},
+		{"create at the cap", map[domain.Environment]int{sb: limit}, create(sb), domain.CodeLimitExceeded},
+		{"create past the cap", map[domain.Environment]int{sb: limit + 1}, create(sb), domain.CodeLimitExceeded},
+		{"live keys do not count against sandbox", map[domain.Environment]int{lv: limit}, create(sb), ""},
+		{"live create at the live cap", map[domain.Environment]int{lv: limit, sb: 1}, create(lv), domain.CodeLimitExceeded},
+		{"roll at the cap replaces a key", map[domain.Environment]int{sb: limit}, roll, ""},
+		{"roll one past the cap (a grace running)", map[domain.Environment]int{sb: limit + 1}, roll, domain.CodeLimitExceeded},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := fold(live)
+			s.KeysInUse = c.inUse
+			evs, err := platform.Decide(s, c.when)
+			if c.want == "" {
+				if err != nil || len(evs) == 0 {
+					t.Fatalf("want accepted, got %v and events%s", err, dump(evs))
+				}
+				return
+			}
+			if domain.CodeOf(err) != c.want || evs != nil {
+				t.Fatalf("want %s, got %v and events%s", c.want, err, dump(evs))
+			}
+			if !strings.Contains(err.Error(), "at most 100") {
+				t.Errorf("message %q does not say the cap", err.Error())
+			}
+		})
+	}
+}
+
+func TestKeyEventsAreTold(t *testing.T) {
+	for _, c := range []struct {
+		e   domain.Event
+		key string
+	}{
+		{evSandboxKey, "key_sb"},
+		{platform.KeyRevoked{KeyID: "key_a"}, "key_a"},
+		{platform.KeyRolled{KeyID: "key_b", ReplacedBy: "key_c"}, "key_b"},
+		{evRegistered, ""}, {evApproved, ""}, {evLive, ""}, {platform.Configured{}, ""}, {platform.SettingsUpdated{}, ""},
+	} {
+		if got := platform.KeyOf(c.e); got != c.key || platform.IsKeyEvent(c.e) != (c.key != "") {
+			t.Errorf("%s: KeyOf = %q, IsKeyEvent = %v; want %q", c.e.EventType(), got, platform.IsKeyEvent(c.e), c.key)
+		}
+	}
+}
