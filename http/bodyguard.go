@@ -27,6 +27,10 @@ const (
 // client that stalls its body holds nothing.
 const answerLinger = time.Second
 
+// netHTTPDrainLimit is how much of an unread body net/http reads after the
+// answer to keep the connection (maxPostHandlerReadBytes in its server.go).
+const netHTTPDrainLimit = 256 << 10
+
 const bodyGuardKey = "body_guard"
 
 // guardBody bounds how long a request body may take to arrive and closes
@@ -39,7 +43,7 @@ func (s *Server) guardBody(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
 			return next(c)
 		}
-		g := &bodyGuard{body: req.Body, rc: http.NewResponseController(c.Response()),
+		g := &bodyGuard{body: req.Body, rc: http.NewResponseController(c.Response()), length: req.ContentLength,
 			start: time.Now(), grace: s.cfg.BodyReadGrace, minRate: s.cfg.BodyMinRate}
 		_ = g.rc.SetReadDeadline(g.deadline())
 		req.Body = g
@@ -60,6 +64,7 @@ func bodyGuardOf(c echo.Context) *bodyGuard {
 type bodyGuard struct {
 	body    io.ReadCloser
 	rc      *http.ResponseController
+	length  int64 // declared; -1 if chunked
 	start   time.Time
 	grace   time.Duration
 	minRate int
@@ -114,7 +119,9 @@ func (g *bodyGuard) TimedOut() bool {
 func (g *bodyGuard) answerStarting(h http.Header) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.sawEOF {
+	if g.sawEOF || g.length-g.read >= netHTTPDrainLimit {
+		// Too much left for net/http to drain: it already closes the
+		// connection after answering, without reading on.
 		return
 	}
 	_ = g.rc.SetReadDeadline(time.Now()) // what is buffered, and nothing more

@@ -12,11 +12,6 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 )
 
-// codeRequestTimeout answers a body that stopped arriving at the minimum
-// rate (guardBody). It belongs to the transport, not to any domain rule,
-// so it is declared here rather than in domain.
-const codeRequestTimeout domain.Code = "request_timeout"
-
 // statusOf is the one table from error codes to HTTP statuses (API.md §2).
 var statusOf = map[domain.Code]int{
 	domain.CodeInvalidRequest:         http.StatusBadRequest,
@@ -32,7 +27,7 @@ var statusOf = map[domain.Code]int{
 	domain.CodeKYBAlreadyApproved:     http.StatusConflict,
 	domain.CodeInvalidState:           http.StatusConflict,
 	domain.CodeRequestTooLarge:        http.StatusRequestEntityTooLarge,
-	codeRequestTimeout:                http.StatusRequestTimeout,
+	domain.CodeRequestTimeout:         http.StatusRequestTimeout,
 	domain.CodeKYBNotApproved:         http.StatusUnprocessableEntity,
 	domain.CodeComplianceRejected:     http.StatusUnprocessableEntity,
 	domain.CodeInsufficientFunds:      http.StatusUnprocessableEntity,
@@ -76,7 +71,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 func (s *Server) errorBody(err error, c echo.Context) (ErrorBody, int) {
 	if g := bodyGuardOf(c); g != nil && g.TimedOut() {
 		// Whatever the handler made of the failed read, the cause is this.
-		return ErrorBody{Code: codeRequestTimeout, Message: fmt.Sprintf(
+		return ErrorBody{Code: domain.CodeRequestTimeout, Message: fmt.Sprintf(
 			"the request body arrived too slowly: it must arrive within %s, plus 1 s per %d KiB",
 			s.cfg.BodyReadGrace, s.cfg.BodyMinRate>>10)}, http.StatusRequestTimeout
 	}
