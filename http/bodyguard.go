@@ -20,35 +20,30 @@ const (
 	DefaultBodyMinRate   = 32 << 10
 )
 
-// answerLinger is how long the connection still reads the rest of a body
-// after an answer went out without it: long enough for a client that sent
-// its whole body to have it drained (closing with unread data resets the
-// connection, and the client may lose the answer), short enough that a
-// client that stalls its body holds nothing.
-const answerLinger = time.Second
-
-// netHTTPDrainLimit is how much of an unread body net/http reads after the
-// answer to keep the connection (maxPostHandlerReadBytes in its server.go).
-const netHTTPDrainLimit = 256 << 10
+// drainWait bounds how long an answer sent before its body was read waits
+// for the rest of the body. Not at all would reset the connection of a
+// client still sending, which may lose the answer; without a bound, a
+// client that never sends its body held the connection forever.
+const drainWait = 500 * time.Millisecond
 
 const bodyGuardKey = "body_guard"
 
-// guardBody bounds how long a request body may take to arrive and closes
-// the connection when an answer goes out before the body was read whole,
-// so that net/http does not wait for a body nobody needs (a 401 to a
-// client that sent one byte of a 100-byte body used to wait forever).
+// guardBody bounds how long a request body may take to arrive, and how
+// long an answer sent before the body was read whole waits for the rest
+// (a 401 to a client that sent one byte of a 100-byte body used to wait
+// forever: net/http reads an unread body before it answers).
 func (s *Server) guardBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
 			return next(c)
 		}
-		g := &bodyGuard{body: req.Body, rc: http.NewResponseController(c.Response()), length: req.ContentLength,
+		g := &bodyGuard{body: req.Body, rc: http.NewResponseController(c.Response()),
 			start: time.Now(), grace: s.cfg.BodyReadGrace, minRate: s.cfg.BodyMinRate}
 		_ = g.rc.SetReadDeadline(g.deadline())
 		req.Body = g
 		c.Set(bodyGuardKey, g)
-		c.Response().Before(func() { g.answerStarting(c.Response().Header()) })
+		c.Response().Before(g.answerStarting)
 		return next(c)
 	}
 }
@@ -64,7 +59,6 @@ func bodyGuardOf(c echo.Context) *bodyGuard {
 type bodyGuard struct {
 	body    io.ReadCloser
 	rc      *http.ResponseController
-	length  int64 // declared; -1 if chunked
 	start   time.Time
 	grace   time.Duration
 	minRate int
@@ -112,31 +106,20 @@ func (g *bodyGuard) TimedOut() bool {
 	return g.timedOut
 }
 
-// answerStarting runs just before the response header is written. A body
-// not read to its end is drained of what has already arrived; if some is
-// still missing, the answer closes the connection and the server stops
-// waiting for the rest after answerLinger.
-func (g *bodyGuard) answerStarting(h http.Header) {
+// answerStarting runs just before the response header is written. Of a
+// body not read to its end, net/http then reads up to 256 KiB to keep the
+// connection, with whatever read deadline is set: at most drainWait from
+// now. A client that sent its whole body keeps its connection and reads
+// its answer; one that stalls gets the answer after drainWait, and a close.
+func (g *bodyGuard) answerStarting() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.sawEOF || g.length-g.read >= netHTTPDrainLimit {
-		// Too much left for net/http to drain: it already closes the
-		// connection after answering, without reading on.
+	if g.sawEOF {
 		return
 	}
-	_ = g.rc.SetReadDeadline(time.Now()) // what is buffered, and nothing more
-	if _, err := io.Copy(io.Discard, readerFunc(func(p []byte) (int, error) { return g.note(g.body.Read(p)) })); err == nil {
-		return // the whole body was there: the connection stays open
+	wait := time.Now().Add(drainWait)
+	if d := g.deadline(); d.Before(wait) {
+		wait = d
 	}
-	g.timedOut = false // the answer is already chosen; this was the drain's own deadline
-	h.Set("Connection", "close")
-	linger := time.Now().Add(answerLinger)
-	if d := g.deadline(); d.Before(linger) {
-		linger = d
-	}
-	_ = g.rc.SetReadDeadline(linger)
+	_ = g.rc.SetReadDeadline(wait)
 }
-
-type readerFunc func([]byte) (int, error)
-
-func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
