@@ -26,6 +26,7 @@ const (
 	CodeKYBAlreadyApproved     Code = "kyb_already_approved"
 	CodeInvalidState           Code = "invalid_state"
 	CodeRequestTooLarge        Code = "request_too_large"
+	CodeRequestTimeout         Code = "request_timeout"
 	CodeKYBNotApproved         Code = "kyb_not_approved"
 	CodeComplianceRejected     Code = "compliance_rejected"
 	CodeInsufficientFunds      Code = "insufficient_funds"

@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -26,6 +27,7 @@ var statusOf = map[domain.Code]int{
 	domain.CodeKYBAlreadyApproved:     http.StatusConflict,
 	domain.CodeInvalidState:           http.StatusConflict,
 	domain.CodeRequestTooLarge:        http.StatusRequestEntityTooLarge,
+	domain.CodeRequestTimeout:         http.StatusRequestTimeout,
 	domain.CodeKYBNotApproved:         http.StatusUnprocessableEntity,
 	domain.CodeComplianceRejected:     http.StatusUnprocessableEntity,
 	domain.CodeInsufficientFunds:      http.StatusUnprocessableEntity,
@@ -54,7 +56,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	body, status := s.errorBody(err, c)
-	body.RequestID = requestID(c)
+	body.RequestID = ensureRequestID(c)
 	switch status {
 	case http.StatusServiceUnavailable:
 		c.Response().Header().Set("Retry-After", "1")
@@ -67,6 +69,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 }
 
 func (s *Server) errorBody(err error, c echo.Context) (ErrorBody, int) {
+	if g := bodyGuardOf(c); g != nil && g.TimedOut() {
+		// Whatever the handler made of the failed read, the cause is this.
+		return ErrorBody{Code: domain.CodeRequestTimeout, Message: fmt.Sprintf(
+			"the request body arrived too slowly: it must arrive within %s, plus 1 s per %d KiB",
+			s.cfg.BodyReadGrace, s.cfg.BodyMinRate>>10)}, http.StatusRequestTimeout
+	}
 	var de *domain.Error
 	if errors.As(err, &de) {
 		status, ok := statusOf[de.Code]
@@ -102,6 +110,18 @@ func (s *Server) errorBody(err error, c echo.Context) (ErrorBody, int) {
 	}
 	s.log.Error("internal error", "request_id", requestID(c), "route", c.Path(), "error", err)
 	return ErrorBody{Code: domain.CodeInternal, Message: "an internal error occurred; it has been logged with the request id"}, http.StatusInternalServerError
+}
+
+// ensureRequestID is the request's id, made here if the error came before
+// withRequestID ran: no error answer goes out without one.
+func ensureRequestID(c echo.Context) string {
+	if id := requestID(c); id != "" {
+		return id
+	}
+	id := domain.NewID("req_")
+	c.Set(requestIDKey, id)
+	c.Response().Header().Set("X-Request-Id", id)
+	return id
 }
 
 func tooLarge() ErrorBody {

@@ -267,7 +267,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		domain.CodeUnauthorized, domain.CodeForbidden, domain.CodeNotFound,
 		domain.CodeIdempotencyConflict, domain.CodeIdempotencyInProgress, domain.CodePaymentNotCancelable,
 		domain.CodeKYBInProgress, domain.CodeKYBAlreadyApproved, domain.CodeInvalidState,
-		domain.CodeRequestTooLarge, domain.CodeKYBNotApproved, domain.CodeComplianceRejected,
+		domain.CodeRequestTooLarge, domain.CodeRequestTimeout, domain.CodeKYBNotApproved, domain.CodeComplianceRejected,
 		domain.CodeInsufficientFunds, domain.CodeAccountNotActive, domain.CodeLimitExceeded,
 		domain.CodeLiveNotEnabled, domain.CodeRateLimited, domain.CodeInternal, domain.CodeUnavailable,
 	} {

@@ -31,6 +31,12 @@ type Config struct {
 	Pending func(context.Context) (bool, error)
 	// Ready, if set, gates /v1 until it returns true (migrations applied).
 	Ready func() bool
+	// ReadHeaderTimeout bounds the reading of a request's header; default 10 s.
+	ReadHeaderTimeout time.Duration
+	// A request body must arrive within BodyReadGrace plus one second per
+	// BodyMinRate bytes; defaults DefaultBodyReadGrace, DefaultBodyMinRate.
+	BodyReadGrace time.Duration
+	BodyMinRate   int
 }
 
 // Server is the HTTP API.
@@ -50,6 +56,15 @@ func New(a *app.App, cfg Config) *Server {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
+	if cfg.ReadHeaderTimeout == 0 {
+		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
+	if cfg.BodyReadGrace == 0 {
+		cfg.BodyReadGrace = DefaultBodyReadGrace
+	}
+	if cfg.BodyMinRate == 0 {
+		cfg.BodyMinRate = DefaultBodyMinRate
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s := &Server{
@@ -59,7 +74,7 @@ func New(a *app.App, cfg Config) *Server {
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.JSONSerializer = jsonSerializer{}
-	s.echo.Use(s.observe, withRequestID, s.recoverPanics, s.withTimeout, s.untilReady, limitBody, validQuery)
+	s.echo.Use(s.observe, withRequestID, s.guardBody, s.recoverPanics, s.withTimeout, s.untilReady, limitBody, validQuery)
 	s.routes()
 	return s
 }

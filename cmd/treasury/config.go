@@ -35,6 +35,9 @@ type config struct {
 	// show it (TREASURY_READ_YOUR_WRITES_WAIT, a duration; 0 answers at
 	// once, without read-your-writes).
 	ReadYourWritesWait time.Duration
+	// Conns caps the API's open connections (TREASURY_MAX_CONNS,
+	// TREASURY_MAX_CONNS_PER_IP; a per-address cap of 0 is none).
+	Conns apihttp.ConnLimits
 }
 
 func loadConfig() (config, error) {
@@ -88,10 +91,39 @@ func loadConfig() (config, error) {
 		}
 		c.ReadYourWritesWait = d
 	}
+	if c.Conns, err = connLimits(); err != nil {
+		return c, err
+	}
 	if !rails.ValidABA(c.RoutingNumber) {
 		return c, fmt.Errorf("TREASURY_ROUTING_NUMBER %q is not a 9-digit ABA routing number with a valid checksum", c.RoutingNumber)
 	}
 	return c, nil
+}
+
+// connLimits reads TREASURY_MAX_CONNS (a positive number) and
+// TREASURY_MAX_CONNS_PER_IP (a positive number, or off behind a proxy,
+// where every connection comes from the proxy's address).
+func connLimits() (apihttp.ConnLimits, error) {
+	l := apihttp.ConnLimits{MaxConns: apihttp.DefaultMaxConns, MaxConnsPerIP: apihttp.DefaultMaxConnsPerIP}
+	if v := strings.TrimSpace(os.Getenv("TREASURY_MAX_CONNS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return l, fmt.Errorf("TREASURY_MAX_CONNS must be a positive number of connections, not %q", v)
+		}
+		l.MaxConns = n
+	}
+	switch v := strings.TrimSpace(os.Getenv("TREASURY_MAX_CONNS_PER_IP")); v {
+	case "":
+	case "off":
+		l.MaxConnsPerIP = 0
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return l, fmt.Errorf("TREASURY_MAX_CONNS_PER_IP must be a positive number of connections or off, not %q", v)
+		}
+		l.MaxConnsPerIP = n
+	}
+	return l, nil
 }
 
 // checkPprofAddr refuses a TREASURY_PPROF_ADDR that is not HOST:PORT, or

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"io"
+	"log/slog"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	apihttp "github.com/opentreasury/treasury/http"
 )
 
 // TestMigrateSetting: unset migrates; every spelling of false skips; a
@@ -101,5 +106,61 @@ func TestReadYourWritesWaitSetting(t *testing.T) {
 		if !tc.refused && c.ReadYourWritesWait != tc.want {
 			t.Errorf("TREASURY_READ_YOUR_WRITES_WAIT=%q: %v, want %v", tc.value, c.ReadYourWritesWait, tc.want)
 		}
+	}
+}
+
+// TestConnLimitSettings: unset gives the defaults; positive numbers are
+// taken; off lifts the per-address cap (behind a proxy); anything else is
+// refused with an error that names the variable.
+func TestConnLimitSettings(t *testing.T) {
+	t.Setenv("TREASURY_MIGRATE", "")
+	t.Setenv("TREASURY_OPERATOR_KEY", "")
+	for _, tc := range []struct {
+		total, perIP      string
+		wantTotal, wantIP int
+		refused           bool
+	}{
+		{"", "", apihttp.DefaultMaxConns, apihttp.DefaultMaxConnsPerIP, false},
+		{"10000", "64", 10000, 64, false},
+		{" 512 ", "off", 512, 0, false},
+		{"0", "", 0, 0, true},
+		{"-1", "", 0, 0, true},
+		{"many", "", 0, 0, true},
+		{"", "0", 0, 0, true},
+		{"", "none", 0, 0, true},
+	} {
+		t.Setenv("TREASURY_MAX_CONNS", tc.total)
+		t.Setenv("TREASURY_MAX_CONNS_PER_IP", tc.perIP)
+		c, err := loadConfig()
+		if (err != nil) != tc.refused {
+			t.Errorf("TREASURY_MAX_CONNS=%q TREASURY_MAX_CONNS_PER_IP=%q: error %v, want refused %v", tc.total, tc.perIP, err, tc.refused)
+			continue
+		}
+		if tc.refused {
+			if !strings.Contains(err.Error(), "TREASURY_MAX_CONNS") {
+				t.Errorf("the error does not name the variable: %v", err)
+			}
+			continue
+		}
+		if c.Conns.MaxConns != tc.wantTotal || c.Conns.MaxConnsPerIP != tc.wantIP {
+			t.Errorf("TREASURY_MAX_CONNS=%q TREASURY_MAX_CONNS_PER_IP=%q: %+v, want %d and %d", tc.total, tc.perIP, c.Conns, tc.wantTotal, tc.wantIP)
+		}
+	}
+}
+
+// TestConnCapBelowFileLimit: the overall cap is lowered to leave
+// fdReserve descriptors under the open-file limit; a cap below it stays.
+func TestConnCapBelowFileLimit(t *testing.T) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	got := withinFileLimit(apihttp.ConnLimits{MaxConns: int(rl.Cur) + 1000, MaxConnsPerIP: 7}, log)
+	if want := int(rl.Cur) - fdReserve; got.MaxConns != want || got.MaxConnsPerIP != 7 {
+		t.Errorf("a cap over the limit %d: %+v, want MaxConns %d", rl.Cur, got, want)
+	}
+	if got := withinFileLimit(apihttp.ConnLimits{MaxConns: 10}, log); got.MaxConns != 10 {
+		t.Errorf("a cap of 10 became %d", got.MaxConns)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -103,7 +104,8 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	if cfg.OperatorKey == "" {
 		log.Warn("TREASURY_OPERATOR_KEY is not set: operator routes answer 401")
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := api.HTTPServer()
+	ln = apihttp.WrapListener(ln, withinFileLimit(cfg.Conns, log), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("treasury listening", "addr", ln.Addr().String())
@@ -115,6 +117,27 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// fdReserve is the file descriptors kept for everything but API
+// connections: the database pool, the pprof listener, logs, migrations.
+const fdReserve = 256
+
+// withinFileLimit lowers the overall connection cap below the process's
+// open-file limit (Go raises the soft limit to the hard one at start), so
+// that a full house of connections never makes accept fail with "too many
+// open files", which would stall every client, /healthz included.
+func withinFileLimit(l apihttp.ConnLimits, log *slog.Logger) apihttp.ConnLimits {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > math.MaxInt32 {
+		return l
+	}
+	if room := int64(rl.Cur) - fdReserve; int64(l.MaxConns) > room {
+		log.Warn("TREASURY_MAX_CONNS lowered to fit the open-file limit (raise it with ulimit -n)",
+			"configured", l.MaxConns, "open_file_limit", rl.Cur, "max_conns", max(room, 1))
+		l.MaxConns = int(max(room, 1))
+	}
+	return l
 }
 
 // startPprof serves net/http/pprof on addr (TREASURY_PPROF_ADDR), on a

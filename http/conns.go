@@ -1,0 +1,146 @@
+package http
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Defaults of the connection caps (TREASURY_MAX_CONNS and
+// TREASURY_MAX_CONNS_PER_IP). One address may hold a sixteenth of the
+// whole, so that a few stalled or greedy clients cannot take every slot.
+const (
+	DefaultMaxConns      = 4096
+	DefaultMaxConnsPerIP = 256
+)
+
+// ConnLimits caps the open connections of a listener; 0 is no cap.
+type ConnLimits struct {
+	MaxConns      int // overall
+	MaxConnsPerIP int // per client address (turn it off behind a proxy)
+}
+
+// WrapListener caps the open connections of ln, overall and per client
+// address, and makes net/http's own error answers (malformed requests,
+// headers too large) JSON like every other answer. A connection over a cap
+// is closed at once, before anything is read: waiting in accept would keep
+// everyone else waiting too.
+func WrapListener(ln net.Listener, limits ConnLimits, log *slog.Logger) net.Listener {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &capListener{Listener: ln, limits: limits, log: log, perIP: map[netip.Addr]int{}}
+}
+
+type capListener struct {
+	net.Listener
+	limits ConnLimits
+	log    *slog.Logger
+
+	mu         sync.Mutex
+	open       int
+	perIP      map[netip.Addr]int
+	refused    int
+	lastWarned time.Time
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := clientIP(c.RemoteAddr())
+		if !l.acquire(ip) {
+			_ = c.Close()
+			continue
+		}
+		return &apiConn{Conn: c, log: l.log, release: func() { l.release(ip) }}, nil
+	}
+}
+
+// acquire takes a slot for a connection from ip, or reports there is none.
+func (l *capListener) acquire(ip netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	overall := l.limits.MaxConns > 0 && l.open >= l.limits.MaxConns
+	perIP := l.limits.MaxConnsPerIP > 0 && l.perIP[ip] >= l.limits.MaxConnsPerIP
+	if overall || perIP {
+		l.noteRefusedLocked(ip, overall)
+		return false
+	}
+	l.open++
+	l.perIP[ip]++
+	return true
+}
+
+func (l *capListener) release(ip netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if l.perIP[ip]--; l.perIP[ip] <= 0 {
+		delete(l.perIP, ip)
+	}
+}
+
+// noteRefusedLocked logs refusals at most every 10 s, with their count: a
+// flood must not become a flood of log lines.
+func (l *capListener) noteRefusedLocked(ip netip.Addr, overall bool) {
+	l.refused++
+	if time.Since(l.lastWarned) < 10*time.Second {
+		return
+	}
+	cap := "TREASURY_MAX_CONNS_PER_IP"
+	if overall {
+		cap = "TREASURY_MAX_CONNS"
+	}
+	l.log.Warn("connections refused: too many open", "refused", l.refused, "cap", cap,
+		"client_ip", ip.String(), "open", l.open, "open_from_client", l.perIP[ip])
+	l.refused, l.lastWarned = 0, time.Now()
+}
+
+// clientIP is the address a connection comes from (IPv4 in IPv6 unmapped);
+// the zero Addr for a listener without addresses (a Unix socket).
+func clientIP(a net.Addr) netip.Addr {
+	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// apiConn is an accepted connection: it frees its slot when closed and
+// rewrites net/http's plain-text error answers into the API's JSON.
+type apiConn struct {
+	net.Conn
+	log     *slog.Logger
+	release func()
+	once    sync.Once
+}
+
+func (c *apiConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+func (c *apiConn) Write(p []byte) (int, error) {
+	if answer, ok := jsonParserError(p, c.log, c.RemoteAddr()); ok {
+		if _, err := c.Conn.Write(answer); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// CloseWrite lets net/http half-close before it hangs up on a client still
+// sending (after a 431), so that the client can read the answer.
+func (c *apiConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
