@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/opentreasury/treasury/domain"
@@ -98,11 +99,7 @@ func addBalances(b *Batch, deltas map[string]ledger.Balance) {
 	if len(deltas) == 0 {
 		return
 	}
-	ids := make([]string, 0, len(deltas))
-	for id := range deltas {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(deltas))
 	posted := make([]int64, len(ids))
 	in := make([]int64, len(ids))
 	out := make([]int64, len(ids))

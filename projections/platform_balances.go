@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/opentreasury/treasury/domain/ledger"
@@ -70,11 +71,7 @@ func addPlatformBalances(b *Batch, net map[string]int64) {
 	if len(net) == 0 {
 		return
 	}
-	ids := make([]string, 0, len(net))
-	for id := range net {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(net))
 	amounts := make([]int64, len(ids))
 	for i, id := range ids {
 		amounts[i] = net[id]
