@@ -8,20 +8,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/domain"
-	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/kyb"
-	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
-	"github.com/opentreasury/treasury/domain/platform"
-	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // CreatePayment accepts a payment and holds amount + fee, in one
-// transaction under the account's balance lock. The business rules run in
-// this order: account active, KYB approved, screening, daily limit,
-// available ≥ amount + fee.
+// transaction under the account's balance lock. The rules and their
+// order are payment.DecideCreate's; this loads their inputs and appends
+// what it decides.
 //
 // It is the hot path, so it makes few round trips: BEGIN (with the writer
 // gate); one batch that claims the idempotency key (with the new payment's
@@ -30,8 +26,9 @@ import (
 // appends in one batch; the inline projections' writes and the read of
 // the payment to answer with in one batch; COMMIT.
 func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c Caller, req payment.Request) (Result, error) {
-	rail, err := req.Validate()
-	if err != nil {
+	// Validated before the idempotency key is looked at: a malformed
+	// request is a 400 whatever key it carries.
+	if _, err := req.Validate(); err != nil {
 		return Result{}, err
 	}
 	if idem == nil {
@@ -39,7 +36,7 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 	}
 	meta = withIdempotencyKey(meta, idem)
 	var res Result
-	err = a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		id := domain.NewID(domain.PrefixPayment)
 		in, err := loadPaymentInputs(ctx, tx, c, idem, id, req.VirtualAccountID)
 		if err != nil {
@@ -49,49 +46,28 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 			res, _, err = lookupIdempotency(ctx, tx, idem)
 			return err
 		}
-		acc := in.account
-		if acc.Status != account.StatusActive.String() {
-			return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID,
-				Message: "the virtual account is " + acc.Status + "; only active accounts send payments"}
-		}
-		if in.kybStatus != kyb.StatusApproved {
-			return &domain.Error{Code: domain.CodeKYBNotApproved, ResourceID: acc.ID,
-				Message: "the business behind this account is not KYB approved (kyb_status " + in.kybStatus + ")"}
-		}
-		if domain.ScreeningHit(req.Destination.Name) {
-			return &domain.Error{Code: domain.CodeComplianceRejected, Param: "destination.name",
-				Message: "the destination name is on the screening list"}
-		}
-		at := now()
-		if err := checkDailyLimit(ctx, tx, acc.ID, req.Amount, in.settings.DailyPaymentLimit, at); err != nil {
+		decision := in.decisionInputs(c, idem, req, id, now())
+		// The parties' rules need nothing more: a payment they refuse makes
+		// no more reads than it did before the decider (DecideCreate runs
+		// them again, in their place).
+		if err := payment.CheckParties(decision); err != nil {
 			return err
 		}
-		fee, ok := in.fees[rail.String()]
-		if !ok {
-			fee = rails.DefaultFee(rail)
-		}
-		chart := in.chart
-		if len(chart) == 0 {
-			if chart, err = a.ensureChart(ctx, tx, meta, c); err != nil {
+		if decision.Settings.DailyPaymentLimit != nil {
+			if decision.SpentToday, err = spentToday(ctx, tx, decision.Account.ID, decision.Now); err != nil {
 				return err
 			}
 		}
-		jeID := domain.NewID(domain.PrefixJournalEntry)
-		lines := paymentLines(acc, chart, rail, req.Amount, fee)
-		if err := ledger.CheckFunds(map[string]ledger.Balance{acc.ID: acc.Balance}, lines, ledger.StatusPending); err != nil {
+		if len(decision.Chart) == 0 {
+			if decision.Chart, err = a.ensureChart(ctx, tx, meta, c); err != nil {
+				return err
+			}
+		}
+		events, err := payment.DecideCreate(decision)
+		if err != nil {
 			return err
 		}
-		desc := req.Description
-		if desc == "" {
-			desc = "Payment to " + req.Destination.Name
-		}
-		created := payment.Created{PaymentID: id, PlatformID: c.PlatformID, Environment: c.Environment,
-			VirtualAccountID: acc.ID, Amount: req.Amount, Fee: fee, Rail: rail.String(), Destination: req.Destination,
-			IdempotencyKey: idem.Key, Description: req.Description, Metadata: req.Metadata, JournalEntryID: jeID,
-			ExpectedSettlementAt: a.expectedSettlement(c.Environment, rail, in.settings.Sandbox, at), At: at}
-		recorded := ledger.Recorded{JournalEntryID: jeID, PlatformID: c.PlatformID, Environment: c.Environment,
-			Type: ledger.TypePayment, Description: desc, Status: ledger.StatusPending, Lines: lines,
-			Source: ledger.Source{Type: "payment", ID: id}, EffectiveAt: at, At: at}
+		created, recorded := events[0], events[1]
 		res = Result{ID: id}
 		// The answer is read in the same batch as the inline writes: no
 		// read-back after the commit, on another connection.
@@ -102,7 +78,7 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		}
 		return a.appendProjectAndRead(ctx, tx, meta, read,
 			eventstore.AppendRequest{Stream: paymentStream(c, id), Events: []domain.Event{created}},
-			eventstore.AppendRequest{Stream: journalStream(c, jeID), Events: []domain.Event{recorded}})
+			eventstore.AppendRequest{Stream: journalStream(c, decision.IDs.JournalEntry), Events: []domain.Event{recorded}})
 	})
 	return res, err
 }
@@ -191,54 +167,27 @@ func loadPaymentInputs(ctx context.Context, tx pgx.Tx, c Caller, idem *Idempoten
 	return in, br.Close()
 }
 
-// paymentLines hold the amount (to the rail's clearing account) and the fee
-// (to service fee revenue), both out of the virtual account.
-func paymentLines(acc lockedAccount, chart map[string]string, rail rails.Rail, amount, fee int64) []ledger.Line {
-	lines := []ledger.Line{
-		{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: acc.LedgerAccountID, VirtualAccountID: acc.ID,
-			Direction: ledger.Debit, Amount: amount, Type: ledger.TypePayment},
-		{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: chart[ledger.RailClearing(rail.String())],
-			Direction: ledger.Credit, Amount: amount, Type: ledger.TypePayment},
-	}
-	if fee > 0 {
-		lines = append(lines,
-			ledger.Line{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: acc.LedgerAccountID, VirtualAccountID: acc.ID,
-				Direction: ledger.Debit, Amount: fee, Type: ledger.TypePaymentFee},
-			ledger.Line{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: chart[ledger.CodeServiceFeeRevenue],
-				Direction: ledger.Credit, Amount: fee, Type: ledger.TypePaymentFee})
-	}
-	return lines
+// decisionInputs are the rules' inputs as loaded, for DecideCreate; the
+// daily sum and a new chart are filled in later, when needed.
+func (in paymentInputs) decisionInputs(c Caller, idem *Idempotency, req payment.Request, paymentID string, at time.Time) payment.CreateInputs {
+	acc := in.account
+	return payment.CreateInputs{Request: req, PlatformID: c.PlatformID, Environment: c.Environment, IdempotencyKey: idem.Key,
+		Account:   payment.Sender{ID: acc.ID, Status: acc.Status, LedgerAccountID: acc.LedgerAccountID, Balance: acc.Balance},
+		KYBStatus: in.kybStatus, Settings: in.settings.Settings, FeeSchedule: in.fees, Chart: in.chart, Now: at,
+		IDs: payment.NewIDs{Payment: paymentID, JournalEntry: domain.NewID(domain.PrefixJournalEntry),
+			LedgerEntry: func() string { return domain.NewID(domain.PrefixLedgerEntry) }}}
 }
 
-// checkDailyLimit refuses a payment that would take the account's payments
-// of the day (UTC; failed and canceled ones do not count) past the limit.
-// It runs under the account's balance lock, so concurrent payments see
-// each other.
-func checkDailyLimit(ctx context.Context, tx pgx.Tx, accountID string, amount int64, limit *int64, at time.Time) error {
-	if limit == nil {
-		return nil
-	}
-	day := at.UTC().Truncate(24 * time.Hour)
+// spentToday sums the account's payments of the day that count toward the
+// daily limit (failed and canceled ones do not). It runs under the
+// account's balance lock, so concurrent payments see each other.
+func spentToday(ctx context.Context, tx pgx.Tx, accountID string, at time.Time) (int64, error) {
+	start, end := payment.DailyWindow(at)
 	var spent int64
-	if err := tx.QueryRow(ctx, `SELECT coalesce(sum(amount), 0) FROM payments
+	err := tx.QueryRow(ctx, `SELECT coalesce(sum(amount), 0) FROM payments
         WHERE virtual_account_id = $1 AND created_at >= $2 AND created_at < $3 AND status NOT IN ('failed', 'canceled')`,
-		accountID, day, day.Add(24*time.Hour)).Scan(&spent); err != nil {
-		return err
-	}
-	if spent+amount > *limit {
-		return &domain.Error{Code: domain.CodeLimitExceeded, ResourceID: accountID,
-			Message: "this payment would take the account past its daily payment limit"}
-	}
-	return nil
-}
-
-// expectedSettlement follows the real calendars in live; in the sandbox,
-// the platform's simulated delays (RTP and FedNow at once).
-func (a *App) expectedSettlement(env domain.Environment, rail rails.Rail, sb *platform.SandboxSettings, at time.Time) time.Time {
-	if env != domain.Sandbox || sb == nil {
-		return rails.ExpectedSettlement(rail, at)
-	}
-	return at.Add(sb.Delay(rail))
+		accountID, start, end).Scan(&spent)
+	return spent, err
 }
 
 func paymentStream(c Caller, id string) eventstore.Stream {

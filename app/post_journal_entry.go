@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -30,13 +29,8 @@ type PostJournalEntry struct {
 	Metadata         map[string]string
 }
 
-// JournalLine is one line of the Lines form.
-type JournalLine struct {
-	LedgerAccountID  string
-	VirtualAccountID string
-	Direction        string
-	Amount           *int64
-}
+// JournalLine is one line of the Lines form; its rules are the ledger's.
+type JournalLine = ledger.ManualLine
 
 // MaxDescriptionLen bounds descriptions of journal entries.
 const MaxDescriptionLen = 500
@@ -68,21 +62,16 @@ func (a *App) PostJournalEntry(ctx context.Context, meta Meta, idem *Idempotency
 			if typ == "" {
 				typ = ledger.TypeCorrection
 			}
-			lines = ledger.Mirror(st.Lines, func() string { return domain.NewID(domain.PrefixLedgerEntry) }, typ)
+			lines = ledger.Mirror(st.Lines, newLedgerEntryID, typ)
 			reversed, reversedVersion = &st, version
 		case len(in.Lines) > 0:
 			if lines, err = resolveLines(ctx, tx, c, in.Lines, typ); err != nil {
 				return Result{}, err
 			}
 		default:
-			offset := chart[ledger.CodePlatformOperating]
-			if typ == ledger.TypeFee {
-				offset = chart[ledger.CodePlatformFees]
-			}
 			dir, _ := ledger.ParseDirection(in.Direction)
-			lines = []ledger.Line{
-				{EntryID: domain.NewID(domain.PrefixLedgerEntry), VirtualAccountID: in.VirtualAccountID, Direction: dir, Amount: *in.Amount, Type: typ},
-				{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: offset, Direction: dir.Opposite(), Amount: *in.Amount, Type: typ},
+			if lines, err = ledger.ShorthandLines(in.VirtualAccountID, dir, *in.Amount, typ, chart, newLedgerEntryID); err != nil {
+				return Result{}, err
 			}
 		}
 		// A reversal mirrors an entry that was balanced when recorded (and
@@ -154,31 +143,15 @@ func (in PostJournalEntry) validate() error {
 		if _, ok := ledger.ParseDirection(in.Direction); !ok {
 			return domain.Invalid("direction", "direction must be debit or credit")
 		}
-		if in.Amount == nil || *in.Amount < 1 || *in.Amount > ledger.MaxAmount {
-			return domain.Invalid("amount", "amount must be an integer number of cents from 1 to %d", ledger.MaxAmount)
-		}
+		return ledger.CheckManualAmount("amount", in.Amount)
 	default:
-		if len(in.Lines) > ledger.MaxLines {
-			return domain.Invalid("lines", "a journal entry has at most %d lines", ledger.MaxLines)
-		}
-		for i, l := range in.Lines {
-			p := "lines[" + itoa(i) + "]"
-			if (l.LedgerAccountID == "") == (l.VirtualAccountID == "") {
-				return domain.Invalid(p, "each line names exactly one of ledger_account_id and virtual_account_id")
-			}
-			if _, ok := ledger.ParseDirection(l.Direction); !ok {
-				return domain.Invalid(p+".direction", "direction must be debit or credit")
-			}
-			if l.Amount == nil || *l.Amount < 1 || *l.Amount > ledger.MaxAmount {
-				return domain.Invalid(p+".amount", "amount must be an integer number of cents from 1 to %d", ledger.MaxAmount)
-			}
-		}
+		return ledger.ValidateManualLines(in.Lines)
 	}
 	return nil
 }
 
-// resolveLines turns request lines into ledger lines; a ledger account of
-// a virtual account counts as that virtual account (for the funds check).
+// resolveLines turns request lines into ledger lines (ledger.ManualLines)
+// after reading the platform's ledger accounts they name.
 func resolveLines(ctx context.Context, tx pgx.Tx, c Caller, in []JournalLine, typ string) ([]ledger.Line, error) {
 	var ids []string
 	for _, l := range in {
@@ -186,8 +159,7 @@ func resolveLines(ctx context.Context, tx pgx.Tx, c Caller, in []JournalLine, ty
 			ids = append(ids, l.LedgerAccountID)
 		}
 	}
-	type la struct{ va, code string }
-	known := map[string]la{}
+	known := map[string]ledger.KnownAccount{}
 	if len(ids) > 0 {
 		rows, err := tx.Query(ctx, `SELECT id, coalesce(virtual_account_id, ''), code FROM ledger_accounts
             WHERE id = ANY($1) AND platform_id = $2 AND environment = $3`, ids, c.PlatformID, c.Environment.String())
@@ -195,45 +167,22 @@ func resolveLines(ctx context.Context, tx pgx.Tx, c Caller, in []JournalLine, ty
 			return nil, err
 		}
 		for rows.Next() {
-			var id, va, code string
-			if err := rows.Scan(&id, &va, &code); err != nil {
+			var id string
+			var k ledger.KnownAccount
+			if err := rows.Scan(&id, &k.VirtualAccountID, &k.Code); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			known[id] = la{va, code}
+			known[id] = k
 		}
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]ledger.Line, len(in))
-	for i, l := range in {
-		dir, _ := ledger.ParseDirection(l.Direction)
-		line := ledger.Line{EntryID: domain.NewID(domain.PrefixLedgerEntry), Direction: dir, Amount: *l.Amount, Type: typ,
-			LedgerAccountID: l.LedgerAccountID, VirtualAccountID: l.VirtualAccountID}
-		if l.LedgerAccountID != "" {
-			k, ok := known[l.LedgerAccountID]
-			if !ok {
-				return nil, &domain.Error{Code: domain.CodeNotFound, Param: "lines[" + itoa(i) + "].ledger_account_id",
-					Message: "no such ledger account: " + l.LedgerAccountID}
-			}
-			if !manualAccount(k.code) {
-				return nil, domain.Invalid("lines["+itoa(i)+"].ledger_account_id",
-					"%s is the service's own account: manual entries post to virtual accounts, platform_operating and platform_fees", k.code)
-			}
-			line.VirtualAccountID = k.va
-		}
-		out[i] = line
-	}
-	return out, nil
+	return ledger.ManualLines(in, known, typ, newLedgerEntryID)
 }
 
-// manualAccount reports whether a platform may post to an account by hand:
-// its virtual accounts and its own two accounts, not the service's
-// clearing and fee revenue accounts (which payments keep).
-func manualAccount(code string) bool {
-	return code == ledger.CodeVirtualAccount || code == ledger.CodePlatformOperating || code == ledger.CodePlatformFees
-}
+func newLedgerEntryID() string { return domain.NewID(domain.PrefixLedgerEntry) }
 
 // checkAccounts locks every virtual account the lines touch, fills in
 // their ledger account ids, refuses closed accounts, debits past the
@@ -298,5 +247,3 @@ func loadJournalEntry(ctx context.Context, db eventstore.DB, c Caller, id string
 func journalStream(c Caller, id string) eventstore.Stream {
 	return eventstore.Stream{ID: ledger.StreamID(id), Type: ledger.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

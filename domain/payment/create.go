@@ -1,0 +1,158 @@
+package payment
+
+import (
+	"time"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/domain/kyb"
+	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/domain/platform"
+	"github.com/opentreasury/treasury/domain/rails"
+)
+
+// CreateInputs is everything the creation of a payment decides on: plain
+// values the caller read in its transaction, under the account's balance
+// lock. The decision reads no clock and draws no id of its own.
+type CreateInputs struct {
+	Request        Request
+	PlatformID     string
+	Environment    domain.Environment
+	IdempotencyKey string
+	Account        Sender
+	// KYBStatus is the kyb.Status* of the business behind the account.
+	KYBStatus string
+	// Settings of the environment: the daily payment limit and the
+	// sandbox's settlement delays are read.
+	Settings platform.Settings
+	// SpentToday is what the account's payments of the day (DailyWindow)
+	// already count toward the limit; read only when a limit is set.
+	SpentToday int64
+	// FeeSchedule is the platform's fee per rail name; a rail it does not
+	// name costs rails.DefaultFee.
+	FeeSchedule map[string]int64
+	// Chart maps the environment's account codes to ledger account ids.
+	Chart map[string]string
+	Now   time.Time
+	IDs   NewIDs
+}
+
+// Sender is the virtual account a payment leaves, as locked.
+type Sender struct {
+	ID              string
+	Status          string // an account.Status name
+	LedgerAccountID string
+	Balance         ledger.Balance
+}
+
+// NewIDs names what a creation records. The payment's id comes first
+// because the caller claims the idempotency key with it before deciding.
+type NewIDs struct {
+	Payment      string
+	JournalEntry string
+	LedgerEntry  func() string // once per line, in line order
+}
+
+// DecideCreate accepts a payment, returning payment.Created and the
+// ledger.Recorded that holds amount + fee, or the first rule it breaks, in
+// this order: the request is valid, the account is active, its business
+// is KYB approved, the destination passes screening, the day's payments
+// stay within the daily limit, and available ≥ amount + fee.
+func DecideCreate(in CreateInputs) ([]domain.Event, error) {
+	rail, err := in.Request.Validate()
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckParties(in); err != nil {
+		return nil, err
+	}
+	if err := checkDailyLimit(in); err != nil {
+		return nil, err
+	}
+	fee := in.fee(rail)
+	acc := in.Account
+	lines, err := ledger.PaymentLines(ledger.Holder{VirtualAccountID: acc.ID, LedgerAccountID: acc.LedgerAccountID},
+		in.Chart, rail.String(), in.Request.Amount, fee, in.IDs.LedgerEntry)
+	if err != nil {
+		return nil, err
+	}
+	if err := ledger.CheckFunds(map[string]ledger.Balance{acc.ID: acc.Balance}, lines, ledger.StatusPending); err != nil {
+		return nil, err
+	}
+	return []domain.Event{in.created(rail, fee), in.recorded(lines)}, nil
+}
+
+// CheckParties runs the rules on who sends and who receives, which need
+// nothing beyond the account and its business: a caller may run it before
+// reading what only the later rules need, so that a refused payment costs
+// no more reads. DecideCreate runs it too.
+func CheckParties(in CreateInputs) error {
+	acc := in.Account
+	if acc.Status != account.StatusActive.String() {
+		return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID,
+			Message: "the virtual account is " + acc.Status + "; only active accounts send payments"}
+	}
+	if in.KYBStatus != kyb.StatusApproved {
+		return &domain.Error{Code: domain.CodeKYBNotApproved, ResourceID: acc.ID,
+			Message: "the business behind this account is not KYB approved (kyb_status " + in.KYBStatus + ")"}
+	}
+	if domain.ScreeningHit(in.Request.Destination.Name) {
+		return &domain.Error{Code: domain.CodeComplianceRejected, Param: "destination.name",
+			Message: "the destination name is on the screening list"}
+	}
+	return nil
+}
+
+// DailyWindow is the day whose payments count toward the daily limit of a
+// payment created at: the UTC day, [start, end).
+func DailyWindow(at time.Time) (start, end time.Time) {
+	start = at.UTC().Truncate(24 * time.Hour)
+	return start, start.Add(24 * time.Hour)
+}
+
+// checkDailyLimit refuses a payment that would take the account's payments
+// of the day past the limit. Both are bounded (the limit by the settings,
+// the amount by its rail), so the sum cannot overflow.
+func checkDailyLimit(in CreateInputs) error {
+	limit := in.Settings.DailyPaymentLimit
+	if limit == nil || in.SpentToday+in.Request.Amount <= *limit {
+		return nil
+	}
+	return &domain.Error{Code: domain.CodeLimitExceeded, ResourceID: in.Account.ID,
+		Message: "this payment would take the account past its daily payment limit"}
+}
+
+func (in CreateInputs) fee(rail rails.Rail) int64 {
+	if fee, ok := in.FeeSchedule[rail.String()]; ok {
+		return fee
+	}
+	return rails.DefaultFee(rail)
+}
+
+func (in CreateInputs) created(rail rails.Rail, fee int64) Created {
+	r := in.Request
+	return Created{PaymentID: in.IDs.Payment, PlatformID: in.PlatformID, Environment: in.Environment,
+		VirtualAccountID: in.Account.ID, Amount: r.Amount, Fee: fee, Rail: rail.String(), Destination: r.Destination,
+		IdempotencyKey: in.IdempotencyKey, Description: r.Description, Metadata: r.Metadata,
+		JournalEntryID: in.IDs.JournalEntry, ExpectedSettlementAt: in.expectedSettlement(rail), At: in.Now}
+}
+
+func (in CreateInputs) recorded(lines []ledger.Line) ledger.Recorded {
+	desc := in.Request.Description
+	if desc == "" {
+		desc = "Payment to " + in.Request.Destination.Name
+	}
+	return ledger.Recorded{JournalEntryID: in.IDs.JournalEntry, PlatformID: in.PlatformID, Environment: in.Environment,
+		Type: ledger.TypePayment, Description: desc, Status: ledger.StatusPending, Lines: lines,
+		Source: ledger.Source{Type: "payment", ID: in.IDs.Payment}, EffectiveAt: in.Now, At: in.Now}
+}
+
+// expectedSettlement follows the real calendars in live; in the sandbox,
+// the platform's simulated delays (RTP and FedNow at once).
+func (in CreateInputs) expectedSettlement(rail rails.Rail) time.Time {
+	sb := in.Settings.Sandbox
+	if in.Environment != domain.Sandbox || sb == nil {
+		return rails.ExpectedSettlement(rail, in.Now)
+	}
+	return in.Now.Add(sb.Delay(rail))
+}
