@@ -44,13 +44,49 @@ func (a *App) decidePlatform(ctx context.Context, tx pgx.Tx, meta Meta, l loaded
 	if err != nil || len(events) == 0 {
 		return err
 	}
-	return a.appendAndProjectAll(ctx, tx, meta, l.appendRequests(events)...)
+	reqs := l.appendRequests(events)
+	if err := a.appendAndProjectAll(ctx, tx, meta, reqs...); err != nil {
+		return err
+	}
+	return l.snapshotIfDue(ctx, tx, events, reqs)
+}
+
+// platformSnapshotEvery is how many events of the platform's stream a
+// command may read past its snapshot before it takes a new one: a
+// platform command reads at most this many, however long the stream.
+const platformSnapshotEvery = 64
+
+// snapshotIfDue snapshots the platform's state after events, in the
+// command's transaction, once its stream has grown platformSnapshotEvery
+// past the snapshot. The keys stay out: the snapshot is the platform's,
+// and a command reads its key and the keys in use afresh.
+func (l loadedPlatform) snapshotIfDue(ctx context.Context, tx pgx.Tx, events []domain.Event, reqs []eventstore.AppendRequest) error {
+	version := l.version
+	for _, r := range reqs {
+		if r.Stream.ID == platform.StreamID(l.state.ID) {
+			version += int64(len(r.Events))
+		}
+	}
+	if version-l.snapshotVersion <= platformSnapshotEvery {
+		return nil
+	}
+	state := l.state
+	for _, e := range events {
+		state = platform.Evolve(state, e)
+	}
+	state.Keys, state.KeysInUse = map[string]platform.Key{}, nil
+	return eventstore.SaveSnapshot(ctx, tx, platform.StreamID(l.state.ID), platform.SnapshotSchema, version, state)
 }
 
 // loadedPlatform is a platform's state with where its events go.
 type loadedPlatform struct {
 	state   platform.State
 	version int64 // of the platform's stream
+	// snapshotVersion is the version of the snapshot the state started
+	// from (0: none), and eventsRead how many platform events it read
+	// past it.
+	snapshotVersion int64
+	eventsRead      int
 	// keyVersions holds the loaded keys that have a stream of their own
 	// (keys created before that keep their events in the platform's).
 	keyVersions map[string]int64
@@ -61,14 +97,15 @@ var keyEventTypes = []string{
 }
 
 // loadPlatform reads, in one round trip, the platform's stream version,
-// its events but those of keys (a log written before keys had streams
-// holds them there: the filter keeps their number out of every command),
+// its snapshot and the events after it but those of keys (a log written
+// before keys had streams holds them there: the filter keeps their
+// number out of every command),
 // the events of the key keyID wherever they are, and, forKeys, the keys
 // in use (after locking the stream row). The version is read first: if
 // the events read after it are newer, the append conflicts and retries.
 func loadPlatform(ctx context.Context, tx pgx.Tx, id, keyID string, forKeys bool) (loadedPlatform, error) {
 	l := loadedPlatform{state: platform.State{ID: id}, keyVersions: map[string]int64{}}
-	var platformRecs, keyRecs []eventstore.RecordedEvent
+	var keyRecs []eventstore.RecordedEvent
 	lock := ""
 	if forKeys {
 		lock = " FOR UPDATE"
@@ -80,11 +117,9 @@ func loadPlatform(ctx context.Context, tx pgx.Tx, id, keyID string, forKeys bool
 		}
 		return nil
 	})
-	b.Queue(`SELECT `+eventstore.SelectColumns+` FROM events WHERE stream_id = $1 AND event_type <> ALL($2)
-        ORDER BY stream_version`, platform.StreamID(id), keyEventTypes).Query(func(rows pgx.Rows) (err error) {
-		platformRecs, err = eventstore.ScanEvents(rows)
-		return err
-	})
+	snap := eventstore.SnapshotLoad[platform.State]{State: l.state}
+	eventstore.QueueLoadFromSnapshot(b, platform.StreamID(id), platform.SnapshotSchema,
+		`event_type <> ALL($3)`, []any{keyEventTypes}, &snap)
 	if keyID != "" {
 		b.Queue(`SELECT `+eventstore.SelectColumns+` FROM events
             WHERE (stream_id = $1 AND platform_id = $5) -- never another platform's key
@@ -106,9 +141,10 @@ func loadPlatform(ctx context.Context, tx pgx.Tx, id, keyID string, forKeys bool
 		return l, err
 	}
 	var err error
-	if l.state, err = eventstore.Fold(platformRecs, l.state, platform.Evolve); err != nil {
+	if l.state, err = snap.Fold(platform.Evolve); err != nil {
 		return l, err
 	}
+	l.snapshotVersion, l.eventsRead = snap.Version, len(snap.Events)
 	if l.state, err = eventstore.Fold(keyRecs, l.state, platform.Evolve); err != nil {
 		return l, err
 	}

@@ -4,6 +4,7 @@
 package platform
 
 import (
+	"fmt"
 	"maps"
 	"net/mail"
 	"reflect"
@@ -63,6 +64,19 @@ var (
 
 func (s Status) String() string { return s.name }
 
+// MarshalText and UnmarshalText let a State travel as JSON (snapshots).
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.name), nil }
+
+func (s *Status) UnmarshalText(b []byte) error {
+	for _, known := range []Status{StatusNone, StatusPendingApproval, StatusApproved} {
+		if known.name == string(b) {
+			*s = known
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown platform status %q", b)
+}
+
 // Key is what the aggregate knows of an API key.
 type Key struct {
 	ID          string
@@ -77,6 +91,11 @@ type Key struct {
 func (k Key) Usable(t time.Time) bool {
 	return k.RevokedAt == nil && (k.ExpiresAt == nil || t.Before(*k.ExpiresAt))
 }
+
+// SnapshotSchema versions State's JSON and Evolve's meaning in the
+// snapshots of platform streams: bump it when either changes, and the
+// snapshots taken before are ignored (the log is replayed instead).
+const SnapshotSchema = 1
 
 // State is a platform folded from its events.
 type State struct {
