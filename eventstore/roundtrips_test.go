@@ -152,6 +152,31 @@ func TestRoundTripsConcurrentOrigins(t *testing.T) {
 	}
 }
 
+// A subscription's step counts every trip for its caller's origin, the
+// ROLLBACK that ends a step with nothing to do included.
+func TestRoundTripsOfAnIdleSubscriptionStep(t *testing.T) {
+	ctx := testCtx(t)
+	rt, pool := tracedPool(t, 1)
+	sub := &eventstore.Subscription{Name: "idle", Pool: pool, BatchSize: 10, Log: discard,
+		Handle: func(context.Context, pgx.Tx, []eventstore.RecordedEvent) error { return nil }}
+	chain := eventstore.WithOrigin(ctx, eventstore.OriginChain)
+	for range 3 {
+		before := counts(rt)
+		if n, err := sub.Step(chain); err != nil || n != 0 {
+			t.Fatalf("Step on an empty log: %d, %v", n, err)
+		}
+		after := counts(rt)
+		if after[eventstore.OriginChain] == before[eventstore.OriginChain] {
+			t.Error("a step counted no round trips for its origin")
+		}
+		for _, o := range eventstore.Origins() {
+			if o != eventstore.OriginChain && after[o] != before[o] {
+				t.Errorf("a chain step counted %d round trips as %s", after[o]-before[o], o)
+			}
+		}
+	}
+}
+
 // An origin survives derived contexts; an out-of-range one reads as other.
 func TestOriginOfDerivedContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(eventstore.WithOrigin(context.Background(), eventstore.OriginSandbox))
