@@ -36,6 +36,7 @@ type loadStats struct {
 	Conflicts      int               `json:"deadlock_or_conflict_errors"`
 	FailureSamples map[string]string `json:"failure_samples,omitempty"`
 	SettleSeconds  float64           `json:"settle_wait_before_seconds,omitempty"`
+	DB             *dbCost           `json:"db_per_payment,omitempty"` // payments runs only
 }
 
 // closedLoop runs clients workers, each sending its next request when the

@@ -178,6 +178,7 @@ func (r *report) rows() []row {
 				y.Target, y.Met = "p99 ≤ 50 ms", met(l.P99ms <= 50 && l.OK > 0)
 			}
 			rows = append(rows, y)
+			rows = append(rows, dbRows(k.label, k.kind, l)...)
 			if v, ok := ratios[k.kind][strconv.Itoa(l.Clients)]; ok {
 				rows = append(rows, row{Figure: fmt.Sprintf("%s ÷ raw transfers, %s", k.label, nClients(l.Clients)), Value: fmt.Sprintf("%.3f", v)})
 			}
@@ -497,4 +498,25 @@ func (r *report) lagRows(l *lagResult) []row {
 	rows = append(rows, row{Figure: "  cost of the lag sampling query (wall p50 / p99; its backend's CPU)",
 		Value: fmt.Sprintf("%.1f / %.1f ms; %s", l.SampleQueryP50ms, l.SampleQueryP99ms, cpu)})
 	return rows
+}
+
+// dbRows: the database's work per payment of a payments run, the round
+// trips against the target of two (one for the lock and reads, one for
+// the writes and COMMIT) and at most two commits at 64 clients.
+func dbRows(label, kind string, l loadStats) []row {
+	d := l.DB
+	if d == nil {
+		return nil
+	}
+	figure := fmt.Sprintf("  %s: API round trips / commits per payment, %s", label, nClients(l.Clients))
+	if d.Error != "" {
+		return []row{{Figure: figure, Value: "not measured: " + d.Error}}
+	}
+	x := row{Figure: figure, Value: fmt.Sprintf("%.2f / %.2f", d.APIRoundTripsPerPayment, d.CommitsPerPayment)}
+	if l.Clients == 64 && kind == "spread" {
+		x.Target = "2 / ≤ 2"
+		x.Met = met(d.Payments > 0 && d.APIRoundTripsPerPayment <= 2 && d.CommitsPerPayment <= 2)
+	}
+	return []row{x, {Figure: fmt.Sprintf("  %s: all round trips per payment (API + readers), %s", label, nClients(l.Clients)),
+		Value: fmt.Sprintf("%.2f (%s)", d.AllRoundTripsPerPayment, d.byOrigin())}}
 }

@@ -124,9 +124,11 @@ func (b *bench) payments(accounts []string, kind string) (*paymentsResult, error
 				kind, nClients(c), rtpSampleEvery)
 		}
 		profiled := b.profile(fmt.Sprintf("%s-%d", section, c))
+		meter := b.svc.meterDB(b.svc.ctx, time.Now().Add(b.o.warmup), b.o.duration)
 		st, err := closedLoop(b.svc.ctx, c, b.o.warmup, b.o.duration, httpConflict,
 			b.paymentFn(accounts, fmt.Sprintf("bench-%s-%s-%d", b.runID, kind, c)))
 		end := time.Now()
+		st.DB = meter.result(st.OK)
 		b.loadEnd = end
 		if sampler != nil {
 			b.lag = sampler.finish()
@@ -150,6 +152,12 @@ func (b *bench) payments(accounts []string, kind string) (*paymentsResult, error
 		res.Levels = append(res.Levels, st)
 		logf("%s payments: %s: %.0f payments/s, p50 %.1f ms, p99 %.1f ms, max %.0f ms; non-2xx: %s",
 			kind, nClients(c), st.PerSecond, st.P50ms, st.P99ms, st.MaxMs, classesString(st.FailedByClass))
+		if d := st.DB; d.Error != "" {
+			logf("%s payments: %s: round trips and commits not measured: %s", kind, nClients(c), d.Error)
+		} else {
+			logf("%s payments: %s: per payment %.2f API round trips, %.2f in all (%s), %.2f commits",
+				kind, nClients(c), d.APIRoundTripsPerPayment, d.AllRoundTripsPerPayment, d.byOrigin(), d.CommitsPerPayment)
+		}
 	}
 	return res, nil
 }

@@ -55,7 +55,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback(context.Background())
+	defer tx.Rollback(context.WithoutCancel(ctx)) // even once ctx ends; keeps its values (the round trips' origin)
 
 	var pos Position
 	var txid int64

@@ -37,6 +37,9 @@ type Config struct {
 	// BodyMinRate bytes; defaults DefaultBodyReadGrace, DefaultBodyMinRate.
 	BodyReadGrace time.Duration
 	BodyMinRate   int
+	// Collectors are more metrics /metrics exposes (cmd adds the
+	// database round trips: http does not see the pool's tracer).
+	Collectors []prometheus.Collector
 }
 
 // Server is the HTTP API.
@@ -67,6 +70,7 @@ func New(a *app.App, cfg Config) *Server {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(cfg.Collectors...)
 	s := &Server{
 		echo: echo.New(), app: a, pool: a.Pool, cfg: cfg, log: a.Log,
 		metrics: newMetrics(reg), registry: reg, limiter: newLimiter(cfg.RateLimitOff, cfg.RateLimit),

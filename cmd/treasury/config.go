@@ -14,6 +14,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain/rails"
+	"github.com/opentreasury/treasury/eventstore"
 	apihttp "github.com/opentreasury/treasury/http"
 )
 
@@ -185,5 +186,6 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = 16
 	}
 	cfg.HealthCheckPeriod = 5 * time.Second
+	cfg.ConnConfig.Tracer = &eventstore.RoundTrips{} // treasury_db_round_trips_total, by origin
 	return pgxpool.NewWithConfig(ctx, cfg)
 }

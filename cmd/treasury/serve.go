@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -74,13 +75,13 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		go waitUntilMigrated(ctx, pool, log, &ready)
 	}
 	notifier := eventstore.NewNotifier(pool, log)
-	go notifier.Run(ctx)
+	go notifier.Run(eventstore.WithOrigin(ctx, eventstore.OriginNotify))
 	a := app.New(pool, notifier, log)
 	a.RoutingNumber = cfg.RoutingNumber
 	if cfg.ReadYourWritesWait > 0 {
 		a.ReadYourWritesWithin = cfg.ReadYourWritesWait
 		a.Projected = eventstore.NewProgress(pool, projections.SubscriptionName)
-		go a.Projected.Run(ctx)
+		go a.Projected.Run(eventstore.WithOrigin(ctx, eventstore.OriginProgress))
 	}
 	go runWhenReady(ctx, &ready, func() {
 		proj := projections.NewSubscription(pool, notifier.Subscribe(), log)
@@ -88,23 +89,30 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 			a.Projected.Kick() // writes waiting to be readable
 			notifier.Notify()  // public events are there: wake the webhook fan-out
 		}
-		go proj.Run(ctx)
-		go a.KYBDecider(notifier.Subscribe()).Run(ctx)
-		go eventstore.ChainSubscription(pool, notifier.Subscribe()).Run(ctx)
-		startWebhooks(ctx, cfg, pool, a, notifier, log)
+		go proj.Run(eventstore.WithOrigin(ctx, eventstore.OriginProjections))
+		go a.KYBDecider(notifier.Subscribe()).Run(eventstore.WithOrigin(ctx, eventstore.OriginKYB))
+		go eventstore.ChainSubscription(pool, notifier.Subscribe()).Run(eventstore.WithOrigin(ctx, eventstore.OriginChain))
+		startWebhooks(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks), cfg, pool, a, notifier, log)
 		sim := &sandbox.Simulator{App: a, Pool: pool, Log: log}
-		go sim.Subscription(notifier.Subscribe()).Run(ctx)
-		go sim.RunSettler(ctx)
+		sandboxCtx := eventstore.WithOrigin(ctx, eventstore.OriginSandbox)
+		go sim.Subscription(notifier.Subscribe()).Run(sandboxCtx)
+		go sim.RunSettler(sandboxCtx)
 	})
 	api := apihttp.New(a, apihttp.Config{
 		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit,
-		Ready:   ready.Load,
-		Pending: func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
+		Ready:      ready.Load,
+		Pending:    func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
+		Collectors: roundTripsCollectors(pool),
 	})
 	if cfg.OperatorKey == "" {
 		log.Warn("TREASURY_OPERATOR_KEY is not set: operator routes answer 401")
 	}
 	srv := api.HTTPServer()
+	// Every request's context derives from this one, so the API's round
+	// trips count as api. Not from ctx: SIGTERM must not cancel requests
+	// that Shutdown lets finish.
+	apiCtx := eventstore.WithOrigin(context.Background(), eventstore.OriginAPI)
+	srv.BaseContext = func(net.Listener) context.Context { return apiCtx }
 	ln = apihttp.WrapListener(ln, withinFileLimit(cfg.Conns, log), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -243,6 +251,13 @@ func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.A
 		log.Error("webhook router", "error", err)
 		return
 	}
+	// The fan-out handler works on its message's context, not the router's: label it too.
+	router.AddMiddleware(func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			msg.SetContext(eventstore.WithOrigin(msg.Context(), eventstore.OriginWebhooks))
+			return h(msg)
+		}
+	})
 	go func() {
 		if err := router.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("webhook router stopped", "error", err)
