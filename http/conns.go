@@ -102,13 +102,26 @@ func (l *capListener) noteRefusedLocked(ip netip.Addr, overall bool) {
 	l.refused, l.lastWarned = 0, time.Now()
 }
 
-// clientIP is the address a connection comes from (IPv4 in IPv6 unmapped);
+// clientIP is the client a connection counts as (clientKey of its peer);
 // the zero Addr for a listener without addresses (a Unix socket).
 func clientIP(a net.Addr) netip.Addr {
 	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
-		return ap.Addr().Unmap()
+		return clientKey(ap.Addr())
 	}
 	return netip.Addr{}
+}
+
+// clientKey is the one notion of "a client" that the per-address caps
+// count by (connections here, failed authentications in ratelimit.go):
+// an IPv4 address (IPv4-mapped IPv6 unmapped), or an IPv6 address's /64,
+// which one host usually has whole — counting by /128 would give such a
+// host 2^64 quotas.
+func clientKey(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		return netip.PrefixFrom(a, 64).Masked().Addr()
+	}
+	return a
 }
 
 // apiConn is an accepted connection: it frees its slot when closed and

@@ -2,7 +2,7 @@ package http
 
 import (
 	"math"
-	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -183,17 +183,17 @@ func newAuthFailures() *authFailures {
 
 const errTooManyFailures = "too many failed authentications from this address; retry after the Retry-After seconds"
 
-// clientAddress is the address failures count against: the connection's
-// peer (X-Forwarded-For is the client's to write, so it is believed only
-// when the server is configured with an echo IPExtractor for a trusted
-// proxy). An IPv6 client counts by its /64, which one host usually has whole.
+// clientAddress is the client failures count against: clientKey of the
+// connection's peer (X-Forwarded-For is the client's to write, so it is
+// believed only when the server is configured with an echo IPExtractor for
+// a trusted proxy).
 func clientAddress(c echo.Context) string {
 	ip := echo.ExtractIPDirect()(c.Request())
 	if c.Echo().IPExtractor != nil {
 		ip = c.RealIP()
 	}
-	if parsed := net.ParseIP(ip); parsed != nil && parsed.To4() == nil {
-		return parsed.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	if a, err := netip.ParseAddr(ip); err == nil {
+		return clientKey(a).String()
 	}
 	return ip
 }
