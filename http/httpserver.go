@@ -19,7 +19,9 @@ const MaxHeaderBytes = 64 << 10
 func (s *Server) HTTPServer() *http.Server {
 	body := s.maxBodyTime()
 	srv := &http.Server{
-		Handler:           s,
+		Handler:           markHandling(s),
+		ConnContext:       withAPIConn,
+		ConnState:         trackIdle,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		// A backstop until a handler first reads the body; from then
 		// guardBody sets the read deadline.
