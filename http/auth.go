@@ -61,12 +61,13 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx := c.Request().Context()
 		cred, found, err := queries.CredentialByHash(ctx, s.pool, hash)
 		if err != nil {
+			lookup.failedLookup()
 			return err
 		}
 		if !found {
 			return lookup.notFound(c)
 		}
-		lookup.found(hash)
+		lookup.found()
 		now := time.Now()
 		if cred.LastUsedAt == nil || now.Sub(*cred.LastUsedAt) > touchEvery {
 			if err := queries.TouchAPIKey(ctx, s.pool, cred.KeyID, now); err != nil {

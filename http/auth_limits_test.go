@@ -1,7 +1,9 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,8 +43,14 @@ func TestRateLimitSharedAcrossKeysOfAPlatform(t *testing.T) {
 // serveFrom sends a request as if from remoteAddr (the connection's peer),
 // straight to the handler.
 func serveFrom(api *testAPI, remoteAddr, method, path, key string, headers ...string) response {
+	return serveFromCtx(context.Background(), api, remoteAddr, method, path, key, headers...)
+}
+
+// serveFromCtx is serveFrom with the request's context (a cancelled one
+// makes the key's lookup fail).
+func serveFromCtx(ctx context.Context, api *testAPI, remoteAddr, method, path, key string, headers ...string) response {
 	api.t.Helper()
-	req := httptest.NewRequest(method, path, nil)
+	req := httptest.NewRequest(method, path, nil).WithContext(ctx)
 	req.RemoteAddr = remoteAddr
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -186,5 +194,69 @@ func TestFailedAuthenticationLimitUnderConcurrency(t *testing.T) {
 	}
 	if u := counts[http.StatusUnauthorized]; u < 20 || u > 20+int(time.Since(began)/(3*time.Second)) {
 		t.Fatalf("%d answers of 401 in %v, want 20 (plus one per 3 s elapsed)", u, time.Since(began))
+	}
+}
+
+// TestFailedAuthenticationTableFull: with failures held for 10,000
+// addresses, one more address that spends its budget does not lock out
+// the next new address: that one still gets its own budget (they used to
+// share one overflow bucket, kept full by the 10,000).
+func TestFailedAuthenticationTableFull(t *testing.T) {
+	api := newTestAPI(t, apihttp.Config{})
+	for i := range 10_000 {
+		from := fmt.Sprintf("10.%d.%d.1:1", i/256, i%256)
+		if r := serveFrom(api, from, "GET", "/v1/platform", ""); r.Status != http.StatusUnauthorized {
+			t.Fatalf("address %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	const attacker = "203.0.113.99:1"
+	for range 20 {
+		requireError(t, serveFrom(api, attacker, "GET", "/v1/platform", ""), http.StatusUnauthorized, "unauthorized")
+	}
+	requireError(t, serveFrom(api, attacker, "GET", "/v1/platform", ""), http.StatusTooManyRequests, "rate_limited")
+	requireError(t, serveFrom(api, "198.51.100.77:1", "GET", "/v1/platform", ""), http.StatusUnauthorized, "unauthorized")
+	requireError(t, serveFrom(api, attacker, "GET", "/v1/platform", ""), http.StatusTooManyRequests, "rate_limited")
+}
+
+// TestRevokedKeyIsNoLongerKnown: a key that authenticated and was then
+// revoked is forgotten at its first failed lookup, so from a throttled
+// address it is refused before any lookup like any guess. (A cancelled
+// request context tells: a lookup would fail with it, a refusal before
+// the lookup is 429.)
+func TestRevokedKeyIsNoLongerKnown(t *testing.T) {
+	api := newTestAPI(t, apihttp.Config{})
+	p := ktNewPlatform(t, api, "Leaky Co")
+	r := api.do("POST", "/v1/platform/api-keys", p.SandboxSecret, map[string]any{"name": "leaked"})
+	ktStatus(t, r, http.StatusCreated)
+	leaked, leakedID := r.Str("secret"), r.Str("id")
+	ktStatus(t, serveFrom(api, "198.51.100.20:1", "GET", "/v1/platform", leaked), http.StatusOK)
+	ktStatus(t, api.do("DELETE", "/v1/platform/api-keys/"+leakedID, p.SandboxSecret, nil), http.StatusOK)
+	requireError(t, serveFrom(api, "198.51.100.20:1", "GET", "/v1/platform", leaked), http.StatusUnauthorized, "unauthorized")
+
+	const attacker = "203.0.113.70:1"
+	for i := range 20 {
+		requireError(t, serveFrom(api, attacker, "GET", "/v1/platform", randomLiveKey(i)), http.StatusUnauthorized, "unauthorized")
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	requireError(t, serveFromCtx(cancelled, api, attacker, "GET", "/v1/platform", leaked), http.StatusTooManyRequests, "rate_limited")
+}
+
+// TestFailedLookupGivesItsTokenBack: a lookup that fails (here the client
+// went away, cancelling the request's context) is not a failed
+// authentication: the token taken before it is given back, so 25 of them
+// leave the address its whole budget of 20 failures.
+func TestFailedLookupGivesItsTokenBack(t *testing.T) {
+	api := newTestAPI(t, apihttp.Config{})
+	const from = "203.0.113.80:1"
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 25 {
+		if r := serveFromCtx(cancelled, api, from, "GET", "/v1/platform", randomLiveKey(i)); r.Status == http.StatusTooManyRequests || r.Status == http.StatusUnauthorized {
+			t.Fatalf("lookup %d with a cancelled context: %d %s, want the lookup's failure", i, r.Status, r.Body)
+		}
+	}
+	for i := range 20 {
+		requireError(t, serveFrom(api, from, "GET", "/v1/platform", randomLiveKey(i)), http.StatusUnauthorized, "unauthorized")
 	}
 }

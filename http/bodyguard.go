@@ -38,9 +38,11 @@ func (s *Server) guardBody(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
 			return next(c)
 		}
+		// No deadline yet: the clock starts at the first Read, so time the
+		// server spends before reading (authentication, a busy pool) is
+		// not charged to the client. Until then ReadTimeout bounds it.
 		g := &bodyGuard{body: req.Body, rc: http.NewResponseController(c.Response()),
-			start: time.Now(), grace: s.cfg.BodyReadGrace, minRate: s.cfg.BodyMinRate}
-		_ = g.rc.SetReadDeadline(g.deadline())
+			grace: s.cfg.BodyReadGrace, minRate: s.cfg.BodyMinRate}
 		req.Body = g
 		c.Set(bodyGuardKey, g)
 		c.Response().Before(g.answerStarting)
@@ -54,12 +56,12 @@ func bodyGuardOf(c echo.Context) *bodyGuard {
 }
 
 // bodyGuard is a request body that must arrive at a minimum rate: byte n
-// is due grace + n/minRate after the request started. It moves the
-// connection's read deadline as bytes arrive.
+// is due grace + n/minRate after the handler first reads the body. It
+// moves the connection's read deadline before each Read.
 type bodyGuard struct {
 	body    io.ReadCloser
 	rc      *http.ResponseController
-	start   time.Time
+	start   time.Time // the first Read; zero before it
 	grace   time.Duration
 	minRate int
 
@@ -77,6 +79,9 @@ func (g *bodyGuard) Read(p []byte) (int, error) {
 		// background (to notice a client that goes away) with no deadline:
 		// setting one now would cancel the request when it passed.
 		return g.body.Read(p)
+	}
+	if g.start.IsZero() {
+		g.start = time.Now()
 	}
 	_ = g.rc.SetReadDeadline(g.deadline())
 	return g.note(g.body.Read(p))
@@ -118,7 +123,7 @@ func (g *bodyGuard) answerStarting() {
 		return
 	}
 	wait := time.Now().Add(drainWait)
-	if d := g.deadline(); d.Before(wait) {
+	if d := g.deadline(); !g.start.IsZero() && d.Before(wait) {
 		wait = d
 	}
 	_ = g.rc.SetReadDeadline(wait)

@@ -1,11 +1,14 @@
 package http
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,7 +28,9 @@ type ConnLimits struct {
 
 // WrapListener caps the open connections of ln, overall and per client
 // address, and makes net/http's own error answers (malformed requests,
-// headers too large) JSON like every other answer. A connection over a cap
+// headers too large) JSON like every other answer (serve it with
+// Server.HTTPServer, whose hooks tell a handler's response from those
+// answers). A connection over a cap
 // is closed at once, before anything is read: waiting in accept would keep
 // everyone else waiting too.
 func WrapListener(ln net.Listener, limits ConnLimits, log *slog.Logger) net.Listener {
@@ -102,13 +107,26 @@ func (l *capListener) noteRefusedLocked(ip netip.Addr, overall bool) {
 	l.refused, l.lastWarned = 0, time.Now()
 }
 
-// clientIP is the address a connection comes from (IPv4 in IPv6 unmapped);
+// clientIP is the client a connection counts as (clientKey of its peer);
 // the zero Addr for a listener without addresses (a Unix socket).
 func clientIP(a net.Addr) netip.Addr {
 	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
-		return ap.Addr().Unmap()
+		return clientKey(ap.Addr())
 	}
 	return netip.Addr{}
+}
+
+// clientKey is the one notion of "a client" that the per-address caps
+// count by (connections here, failed authentications in ratelimit.go):
+// an IPv4 address (IPv4-mapped IPv6 unmapped), or an IPv6 address's /64,
+// which one host usually has whole — counting by /128 would give such a
+// host 2^64 quotas.
+func clientKey(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		return netip.PrefixFrom(a, 64).Masked().Addr()
+	}
+	return a
 }
 
 // apiConn is an accepted connection: it frees its slot when closed and
@@ -118,6 +136,12 @@ type apiConn struct {
 	log     *slog.Logger
 	release func()
 	once    sync.Once
+	// handling is set while a handler's response is being written (from
+	// the handler's start until the connection is idle again, which is
+	// after net/http's last flush of it): net/http's own error answers
+	// come only outside a response, and a response's bytes (a CSV export,
+	// a JSON body quoting one of them) are never rewritten.
+	handling atomic.Bool
 }
 
 func (c *apiConn) Close() error {
@@ -127,6 +151,9 @@ func (c *apiConn) Close() error {
 }
 
 func (c *apiConn) Write(p []byte) (int, error) {
+	if c.handling.Load() {
+		return c.Conn.Write(p)
+	}
 	if answer, ok := jsonParserError(p, c.log, c.RemoteAddr()); ok {
 		if _, err := c.Conn.Write(answer); err != nil {
 			return 0, err
@@ -143,4 +170,35 @@ func (c *apiConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
+}
+
+// apiConnKey is the request context key of the apiConn a request came on.
+type apiConnKey struct{}
+
+// withAPIConn is the http.Server's ConnContext: it lets markHandling find
+// the connection of a request.
+func withAPIConn(ctx context.Context, c net.Conn) context.Context {
+	if ac, ok := c.(*apiConn); ok {
+		return context.WithValue(ctx, apiConnKey{}, ac)
+	}
+	return ctx
+}
+
+// markHandling marks the request's connection as carrying a handler's
+// response, until trackIdle sees it idle.
+func markHandling(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ac, ok := r.Context().Value(apiConnKey{}).(*apiConn); ok {
+			ac.handling.Store(true)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// trackIdle is the http.Server's ConnState: a connection goes idle once
+// the last response's bytes are written.
+func trackIdle(c net.Conn, state http.ConnState) {
+	if ac, ok := c.(*apiConn); ok && state == http.StateIdle {
+		ac.handling.Store(false)
+	}
 }

@@ -19,9 +19,12 @@ const MaxHeaderBytes = 64 << 10
 func (s *Server) HTTPServer() *http.Server {
 	body := s.maxBodyTime()
 	srv := &http.Server{
-		Handler:           s,
+		Handler:           markHandling(s),
+		ConnContext:       withAPIConn,
+		ConnState:         trackIdle,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		// A backstop: guardBody moves the read deadline of every body.
+		// A backstop until a handler first reads the body; from then
+		// guardBody sets the read deadline.
 		ReadTimeout: s.cfg.ReadHeaderTimeout + body,
 		// From the end of the header: the body, the work, the answer.
 		WriteTimeout:   body + s.cfg.RequestTimeout + 30*time.Second,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/opentreasury/treasury/domain"
 )
@@ -21,10 +22,12 @@ const (
 	parserErrorPrefix  = "HTTP/1.1 "
 	parserErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 	unsupportedTEBody  = "Unsupported transfer encoding"
-	// expectationFailed is the head net/http writes for an Expect header
-	// other than 100-continue (response.sendExpectationFailed); no route
-	// of ours answers 417.
-	expectationFailed = "HTTP/1.1 417 Expectation Failed\r\n"
+	// net/http answers an Expect header other than 100-continue
+	// (response.sendExpectationFailed) with exactly this head: status line
+	// (HTTP/1.0 to an HTTP/1.0 request), Connection, a Date in
+	// http.TimeFormat, Content-Length: 0. No route of ours answers 417.
+	expectationFailedStatus = " 417 Expectation Failed\r\nConnection: close\r\nDate: "
+	expectationFailedEnd    = "\r\nContent-Length: 0\r\n\r\n"
 )
 
 // jsonParserError recognises one of net/http's own error answers in p and
@@ -52,7 +55,7 @@ func jsonParserError(p []byte, log *slog.Logger, from net.Addr) ([]byte, bool) {
 // parseParserError returns the status and net/http's detail ("invalid
 // header value") of one of its error answers, or false for anything else.
 func parseParserError(p []byte) (int, string, bool) {
-	if bytes.HasPrefix(p, []byte(expectationFailed)) && bytes.HasSuffix(p, []byte("\r\n\r\n")) {
+	if isExpectationFailed(p) {
 		return http.StatusExpectationFailed, "", true
 	}
 	rest, ok := bytes.CutPrefix(p, []byte(parserErrorPrefix))
@@ -72,6 +75,26 @@ func parseParserError(p []byte) (int, string, bool) {
 	}
 	_, detail, _ := strings.Cut(string(statusLine), ": ")
 	return status, detail, true
+}
+
+// isExpectationFailed reports whether p is net/http's 417 answer, byte for
+// byte but for the date (a loose match once took the last Write of a
+// chunked response, which ends in "0\r\n\r\n", for it).
+func isExpectationFailed(p []byte) bool {
+	dateLen := len(http.TimeFormat)
+	if len(p) != len("HTTP/1.1")+len(expectationFailedStatus)+dateLen+len(expectationFailedEnd) {
+		return false
+	}
+	proto, rest := p[:len("HTTP/1.1")], p[len("HTTP/1.1"):]
+	if string(proto) != "HTTP/1.1" && string(proto) != "HTTP/1.0" {
+		return false
+	}
+	rest, ok := bytes.CutPrefix(rest, []byte(expectationFailedStatus))
+	if !ok || !bytes.HasSuffix(rest, []byte(expectationFailedEnd)) {
+		return false
+	}
+	_, err := time.Parse(http.TimeFormat, string(rest[:dateLen]))
+	return err == nil
 }
 
 func parserErrorMessage(status int, detail string) string {

@@ -2,11 +2,12 @@ package http
 
 import (
 	"math"
-	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
@@ -141,8 +142,8 @@ const (
 
 type authFailures struct {
 	mu      sync.Mutex
-	buckets map[string]*failureBucket // by client address
-	known   map[string]struct{}       // secret hashes that authenticated
+	buckets *simplelru.LRU[string, *failureBucket] // by client address
+	known   map[string]struct{}                    // secret hashes that authenticated
 }
 
 // failureBucket is a token bucket of failures. Unlike rate.Limiter, it
@@ -178,48 +179,42 @@ func (b *failureBucket) retryAfter() int {
 }
 
 func newAuthFailures() *authFailures {
-	return &authFailures{buckets: map[string]*failureBucket{}, known: map[string]struct{}{}}
+	buckets, err := simplelru.NewLRU[string, *failureBucket](maxBuckets, nil)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &authFailures{buckets: buckets, known: map[string]struct{}{}}
 }
 
 const errTooManyFailures = "too many failed authentications from this address; retry after the Retry-After seconds"
 
-// clientAddress is the address failures count against: the connection's
-// peer (X-Forwarded-For is the client's to write, so it is believed only
-// when the server is configured with an echo IPExtractor for a trusted
-// proxy). An IPv6 client counts by its /64, which one host usually has whole.
+// clientAddress is the client failures count against: clientKey of the
+// connection's peer (X-Forwarded-For is the client's to write, so it is
+// believed only when the server is configured with an echo IPExtractor for
+// a trusted proxy).
 func clientAddress(c echo.Context) string {
 	ip := echo.ExtractIPDirect()(c.Request())
 	if c.Echo().IPExtractor != nil {
 		ip = c.RealIP()
 	}
-	if parsed := net.ParseIP(ip); parsed != nil && parsed.To4() == nil {
-		return parsed.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	if a, err := netip.ParseAddr(ip); err == nil {
+		return clientKey(a).String()
 	}
 	return ip
 }
 
-// bucket returns addr's bucket. When the map is full of buckets still
-// refilling, new addresses share one: memory stays bounded and failures
-// stay limited. Called with f.mu held.
+// bucket returns addr's bucket. The table holds maxBuckets addresses;
+// a new one past that evicts the address seen least lately, in O(1): it
+// has most likely refilled, and forgetting a full bucket changes nothing.
+// (Sharing one bucket among the new addresses instead let failures from
+// 10,000 addresses lock out every fresh legitimate one.) Called with f.mu
+// held.
 func (f *authFailures) bucket(addr string, now time.Time) *failureBucket {
-	if b := f.buckets[addr]; b != nil {
+	if b, ok := f.buckets.Get(addr); ok {
 		return b
 	}
-	if len(f.buckets) >= maxBuckets {
-		for a, b := range f.buckets {
-			if b.refill(now); b.tokens >= authFailureBurst {
-				delete(f.buckets, a)
-			}
-		}
-		if len(f.buckets) >= maxBuckets {
-			addr = "overflow"
-			if b := f.buckets[addr]; b != nil {
-				return b
-			}
-		}
-	}
 	b := &failureBucket{tokens: authFailureBurst, at: now}
-	f.buckets[addr] = b
+	f.buckets.Add(addr, b)
 	return b
 }
 
@@ -242,7 +237,7 @@ func (f *authFailures) failed(c echo.Context, addr string) error {
 func (f *authFailures) lookUp(c echo.Context, addr, hash string) (keyLookup, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l := keyLookup{f: f, addr: addr}
+	l := keyLookup{f: f, addr: addr, hash: hash}
 	if _, known := f.known[hash]; known {
 		return l, nil
 	}
@@ -258,34 +253,59 @@ func (f *authFailures) lookUp(c echo.Context, addr, hash string) (keyLookup, err
 type keyLookup struct {
 	f       *authFailures
 	addr    string
+	hash    string
 	charged *failureBucket // the bucket a token was taken from in advance
 }
 
 // found gives back the token taken in advance and remembers the key.
-func (l keyLookup) found(hash string) {
+func (l keyLookup) found() {
 	if l.f == nil { // limiting is off
 		return
 	}
 	l.f.mu.Lock()
 	defer l.f.mu.Unlock()
-	if l.charged != nil {
-		l.charged.giveBack(time.Now())
-	}
-	if _, ok := l.f.known[hash]; ok {
+	l.giveBackLocked()
+	if _, ok := l.f.known[l.hash]; ok {
 		return
 	}
 	if len(l.f.known) >= maxKnownKeys {
 		clear(l.f.known) // refilled by the next successes
 	}
-	l.f.known[hash] = struct{}{}
+	l.f.known[l.hash] = struct{}{}
 }
 
-// notFound is the answer to a key the lookup did not find.
+// notFound is the answer to a key the lookup did not find. A key that
+// had authenticated (revoked or expired since) is forgotten: else a leaked
+// and revoked key would cost a lookup on every request, even at 429.
 func (l keyLookup) notFound(c echo.Context) error {
-	if l.f == nil || l.charged != nil {
-		return errUnauthorized // off, or its token is already taken
+	if l.f == nil {
+		return errUnauthorized
+	}
+	l.f.mu.Lock()
+	delete(l.f.known, l.hash)
+	l.f.mu.Unlock()
+	if l.charged != nil {
+		return errUnauthorized // its token is already taken
 	}
 	return l.f.failed(c, l.addr)
+}
+
+// failedLookup gives back the token taken in advance for a lookup that
+// could not answer (the database failed, the client went away): that is
+// not a failed authentication.
+func (l keyLookup) failedLookup() {
+	if l.f == nil {
+		return
+	}
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	l.giveBackLocked()
+}
+
+func (l keyLookup) giveBackLocked() {
+	if l.charged != nil {
+		l.charged.giveBack(time.Now())
+	}
 }
 
 func tooManyFailures(c echo.Context, retryAfter int) error {
