@@ -130,11 +130,11 @@ func WriteStatementCSV(w io.Writer, v StatementView) error {
 func WriteLedgerExport(ctx context.Context, db eventstore.DB, s Scope, r TimeRange, w io.Writer) error {
 	from, to := r.args()
 	rows, err := db.Query(ctx, `SELECT id, journal_entry_id, ledger_account_id, code, coalesce(virtual_account_id, ''),
-            direction, amount, type, status, description, effective_at, created_at, posted_at, running
+            direction, amount, type, status, description, effective_at, created_at, posted_at, running::text
         FROM (
             SELECT e.*, la.code,
                 sum(CASE WHEN e.status <> 'posted' THEN 0 WHEN e.direction = la.normal_balance THEN e.amount ELSE -e.amount END)
-                    OVER (PARTITION BY e.ledger_account_id ORDER BY e.seq)::text AS running
+                    OVER (PARTITION BY e.ledger_account_id ORDER BY e.seq) AS running
             FROM ledger_entries e JOIN ledger_accounts la ON la.id = e.ledger_account_id
             WHERE e.platform_id = $1 AND e.environment = $2
         ) x
