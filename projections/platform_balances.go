@@ -65,8 +65,10 @@ func insertPlatformBalances(b *Batch, e ledger.ChartOpened) {
 	}
 }
 
-// addPlatformBalances adds the batch's net postings; accounts that have no
-// row (none reach here today) are left alone by the join.
+// addPlatformBalances adds the batch's net postings. Accounts that have no
+// row are left alone by the join: the hot ones never get one, and the
+// first command that locks a lockable one makes it from the log
+// (insert_platform_balances_from_log), which holds these lines too.
 func addPlatformBalances(b *Batch, net map[string]int64) {
 	if len(net) == 0 {
 		return

@@ -3,7 +3,9 @@ package queries
 import (
 	"context"
 	"encoding/csv"
+	"fmt"
 	"io"
+	"math/big"
 	"strconv"
 	"time"
 
@@ -37,8 +39,9 @@ func Statement(ctx context.Context, db eventstore.DB, s Scope, accountID string,
 	end := start.AddDate(0, 1, 0)
 	v := StatementView{Object: "statement", VirtualAccountID: accountID, Month: start.Format("2006-01"), Currency: "USD",
 		PeriodStart: NewTime(start), PeriodEnd: NewTime(end), Transactions: []TransactionView{}}
-	if err := db.QueryRow(ctx, `SELECT coalesce(sum(amount), 0) FROM account_transactions
-        WHERE virtual_account_id = $1 AND status = 'posted' AND posted_at < $2`, accountID, start).Scan(&v.OpeningBalance); err != nil {
+	var opening string
+	if err := db.QueryRow(ctx, `SELECT coalesce(sum(amount), 0)::text FROM account_transactions
+        WHERE virtual_account_id = $1 AND status = 'posted' AND posted_at < $2`, accountID, start).Scan(&opening); err != nil {
 		return v, err
 	}
 	rows, err := db.Query(ctx, `SELECT `+transactionColumns+` FROM account_transactions
@@ -54,15 +57,40 @@ func Statement(ctx context.Context, db eventstore.DB, s Scope, accountID string,
 	if v.Transactions == nil {
 		v.Transactions = []TransactionView{}
 	}
+	return v, statementTotals(&v, opening)
+}
+
+// statementTotals sums the opening balance (exact, from SQL) and the
+// listed transactions exactly, then checks each total fits int64
+// (CentsFromNumeric: 422 limit_exceeded, never a wrapped total). Balances
+// are bounded, but money in and out are not: an entry may credit and
+// debit one account, so they can pass int64 while the balance stays small.
+func statementTotals(v *StatementView, opening string) error {
+	closing, ok := new(big.Int).SetString(opening, 10)
+	if !ok {
+		return fmt.Errorf("statement of %s: opening balance %q", v.VirtualAccountID, opening)
+	}
+	openingSum := new(big.Int).Set(closing)
+	in, out := new(big.Int), new(big.Int)
 	for _, t := range v.Transactions {
+		amount := big.NewInt(t.Amount)
 		if t.Amount > 0 {
-			v.TotalIn += t.Amount
+			in.Add(in, amount)
 		} else {
-			v.TotalOut -= t.Amount
+			out.Sub(out, amount)
+		}
+		closing.Add(closing, amount)
+	}
+	var err error
+	for _, f := range []struct {
+		sum *big.Int
+		to  *int64
+	}{{openingSum, &v.OpeningBalance}, {in, &v.TotalIn}, {out, &v.TotalOut}, {closing, &v.ClosingBalance}} {
+		if *f.to, err = CentsFromNumeric(f.sum.String(), v.VirtualAccountID); err != nil {
+			return err
 		}
 	}
-	v.ClosingBalance = v.OpeningBalance + v.TotalIn - v.TotalOut
-	return v, nil
+	return nil
 }
 
 // WriteStatementCSV writes a statement as CSV: a header block, then one
@@ -80,11 +108,13 @@ func WriteStatementCSV(w io.Writer, v StatementView) error {
 		{},
 		{"transaction_id", "posted_at", "type", "description", "amount", "balance", "source_type", "source_id"},
 	}
-	balance := v.OpeningBalance
+	// Exact: between an opening and a closing that fit int64 the balance
+	// can pass it (old data), and the CSV has no reason to refuse.
+	balance := big.NewInt(v.OpeningBalance)
 	for _, t := range v.Transactions {
-		balance += t.Amount
+		balance.Add(balance, big.NewInt(t.Amount))
 		rows = append(rows, []string{t.ID, t.PostedAt.UTC().Format(TimeFormat), t.Type, t.Description,
-			itoa64(t.Amount), itoa64(balance), t.Source.Type, t.Source.ID})
+			itoa64(t.Amount), balance.String(), t.Source.Type, t.Source.ID})
 	}
 	if err := cw.WriteAll(rows); err != nil {
 		return err
@@ -94,11 +124,13 @@ func WriteStatementCSV(w io.Writer, v StatementView) error {
 
 // WriteLedgerExport writes every ledger entry of the scope created in the
 // range as CSV, with each account's running posted balance (in the
-// account's normal direction, in ledger order).
+// account's normal direction, in ledger order). The running balance is
+// the exact numeric sum written as text: a hot account's sum, or old data,
+// may pass int64, and a CSV already streaming cannot turn into a 422.
 func WriteLedgerExport(ctx context.Context, db eventstore.DB, s Scope, r TimeRange, w io.Writer) error {
 	from, to := r.args()
 	rows, err := db.Query(ctx, `SELECT id, journal_entry_id, ledger_account_id, code, coalesce(virtual_account_id, ''),
-            direction, amount, type, status, description, effective_at, created_at, posted_at, running
+            direction, amount, type, status, description, effective_at, created_at, posted_at, running::text
         FROM (
             SELECT e.*, la.code,
                 sum(CASE WHEN e.status <> 'posted' THEN 0 WHEN e.direction = la.normal_balance THEN e.amount ELSE -e.amount END)
@@ -120,7 +152,8 @@ func WriteLedgerExport(ctx context.Context, db eventstore.DB, s Scope, r TimeRan
 	}
 	for rows.Next() {
 		var id, je, la, code, va, dir, typ, status, desc string
-		var amount, running int64
+		var amount int64
+		var running string // the exact numeric sum: it may pass int64
 		var eff, created time.Time
 		var posted *time.Time
 		if err := rows.Scan(&id, &je, &la, &code, &va, &dir, &amount, &typ, &status, &desc, &eff, &created, &posted, &running); err != nil {
@@ -131,7 +164,7 @@ func WriteLedgerExport(ctx context.Context, db eventstore.DB, s Scope, r TimeRan
 			postedS = posted.UTC().Format(TimeFormat)
 		}
 		if err := cw.Write([]string{id, je, la, code, va, dir, itoa64(amount), "USD", typ, status, desc,
-			eff.UTC().Format(TimeFormat), created.UTC().Format(TimeFormat), postedS, itoa64(running)}); err != nil {
+			eff.UTC().Format(TimeFormat), created.UTC().Format(TimeFormat), postedS, running}); err != nil {
 			return err
 		}
 	}
