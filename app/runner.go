@@ -111,11 +111,11 @@ func (a *App) retry(ctx context.Context, try func() error) error {
 }
 
 func newCommandTx(tx pgx.Tx, cmd command) *commandTx {
-	ctx := &commandTx{Tx: tx}
+	t := &commandTx{Tx: tx}
 	if cmd.idem != nil {
-		ctx.claim = &claim{idem: cmd.idem, resourceID: cmd.resourceID}
+		t.claim = &claim{idem: cmd.idem, resourceID: cmd.resourceID}
 	}
-	return ctx
+	return t
 }
 
 // attempt is one try of a command in tx: claim, run, replay or record.
