@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/domain"
-	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
@@ -99,25 +98,8 @@ func lockAccounts(ctx context.Context, tx pgx.Tx, c Caller, ids []string) (map[s
 	return out, nil
 }
 
-// loadAccount folds a virtual account's stream; another platform's or
-// environment's account is not found.
-func loadAccount(ctx context.Context, db eventstore.DB, c Caller, id string) (account.State, int64, error) {
-	recs, version, err := eventstore.Load(ctx, db, account.StreamID(id))
-	if err != nil {
-		return account.State{}, 0, err
-	}
-	s, err := eventstore.Fold(recs, account.State{ID: id}, account.Evolve)
-	if err != nil {
-		return s, 0, err
-	}
-	if !s.Exists() || s.PlatformID != c.PlatformID || s.Environment != c.Environment {
-		return account.State{ID: id}, 0, domain.NotFound("virtual_account", id)
-	}
-	return s, version, nil
-}
-
 func accountStream(c Caller, id string) eventstore.Stream {
-	return eventstore.Stream{ID: account.StreamID(id), Type: account.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
+	return accounts.stream(c, id)
 }
 
 // ensureChart returns the platform's system ledger accounts in the
@@ -149,7 +131,7 @@ func (a *App) ensureChart(ctx context.Context, tx pgx.Tx, meta Meta, c Caller) (
 	}
 	s := eventstore.Stream{ID: ledger.ChartStreamID(c.PlatformID, c.Environment), Type: "ledger_chart",
 		PlatformID: c.PlatformID, Environment: c.Environment.String()}
-	_, err = a.appendAndProject(ctx, tx, s, 0, meta, []domain.Event{ledger.ChartOpened{
+	_, err = appendAndProject(ctx, tx, s, 0, meta, []domain.Event{ledger.ChartOpened{
 		PlatformID: c.PlatformID, Environment: c.Environment, Accounts: chart, At: now()}})
 	return chart, err
 }

@@ -1,12 +1,13 @@
-// Package app holds the use cases: one command handler per file. Each runs
-// in one transaction: idempotency lookup, load state, decide (pure, in
-// domain), append, inline projections, commit, then wake the subscribers.
+// Package app holds the use cases: one command handler per file. Each is a
+// load, a pure decision (in domain) and an append with its inline
+// projections, run by the one command runner (execute, runner.go), which
+// owns the transaction, the idempotency claim and replay, the retries, the
+// commit and the wake-up of the subscribers.
 package app
 
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,34 +65,9 @@ type Result struct {
 	Payment *queries.PaymentView
 }
 
-// run executes fn in a transaction, retrying with jittered backoff when it
-// lost a race (stream version conflict, serialization failure, deadlock).
-// The transaction holds the writer gate shared, so that a projection
-// rebuild can pause commands for the moment it swaps its tables in.
-func (a *App) run(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	backoff := 2 * time.Millisecond
-	begin := pgx.TxOptions{BeginQuery: eventstore.CommandBegin}
-	for attempt := 1; ; attempt++ {
-		err := pgx.BeginTxFunc(ctx, a.Pool, begin, func(tx pgx.Tx) error { return fn(ctx, tx) })
-		if err == nil {
-			a.Notifier.Notify()
-			return nil
-		}
-		if !eventstore.Retryable(err) || attempt >= a.MaxAttempts {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff)))):
-		}
-		backoff = min(backoff*2, 200*time.Millisecond)
-	}
-}
-
 // appendAndProject appends events to a stream and applies the inline
 // projectors to them in the same transaction.
-func (a *App) appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stream, expected int64, meta Meta, events []domain.Event) ([]eventstore.RecordedEvent, error) {
+func appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stream, expected int64, meta Meta, events []domain.Event) ([]eventstore.RecordedEvent, error) {
 	recs, err := eventstore.Append(ctx, tx, s, expected, meta, events...)
 	if err != nil {
 		return nil, err
@@ -105,14 +81,14 @@ func (a *App) appendAndProject(ctx context.Context, tx pgx.Tx, s eventstore.Stre
 
 // appendAndProjectAll appends to several streams in one round trip and
 // sends the inline projectors' writes for all of them in a second one.
-func (a *App) appendAndProjectAll(ctx context.Context, tx pgx.Tx, meta Meta, reqs ...eventstore.AppendRequest) error {
-	return a.appendProjectAndRead(ctx, tx, meta, nil, reqs...)
+func appendAndProjectAll(ctx context.Context, tx pgx.Tx, meta Meta, reqs ...eventstore.AppendRequest) error {
+	return appendProjectAndRead(ctx, tx, meta, nil, reqs...)
 }
 
 // appendProjectAndRead is appendAndProjectAll followed by read, whose
 // first single-row query travels in the same batch as the inline
 // projections' writes (and sees them).
-func (a *App) appendProjectAndRead(ctx context.Context, tx pgx.Tx, meta Meta, read func(eventstore.DB) error, reqs ...eventstore.AppendRequest) error {
+func appendProjectAndRead(ctx context.Context, tx pgx.Tx, meta Meta, read func(eventstore.DB) error, reqs ...eventstore.AppendRequest) error {
 	recs, err := eventstore.AppendAll(ctx, tx, meta, reqs...)
 	if err != nil {
 		return err

@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
 )
@@ -13,8 +11,8 @@ import (
 // The Result carries the new key's id and secret.
 func (a *App) ApprovePlatform(ctx context.Context, meta Meta, platformID string) (Result, error) {
 	key, secret := mintKey(domain.Sandbox, "Default sandbox key")
-	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return a.updatePlatform(ctx, tx, meta, platformID, func(s platform.State) ([]domain.Event, error) {
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{}, a.updatePlatform(ctx, tx, meta, platformID, func(s platform.State) ([]domain.Event, error) {
 			return platform.Decide(s, platform.Approve{SandboxKey: key, At: now()})
 		})
 	})

@@ -20,8 +20,8 @@ import (
 // what it decides.
 //
 // It is the hot path, so it makes few round trips: BEGIN (with the writer
-// gate); one batch that claims the idempotency key (with the new payment's
-// id, so no second write is needed), locks the balance row and reads what
+// gate); one batch that claims the idempotency key (queued by the runner's
+// claim, with the new payment's id, so no second write is needed), locks the balance row and reads what
 // the rules need; the daily-limit sum only when a limit is set; the two
 // appends in one batch; the inline projections' writes and the read of
 // the payment to answer with in one batch; COMMIT.
@@ -35,40 +35,36 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		return Result{}, domain.Invalid("idempotency_key", "idempotency_key is required (in the body or the Idempotency-Key header)")
 	}
 	meta = withIdempotencyKey(meta, idem)
-	var res Result
-	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		id := domain.NewID(domain.PrefixPayment)
+	id := domain.NewID(domain.PrefixPayment)
+	cmd := command{idem: idem, resourceID: id, claimInBatch: true}
+	return a.execute(ctx, cmd, func(ctx context.Context, tx *commandTx) (Result, error) {
 		in, err := loadPaymentInputs(ctx, tx, c, idem, id, req.VirtualAccountID)
-		if err != nil {
-			return err
-		}
-		if !in.claimed {
-			res, _, err = lookupIdempotency(ctx, tx, idem)
-			return err
+		if err != nil || !in.claimed {
+			return Result{}, err // not claimed: the runner replays the earlier result
 		}
 		decision := in.decisionInputs(c, idem, req, id, now())
 		// The parties' rules need nothing more: a payment they refuse makes
 		// no more reads than it did before the decider (DecideCreate runs
 		// them again, in their place).
 		if err := payment.CheckParties(decision); err != nil {
-			return err
+			return Result{}, err
 		}
 		if decision.Settings.DailyPaymentLimit != nil {
 			if decision.SpentToday, err = spentToday(ctx, tx, decision.Account.ID, decision.Now); err != nil {
-				return err
+				return Result{}, err
 			}
 		}
 		if len(decision.Chart) == 0 {
 			if decision.Chart, err = a.ensureChart(ctx, tx, meta, c); err != nil {
-				return err
+				return Result{}, err
 			}
 		}
 		events, err := payment.DecideCreate(decision)
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		created, recorded := events[0], events[1]
-		res = Result{ID: id}
+		res := Result{ID: id}
 		// The answer is read in the same batch as the inline writes: no
 		// read-back after the commit, on another connection.
 		read := func(db eventstore.DB) error {
@@ -76,11 +72,11 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 			res.Payment = &v
 			return err
 		}
-		return a.appendProjectAndRead(ctx, tx, meta, read,
+		err = appendProjectAndRead(ctx, tx, meta, read,
 			eventstore.AppendRequest{Stream: paymentStream(c, id), Events: []domain.Event{created}},
 			eventstore.AppendRequest{Stream: journalStream(c, decision.IDs.JournalEntry), Events: []domain.Event{recorded}})
+		return res, err
 	})
-	return res, err
 }
 
 // paymentInputs is what CreatePayment's rules read.
@@ -98,13 +94,11 @@ type paymentInputs struct {
 // statements run in order, each with its own snapshot, so the account's
 // status is read after its lock was granted (a close committed by the
 // lock's previous holder is seen).
-func loadPaymentInputs(ctx context.Context, tx pgx.Tx, c Caller, idem *Idempotency, paymentID, accountID string) (paymentInputs, error) {
+func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, idem *Idempotency, paymentID, accountID string) (paymentInputs, error) {
 	var in paymentInputs
 	env := c.Environment.String()
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
-        VALUES ($1, $2, $3, $4, $5, $6, 201) ON CONFLICT DO NOTHING`,
-		idem.Scope, idem.Environment, idem.Key, idem.Operation, idem.RequestHash, paymentID)
+	tx.queueClaim(b)
 	// Only a request that claimed the key locks the row: a replay must not
 	// queue behind the account's payments in flight.
 	b.Queue(`SELECT b.posted, b.pending_inbound, b.pending_outbound
@@ -124,11 +118,10 @@ func loadPaymentInputs(ctx context.Context, tx pgx.Tx, c Caller, idem *Idempoten
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
-	tag, err := br.Exec()
-	if err != nil {
+	var err error
+	if in.claimed, err = tx.claimed(br); err != nil {
 		return in, err
 	}
-	in.claimed = tag.RowsAffected() > 0
 	in.account.ID = accountID
 	bal := &in.account.Balance
 	if err := br.QueryRow().Scan(&bal.Posted, &bal.PendingInbound, &bal.PendingOutbound); errors.Is(err, pgx.ErrNoRows) {
@@ -191,5 +184,5 @@ func spentToday(ctx context.Context, tx pgx.Tx, accountID string, at time.Time) 
 }
 
 func paymentStream(c Caller, id string) eventstore.Stream {
-	return eventstore.Stream{ID: payment.StreamID(id), Type: payment.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
+	return payments.stream(c, id)
 }

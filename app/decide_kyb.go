@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/projections/queries"
@@ -26,17 +24,10 @@ func (a *App) DecideKYB(ctx context.Context, meta Meta, caller *Caller, d kyb.De
 		d.At = now()
 	}
 	c := Caller{PlatformID: ref.PlatformID, Environment: ref.Environment}
-	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		stream := kybStream(c, ref.EntityRef)
-		s, version, err := loadKYB(ctx, tx, stream.ID)
-		if err != nil {
-			return err
-		}
-		events, err := kyb.DecideCommand(s, d)
-		if err != nil || len(events) == 0 {
-			return err
-		}
-		_, err = a.appendAndProject(ctx, tx, stream, version, meta, events)
-		return err
+	_, err = a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{}, change(ctx, tx, meta, kybs, c, kybStream(c, ref.EntityRef).ID, func(s kyb.State) ([]domain.Event, error) {
+			return kyb.DecideCommand(s, d)
+		})
 	})
+	return err
 }

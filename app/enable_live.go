@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
 )
@@ -12,8 +10,8 @@ import (
 // EnableLive opens the live environment and provisions the live key.
 func (a *App) EnableLive(ctx context.Context, meta Meta, platformID string) (Result, error) {
 	key, secret := mintKey(domain.Live, "Default live key")
-	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return a.updatePlatform(ctx, tx, meta, platformID, func(s platform.State) ([]domain.Event, error) {
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{}, a.updatePlatform(ctx, tx, meta, platformID, func(s platform.State) ([]domain.Event, error) {
 			return platform.Decide(s, platform.EnableLive{LiveKey: key, At: now()})
 		})
 	})

@@ -3,8 +3,7 @@ package app
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 )
 
@@ -15,21 +14,15 @@ func (a *App) FreezeVirtualAccount(ctx context.Context, meta Meta, c Caller, id 
 
 // changeAccount loads an account, decides a command built under the
 // account's balance lock, and appends the events.
-func (a *App) changeAccount(ctx context.Context, meta Meta, c Caller, id string, command func(lockedAccount) any) error {
-	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+func (a *App) changeAccount(ctx context.Context, meta Meta, c Caller, id string, build func(lockedAccount) any) error {
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		locked, err := lockAccounts(ctx, tx, c, []string{id})
 		if err != nil {
-			return err
+			return Result{}, err
 		}
-		s, version, err := loadAccount(ctx, tx, c, id)
-		if err != nil {
-			return err
-		}
-		events, err := account.Decide(s, command(locked[id]))
-		if err != nil {
-			return err
-		}
-		_, err = a.appendAndProject(ctx, tx, accountStream(c, id), version, meta, events)
-		return err
+		return Result{}, change(ctx, tx, meta, accounts, c, id, func(s account.State) ([]domain.Event, error) {
+			return account.Decide(s, build(locked[id]))
+		})
 	})
+	return err
 }

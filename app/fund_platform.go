@@ -45,7 +45,8 @@ func (a *App) FundPlatform(ctx context.Context, meta Meta, idem *Idempotency, in
 	}
 	meta = withIdempotencyKey(meta, idem)
 	c := Caller{PlatformID: in.PlatformID, Environment: in.Environment}
-	return a.runIdempotent(ctx, idem, func(ctx context.Context, tx pgx.Tx) (Result, error) {
+	id := domain.NewID(domain.PrefixJournalEntry)
+	return a.execute(ctx, command{idem: idem, resourceID: id}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		if err := checkFundable(ctx, tx, c); err != nil {
 			return Result{}, err
 		}
@@ -53,7 +54,6 @@ func (a *App) FundPlatform(ctx context.Context, meta Meta, idem *Idempotency, in
 		if err != nil {
 			return Result{}, err
 		}
-		id := domain.NewID(domain.PrefixJournalEntry)
 		lines := []ledger.Line{
 			{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: chart[ledger.CodeOperatorFunding],
 				Direction: ledger.Debit, Amount: *in.Amount, Type: ledger.TypeFunding},
@@ -68,7 +68,7 @@ func (a *App) FundPlatform(ctx context.Context, meta Meta, idem *Idempotency, in
 			desc = "Funding by the operator"
 		}
 		at := now()
-		_, err = a.appendAndProject(ctx, tx, journalStream(c, id), 0, meta, []domain.Event{ledger.Recorded{
+		_, err = appendAndProject(ctx, tx, journalStream(c, id), 0, meta, []domain.Event{ledger.Recorded{
 			JournalEntryID: id, PlatformID: c.PlatformID, Environment: c.Environment, Type: ledger.TypeFunding,
 			Description: desc, Status: ledger.StatusPosted, Lines: lines,
 			Source: ledger.Source{Type: "journal_entry", ID: id}, EffectiveAt: at, At: at}})
@@ -110,7 +110,7 @@ func (a *App) ensureFundingAccount(ctx context.Context, tx pgx.Tx, meta Meta, c 
 	}
 	id := domain.NewID(domain.PrefixLedgerAccount)
 	s := eventstore.Stream{ID: streamID, Type: "ledger_chart", PlatformID: c.PlatformID, Environment: c.Environment.String()}
-	if _, err := a.appendAndProject(ctx, tx, s, version, meta, []domain.Event{ledger.ChartOpened{
+	if _, err := appendAndProject(ctx, tx, s, version, meta, []domain.Event{ledger.ChartOpened{
 		PlatformID: c.PlatformID, Environment: c.Environment, Accounts: map[string]string{ledger.CodeOperatorFunding: id}, At: now()}}); err != nil {
 		return nil, err
 	}

@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/eventstore"
@@ -25,13 +23,12 @@ func (a *App) OpenVirtualAccount(ctx context.Context, meta Meta, c Caller, in Op
 	if in.PlatformID != c.PlatformID {
 		return Result{}, domain.NotFound("platform", in.PlatformID)
 	}
-	var res Result
 	for draw := 1; ; draw++ {
-		err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		res, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
 			// The platform's chart exists from its first account on, so that
 			// its system accounts can be named in journal entries at once.
 			if _, err := a.ensureChart(ctx, tx, meta, c); err != nil {
-				return err
+				return Result{}, err
 			}
 			id := domain.NewID(domain.PrefixVirtualAccount)
 			events, err := account.Decide(account.State{ID: id}, account.Open{
@@ -41,12 +38,13 @@ func (a *App) OpenVirtualAccount(ctx context.Context, meta Meta, c Caller, in Op
 				Metadata: in.Metadata, At: now(),
 			})
 			if err != nil {
-				return err
+				return Result{}, err
 			}
-			res = Result{ID: id}
-			_, err = a.appendAndProject(ctx, tx, accountStream(c, id), 0, meta, events)
-			return err
+			_, err = appendAndProject(ctx, tx, accountStream(c, id), 0, meta, events)
+			return Result{ID: id}, err
 		})
+		// Not the runner's retry: a taken number is no lost race but a
+		// redraw, with its own bound.
 		if eventstore.ViolatesConstraint(err, "virtual_accounts_number") && draw < maxNumberDraws {
 			continue // the number was taken: draw another
 		}

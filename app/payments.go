@@ -3,108 +3,95 @@ package app
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
-	"github.com/opentreasury/treasury/eventstore"
 )
 
-// loadPayment folds a payment's stream. caller, if not nil, must own it.
-func loadPayment(ctx context.Context, db eventstore.DB, caller *Caller, id string) (payment.State, int64, Caller, error) {
-	recs, version, err := eventstore.Load(ctx, db, payment.StreamID(id))
-	if err != nil {
-		return payment.State{}, 0, Caller{}, err
-	}
-	s, err := eventstore.Fold(recs, payment.State{}, payment.Evolve)
-	if err != nil {
-		return s, 0, Caller{}, err
-	}
-	c := Caller{PlatformID: s.PlatformID, Environment: s.Environment}
-	if s.Status == "" || (caller != nil && *caller != c) {
-		return payment.State{}, 0, c, domain.NotFound("payment", id)
-	}
-	return s, version, c, nil
+// changePayment runs a payment command under the account's balance lock,
+// and moves the payment's journal entry along with it: post on completion,
+// archive on failure or cancel while pending, reverse once posted. build
+// makes the command from the payment; it may return nil (nothing to do)
+// or an error (refused).
+func (a *App) changePayment(ctx context.Context, meta Meta, caller *Caller, id string, build func(payment.State) any) error {
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{}, a.decidePayment(ctx, tx, meta, caller, id, build)
+	})
+	return err
 }
 
-// changePayment runs a payment command under the account's balance lock.
-// command builds the command from the payment; it may return nil (nothing
-// to do) or an error (refused).
-// and moves the payment's journal entry along with it: post on completion,
-// archive on failure or cancel while pending, reverse once posted.
-func (a *App) changePayment(ctx context.Context, meta Meta, caller *Caller, id string, command func(payment.State) any) error {
-	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		s, version, c, err := loadPayment(ctx, tx, caller, id)
-		if err != nil {
-			return err
+func (a *App) decidePayment(ctx context.Context, tx *commandTx, meta Meta, caller *Caller, id string, build func(payment.State) any) error {
+	pay, err := loadStream(ctx, tx, payments, caller, id)
+	if err != nil {
+		return err
+	}
+	s, version, c := pay.State, pay.Version, pay.Owner
+	locked, err := lockAccounts(ctx, tx, c, []string{s.VirtualAccountID})
+	if err != nil {
+		return err
+	}
+	cmd := build(s)
+	if cmd == nil {
+		return nil
+	}
+	if err, ok := cmd.(error); ok {
+		return err // the command could not be built (bad input)
+	}
+	entry, err := loadStream(ctx, tx, journalEntries, &c, s.JournalEntryID)
+	if err != nil {
+		return err
+	}
+	je, jeVersion := entry.State, entry.Version
+	var reversal *ledger.Recorded
+	if f, ok := cmd.(payment.Fail); ok && s.Status == payment.StatusCompleted {
+		if je.ReversedBy != "" {
+			return &domain.Error{Code: domain.CodeInvalidState, ResourceID: je.ReversedBy, Message: "this payment's entry was already reversed"}
 		}
-		locked, err := lockAccounts(ctx, tx, c, []string{s.VirtualAccountID})
-		if err != nil {
-			return err
-		}
-		cmd := command(s)
-		if cmd == nil {
-			return nil
-		}
-		if err, ok := cmd.(error); ok {
-			return err // the command could not be built (bad input)
-		}
-		je, jeVersion, err := loadJournalEntry(ctx, tx, c, s.JournalEntryID)
-		if err != nil {
-			return err
-		}
-		var reversal *ledger.Recorded
-		if f, ok := cmd.(payment.Fail); ok && s.Status == payment.StatusCompleted {
-			if je.ReversedBy != "" {
-				return &domain.Error{Code: domain.CodeInvalidState, ResourceID: je.ReversedBy, Message: "this payment's entry was already reversed"}
-			}
-			// A closed account rejects inbound funds: a return to it is
-			// credited to the platform's operating account instead.
-			var operating string
-			if locked[s.VirtualAccountID].Status == account.StatusClosed.String() {
-				chart, err := a.ensureChart(ctx, tx, meta, c)
-				if err != nil {
-					return err
-				}
-				operating = chart[ledger.CodePlatformOperating]
-			}
-			r := paymentReversal(c, s, je, operating)
-			f.ReversalJournalEntryID = r.JournalEntryID
-			cmd, reversal = f, &r
-		}
-		events, err := payment.Decide(s, cmd)
-		if err != nil || len(events) == 0 {
-			return err
-		}
-		if _, err := a.appendAndProject(ctx, tx, paymentStream(c, id), version, meta, events); err != nil {
-			return err
-		}
-		at := now()
-		var jeEvents []domain.Event
-		for _, e := range events {
-			switch e.(type) {
-			case payment.Completed:
-				jeEvents = append(jeEvents, ledger.Posted{JournalEntryID: je.ID, Lines: je.Lines, At: at})
-			case payment.Failed, payment.Canceled:
-				if reversal != nil {
-					jeEvents = append(jeEvents, ledger.Reversed{JournalEntryID: je.ID, ReversedBy: reversal.JournalEntryID, At: at})
-				} else if je.Status == ledger.StatusPending {
-					jeEvents = append(jeEvents, ledger.Archived{JournalEntryID: je.ID, Lines: je.Lines, At: at})
-				}
-			}
-		}
-		if len(jeEvents) > 0 {
-			if _, err := a.appendAndProject(ctx, tx, journalStream(c, je.ID), jeVersion, meta, jeEvents); err != nil {
+		// A closed account rejects inbound funds: a return to it is
+		// credited to the platform's operating account instead.
+		var operating string
+		if locked[s.VirtualAccountID].Status == account.StatusClosed.String() {
+			chart, err := a.ensureChart(ctx, tx, meta, c)
+			if err != nil {
 				return err
 			}
+			operating = chart[ledger.CodePlatformOperating]
 		}
-		if reversal != nil {
-			_, err = a.appendAndProject(ctx, tx, journalStream(c, reversal.JournalEntryID), 0, meta, []domain.Event{*reversal})
-		}
+		r := paymentReversal(c, s, je, operating)
+		f.ReversalJournalEntryID = r.JournalEntryID
+		cmd, reversal = f, &r
+	}
+	events, err := payment.Decide(s, cmd)
+	if err != nil || len(events) == 0 {
 		return err
-	})
+	}
+	if _, err := appendAndProject(ctx, tx, paymentStream(c, id), version, meta, events); err != nil {
+		return err
+	}
+	at := now()
+	var jeEvents []domain.Event
+	for _, e := range events {
+		switch e.(type) {
+		case payment.Completed:
+			jeEvents = append(jeEvents, ledger.Posted{JournalEntryID: je.ID, Lines: je.Lines, At: at})
+		case payment.Failed, payment.Canceled:
+			if reversal != nil {
+				jeEvents = append(jeEvents, ledger.Reversed{JournalEntryID: je.ID, ReversedBy: reversal.JournalEntryID, At: at})
+			} else if je.Status == ledger.StatusPending {
+				jeEvents = append(jeEvents, ledger.Archived{JournalEntryID: je.ID, Lines: je.Lines, At: at})
+			}
+		}
+	}
+	if len(jeEvents) > 0 {
+		if _, err := appendAndProject(ctx, tx, journalStream(c, je.ID), jeVersion, meta, jeEvents); err != nil {
+			return err
+		}
+	}
+	if reversal != nil {
+		_, err = appendAndProject(ctx, tx, journalStream(c, reversal.JournalEntryID), 0, meta, []domain.Event{*reversal})
+	}
+	return err
 }
 
 // paymentReversal is the mirror image of a posted payment's entry: the

@@ -45,7 +45,7 @@ func (a *App) decidePlatform(ctx context.Context, tx pgx.Tx, meta Meta, l loaded
 		return err
 	}
 	reqs := l.appendRequests(events)
-	if err := a.appendAndProjectAll(ctx, tx, meta, reqs...); err != nil {
+	if err := appendAndProjectAll(ctx, tx, meta, reqs...); err != nil {
 		return err
 	}
 	return l.snapshotIfDue(ctx, tx, events, reqs)

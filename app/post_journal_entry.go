@@ -40,8 +40,8 @@ func (a *App) PostJournalEntry(ctx context.Context, meta Meta, idem *Idempotency
 		return Result{}, err
 	}
 	meta = withIdempotencyKey(meta, idem)
-	return a.runIdempotent(ctx, idem, func(ctx context.Context, tx pgx.Tx) (Result, error) {
-		id := domain.NewID(domain.PrefixJournalEntry)
+	id := domain.NewID(domain.PrefixJournalEntry)
+	return a.execute(ctx, command{idem: idem, resourceID: id}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		chart, err := a.ensureChart(ctx, tx, meta, c)
 		if err != nil {
 			return Result{}, err
@@ -52,10 +52,11 @@ func (a *App) PostJournalEntry(ctx context.Context, meta Meta, idem *Idempotency
 		var reversedVersion int64
 		switch {
 		case in.Reverses != "":
-			st, version, err := loadJournalEntry(ctx, tx, c, in.Reverses)
+			l, err := loadStream(ctx, tx, journalEntries, &c, in.Reverses)
 			if err != nil {
 				return Result{}, err
 			}
+			st, version := l.State, l.Version
 			if err := st.CanReverse(); err != nil {
 				return Result{}, err
 			}
@@ -98,12 +99,12 @@ func (a *App) PostJournalEntry(ctx context.Context, meta Meta, idem *Idempotency
 			Metadata: in.Metadata, EffectiveAt: effective, At: at}
 		if reversed != nil {
 			rec.Reverses = reversed.ID
-			if _, err := a.appendAndProject(ctx, tx, journalStream(c, reversed.ID), reversedVersion, meta,
+			if _, err := appendAndProject(ctx, tx, journalStream(c, reversed.ID), reversedVersion, meta,
 				[]domain.Event{ledger.Reversed{JournalEntryID: reversed.ID, ReversedBy: id, At: at}}); err != nil {
 				return Result{}, err
 			}
 		}
-		_, err = a.appendAndProject(ctx, tx, journalStream(c, id), 0, meta, []domain.Event{rec})
+		_, err = appendAndProject(ctx, tx, journalStream(c, id), 0, meta, []domain.Event{rec})
 		return Result{ID: id}, err
 	})
 }
@@ -228,22 +229,6 @@ func checkVirtualAccounts(ctx context.Context, tx pgx.Tx, c Caller, lines []ledg
 	return ledger.CheckLimits(balances, lines, status)
 }
 
-// loadJournalEntry folds a journal entry's stream for the caller.
-func loadJournalEntry(ctx context.Context, db eventstore.DB, c Caller, id string) (ledger.State, int64, error) {
-	recs, version, err := eventstore.Load(ctx, db, ledger.StreamID(id))
-	if err != nil {
-		return ledger.State{}, 0, err
-	}
-	s, err := eventstore.Fold(recs, ledger.State{}, ledger.Evolve)
-	if err != nil {
-		return s, 0, err
-	}
-	if s.ID == "" || s.PlatformID != c.PlatformID || s.Environment != c.Environment {
-		return s, 0, &domain.Error{Code: domain.CodeNotFound, Param: "reverses", Message: "no such journal entry: " + id}
-	}
-	return s, version, nil
-}
-
 func journalStream(c Caller, id string) eventstore.Stream {
-	return eventstore.Stream{ID: ledger.StreamID(id), Type: ledger.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
+	return journalEntries.stream(c, id)
 }

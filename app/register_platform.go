@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
 )
@@ -18,8 +16,8 @@ type RegisterPlatform struct {
 
 func (a *App) RegisterPlatform(ctx context.Context, meta Meta, idem *Idempotency, in RegisterPlatform) (Result, error) {
 	meta = withIdempotencyKey(meta, idem)
-	return a.runIdempotent(ctx, idem, func(ctx context.Context, tx pgx.Tx) (Result, error) {
-		id := domain.NewID(domain.PrefixPlatform)
+	id := domain.NewID(domain.PrefixPlatform)
+	return a.execute(ctx, command{idem: idem, resourceID: id}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		err := a.updatePlatform(ctx, tx, meta, id, func(s platform.State) ([]domain.Event, error) {
 			return platform.Decide(s, platform.Register{PlatformID: id, Name: in.Name,
 				ContactEmail: in.ContactEmail, Metadata: in.Metadata, At: now()})

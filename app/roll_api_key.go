@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
 )
@@ -15,8 +13,8 @@ func (a *App) RollAPIKey(ctx context.Context, meta Meta, platformID string, call
 	// The environment is the old key's; Decide sets it on the new key. The
 	// secret's prefix must match it, so mint after reading the old key.
 	var res Result
-	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return a.updatePlatformKeys(ctx, tx, meta, platformID, keyID, func(s platform.State) ([]domain.Event, error) {
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{}, a.updatePlatformKeys(ctx, tx, meta, platformID, keyID, func(s platform.State) ([]domain.Event, error) {
 			old, ok := s.Keys[keyID]
 			env := callerEnv
 			if ok {

@@ -33,7 +33,7 @@ type SandboxPaymentAction struct {
 // statements, and the events of all actions appended in one round trip
 // (AppendAll, each action with its own metadata). No balance row is locked
 // up front (see below); a deadlock or a stream that moved meanwhile is
-// retried by run, the whole batch.
+// retried by the runner, the whole batch.
 //
 // All or nothing: any error (a payment not found, say) rolls back every
 // action, and the caller retries them one at a time.
@@ -49,88 +49,94 @@ func (a *App) RunSandboxPaymentActions(ctx context.Context, actions []SandboxPay
 			ids = append(ids, act.PaymentID)
 		}
 	}
-	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		pays, err := loadPayments(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		// The journal entries of the payments the rail will touch (as
-		// changePayment loads them only when there is a command). Unlike
-		// changePayment, no balance row is locked up front: submitting and
-		// settling never lower what an account has available (a settled
-		// payment moves its hold to posted, a failed one releases it), so
-		// there is no overdraft to guard, and rows locked for a whole
-		// batch made the API's payments wait (a quarter of PostgreSQL's
-		// active time in the profile). The projection's UPDATE at the end
-		// locks them, until the commit only.
-		var entries []string
-		for _, act := range actions {
-			p := pays[act.PaymentID]
-			if act.Submit || p.s.Environment == domain.Sandbox {
-				entries = append(entries, p.s.JournalEntryID)
-			}
-		}
-		jes, err := loadEntries(ctx, tx, entries)
-		if err != nil {
-			return err
-		}
-
-		// Decide every action in Go, in order (a payment's second action
-		// sees what its first did), then append them all in one round trip.
-		var reqs []eventstore.AppendRequest
-		for _, act := range actions {
-			p := pays[act.PaymentID]
-			var cmd any
-			if act.Submit {
-				cmd = payment.Submit{At: now()}
-			} else if p.s.Environment == domain.Sandbox { // the sandbox rail never touches live payments
-				cmd = sandboxVerdict(p.s)
-			} else {
-				continue
-			}
-			je := jes[p.s.JournalEntryID]
-			if je == nil || je.s.PlatformID != p.c.PlatformID || je.s.Environment != p.c.Environment {
-				return &domain.Error{Code: domain.CodeNotFound, Param: "reverses", Message: "no such journal entry: " + p.s.JournalEntryID}
-			}
-			events, err := payment.Decide(p.s, cmd)
-			if err != nil {
-				return err
-			}
-			if len(events) == 0 {
-				continue
-			}
-			meta := act.Meta
-			reqs = append(reqs, eventstore.AppendRequest{Stream: paymentStream(p.c, p.s.PaymentID), Expected: p.version,
-				Events: events, Meta: &meta})
-			at := now()
-			var jeEvents []domain.Event
-			for _, e := range events {
-				p.s = payment.Evolve(p.s, e)
-				switch e.(type) {
-				case payment.Completed:
-					jeEvents = append(jeEvents, ledger.Posted{JournalEntryID: je.s.ID, Lines: je.s.Lines, At: at})
-				case payment.Failed, payment.Canceled:
-					if je.s.Status == ledger.StatusPending {
-						jeEvents = append(jeEvents, ledger.Archived{JournalEntryID: je.s.ID, Lines: je.s.Lines, At: at})
-					}
-				}
-			}
-			p.version += int64(len(events))
-			if len(jeEvents) > 0 {
-				reqs = append(reqs, eventstore.AppendRequest{Stream: journalStream(p.c, je.s.ID), Expected: je.version,
-					Events: jeEvents, Meta: &meta})
-				for _, e := range jeEvents {
-					je.s = ledger.Evolve(je.s, e)
-				}
-				je.version += int64(len(jeEvents))
-			}
-		}
-		if len(reqs) == 0 {
-			return nil
-		}
-		// Each request carries its action's metadata (AppendRequest.Meta).
-		return a.appendAndProjectAll(ctx, tx, Meta{}, reqs...)
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{}, runSandboxPaymentActions(ctx, tx, actions, ids)
 	})
+	return err
+}
+
+// runSandboxPaymentActions is the batch's command: load, decide, append.
+func runSandboxPaymentActions(ctx context.Context, tx *commandTx, actions []SandboxPaymentAction, ids []string) error {
+	pays, err := loadPayments(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	// The journal entries of the payments the rail will touch (as
+	// changePayment loads them only when there is a command). Unlike
+	// changePayment, no balance row is locked up front: submitting and
+	// settling never lower what an account has available (a settled
+	// payment moves its hold to posted, a failed one releases it), so
+	// there is no overdraft to guard, and rows locked for a whole
+	// batch made the API's payments wait (a quarter of PostgreSQL's
+	// active time in the profile). The projection's UPDATE at the end
+	// locks them, until the commit only.
+	var entries []string
+	for _, act := range actions {
+		p := pays[act.PaymentID]
+		if act.Submit || p.s.Environment == domain.Sandbox {
+			entries = append(entries, p.s.JournalEntryID)
+		}
+	}
+	jes, err := loadEntries(ctx, tx, pays, entries)
+	if err != nil {
+		return err
+	}
+
+	// Decide every action in Go, in order (a payment's second action
+	// sees what its first did), then append them all in one round trip.
+	var reqs []eventstore.AppendRequest
+	for _, act := range actions {
+		p := pays[act.PaymentID]
+		var cmd any
+		if act.Submit {
+			cmd = payment.Submit{At: now()}
+		} else if p.s.Environment == domain.Sandbox { // the sandbox rail never touches live payments
+			cmd = sandboxVerdict(p.s)
+		} else {
+			continue
+		}
+		je := jes[p.s.JournalEntryID]
+		if je.err != nil {
+			return je.err
+		}
+		events, err := payment.Decide(p.s, cmd)
+		if err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			continue
+		}
+		meta := act.Meta
+		reqs = append(reqs, eventstore.AppendRequest{Stream: paymentStream(p.c, p.s.PaymentID), Expected: p.version,
+			Events: events, Meta: &meta})
+		at := now()
+		var jeEvents []domain.Event
+		for _, e := range events {
+			p.s = payment.Evolve(p.s, e)
+			switch e.(type) {
+			case payment.Completed:
+				jeEvents = append(jeEvents, ledger.Posted{JournalEntryID: je.s.ID, Lines: je.s.Lines, At: at})
+			case payment.Failed, payment.Canceled:
+				if je.s.Status == ledger.StatusPending {
+					jeEvents = append(jeEvents, ledger.Archived{JournalEntryID: je.s.ID, Lines: je.s.Lines, At: at})
+				}
+			}
+		}
+		p.version += int64(len(events))
+		if len(jeEvents) > 0 {
+			reqs = append(reqs, eventstore.AppendRequest{Stream: journalStream(p.c, je.s.ID), Expected: je.version,
+				Events: jeEvents, Meta: &meta})
+			for _, e := range jeEvents {
+				je.s = ledger.Evolve(je.s, e)
+			}
+			je.version += int64(len(jeEvents))
+		}
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	// Each request carries its action's metadata (AppendRequest.Meta).
+	return appendAndProjectAll(ctx, tx, Meta{}, reqs...)
 }
 
 // sandboxVerdict is SettleSandboxPayment's command: the magic destination
@@ -151,71 +157,74 @@ type batchPayment struct {
 	c       Caller
 }
 
+// batchEntry is a journal entry as its payment's owner may see it: err is
+// the not-found error of one that is not.
 type batchEntry struct {
 	s       ledger.State
 	version int64
+	err     error
 }
 
 // loadPayments folds the payments' streams, read in one statement, as
-// loadPayment folds one.
+// loadStream folds one.
 func loadPayments(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*batchPayment, error) {
-	streams := make([]string, len(ids))
-	for i, id := range ids {
-		streams[i] = payment.StreamID(id)
-	}
-	recs, err := loadStreams(ctx, tx, streams)
+	recs, err := loadStreams(ctx, tx, payments, ids)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]*batchPayment, len(ids))
-	for i, id := range ids {
-		evs := recs[streams[i]]
-		s, err := eventstore.Fold(evs, payment.State{}, payment.Evolve)
+	for _, id := range ids {
+		l, err := foldBatchStream(recs, payments, nil, id)
 		if err != nil {
 			return nil, err
 		}
-		if s.Status == "" {
-			return nil, domain.NotFound("payment", id)
-		}
-		out[id] = &batchPayment{s: s, version: evs[len(evs)-1].StreamVersion,
-			c: Caller{PlatformID: s.PlatformID, Environment: s.Environment}}
+		out[id] = &batchPayment{s: l.State, version: l.Version, c: l.Owner}
 	}
 	return out, nil
 }
 
-// loadEntries folds the journal entries' streams, read in one statement.
-func loadEntries(ctx context.Context, tx pgx.Tx, entries []string) (map[string]*batchEntry, error) {
-	streams := make([]string, len(entries))
-	for i, id := range entries {
-		streams[i] = ledger.StreamID(id)
-	}
-	recs, err := loadStreams(ctx, tx, streams)
+// loadEntries folds the journal entries of the payments, read in one
+// statement; an entry another platform owns is not found.
+func loadEntries(ctx context.Context, tx pgx.Tx, pays map[string]*batchPayment, entries []string) (map[string]*batchEntry, error) {
+	recs, err := loadStreams(ctx, tx, journalEntries, entries)
 	if err != nil {
 		return nil, err
 	}
+	owners := map[string]Caller{}
+	for _, p := range pays {
+		owners[p.s.JournalEntryID] = p.c
+	}
 	out := make(map[string]*batchEntry, len(entries))
-	for i, id := range entries {
-		evs := recs[streams[i]]
-		if len(evs) == 0 {
-			continue // not found: the caller says so
-		}
-		s, err := eventstore.Fold(evs, ledger.State{}, ledger.Evolve)
-		if err != nil {
+	for _, id := range entries {
+		owner := owners[id]
+		l, err := foldBatchStream(recs, journalEntries, &owner, id)
+		if err != nil && domain.CodeOf(err) != domain.CodeNotFound {
 			return nil, err
 		}
-		if s.ID == "" {
-			continue
-		}
-		out[id] = &batchEntry{s: s, version: evs[len(evs)-1].StreamVersion}
+		out[id] = &batchEntry{s: l.State, version: l.Version, err: err}
 	}
 	return out, nil
 }
 
-// loadStreamsSQL reads what folding needs of several streams' events.
-const loadStreamsSQL = `SELECT stream_id, stream_version, event_type, data FROM events
-    WHERE stream_id = ANY($1) ORDER BY stream_id, stream_version`
+func foldBatchStream[S any](recs map[string][]eventstore.RecordedEvent, g aggregate[S], caller *Caller, id string) (loaded[S], error) {
+	evs := recs[g.streamID(id)]
+	var version int64
+	if len(evs) > 0 {
+		version = evs[len(evs)-1].StreamVersion
+	}
+	return foldStream(evs, version, g, caller, id)
+}
 
-func loadStreams(ctx context.Context, tx pgx.Tx, streams []string) (map[string][]eventstore.RecordedEvent, error) {
+// loadStreamsSQL reads what folding needs of several streams' events.
+const loadStreamsSQL = `SELECT stream_id, stream_version, event_type, coalesce(platform_id, ''), coalesce(environment, ''), data
+    FROM events WHERE stream_id = ANY($1) ORDER BY stream_id, stream_version`
+
+// loadStreams reads the streams of the aggregates ids of one kind.
+func loadStreams[S any](ctx context.Context, tx pgx.Tx, g aggregate[S], ids []string) (map[string][]eventstore.RecordedEvent, error) {
+	streams := make([]string, len(ids))
+	for i, id := range ids {
+		streams[i] = g.streamID(id)
+	}
 	rows, err := tx.Query(ctx, loadStreamsSQL, streams)
 	if err != nil {
 		return nil, err
@@ -228,7 +237,7 @@ func scanStreams(rows pgx.Rows) (map[string][]eventstore.RecordedEvent, error) {
 	out := map[string][]eventstore.RecordedEvent{}
 	for rows.Next() {
 		var r eventstore.RecordedEvent
-		if err := rows.Scan(&r.StreamID, &r.StreamVersion, &r.Type, (*[]byte)(&r.Data)); err != nil {
+		if err := rows.Scan(&r.StreamID, &r.StreamVersion, &r.Type, &r.PlatformID, &r.Environment, (*[]byte)(&r.Data)); err != nil {
 			return nil, err
 		}
 		if evs := out[r.StreamID]; len(evs) > 0 && evs[len(evs)-1].StreamVersion != r.StreamVersion-1 {

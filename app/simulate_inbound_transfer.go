@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
@@ -33,23 +31,22 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 	if err != nil {
 		return Result{}, err
 	}
-	var res Result
-	err = a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	return a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		locked, err := lockAccounts(ctx, tx, c, []string{in.VirtualAccountID})
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		acc := locked[in.VirtualAccountID]
 		if acc.Status == account.StatusClosed.String() {
-			return &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID, Message: "a closed account rejects inbound funds"}
+			return Result{}, &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID, Message: "a closed account rejects inbound funds"}
 		}
 		chart, err := a.ensureChart(ctx, tx, meta, c)
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		settings, err := queries.GetSettings(ctx, tx, c.PlatformID, c.Environment)
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		at := now()
 		expected := at
@@ -77,26 +74,24 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 		// past the balance bound (completion moves pending to posted and
 		// keeps the sum, so it needs no check of its own).
 		if err := ledger.CheckLimits(map[string]ledger.Balance{acc.ID: acc.Balance}, lines, status); err != nil {
-			return err
+			return Result{}, err
 		}
 		transfer := []domain.Event{inbound.Received{InboundTransferID: id, VirtualAccountID: acc.ID, Amount: in.Amount,
 			Rail: rail.String(), Originator: in.Originator, Description: desc, JournalEntryID: jeID, ExpectedAt: expected, At: at}}
 		if instant {
 			transfer = append(transfer, inbound.Completed{InboundTransferID: id, At: at})
 		}
-		if _, err := a.appendAndProject(ctx, tx, inboundStream(c, id), 0, meta, transfer); err != nil {
-			return err
+		if _, err := appendAndProject(ctx, tx, inboundStream(c, id), 0, meta, transfer); err != nil {
+			return Result{}, err
 		}
-		_, err = a.appendAndProject(ctx, tx, journalStream(c, jeID), 0, meta, []domain.Event{ledger.Recorded{
+		_, err = appendAndProject(ctx, tx, journalStream(c, jeID), 0, meta, []domain.Event{ledger.Recorded{
 			JournalEntryID: jeID, PlatformID: c.PlatformID, Environment: c.Environment, Type: ledger.TypeInboundTransfer,
 			Description: desc, Status: status, Lines: lines, Source: ledger.Source{Type: "inbound_transfer", ID: id},
 			EffectiveAt: at, At: at}})
-		res = Result{ID: id}
-		return err
+		return Result{ID: id}, err
 	})
-	return res, err
 }
 
 func inboundStream(c Caller, id string) eventstore.Stream {
-	return eventstore.Stream{ID: inbound.StreamID(id), Type: inbound.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
+	return inboundTransfers.stream(c, id)
 }

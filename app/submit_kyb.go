@@ -19,38 +19,30 @@ func (a *App) SubmitKYB(ctx context.Context, meta Meta, c Caller, virtualAccount
 	if err := sub.Validate(now()); err != nil {
 		return Result{}, err
 	}
-	var res Result
 	var rejected bool
-	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	id := domain.NewID(domain.PrefixKYB)
+	res, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		var entityRef string
 		err := tx.QueryRow(ctx, `SELECT entity_ref FROM virtual_accounts WHERE id = $1 AND platform_id = $2 AND environment = $3`,
 			virtualAccountID, c.PlatformID, c.Environment.String()).Scan(&entityRef)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &domain.Error{Code: domain.CodeNotFound, Param: "virtual_account_id", Message: "no such virtual_account: " + virtualAccountID}
+			return Result{}, &domain.Error{Code: domain.CodeNotFound, Param: "virtual_account_id", Message: "no such virtual_account: " + virtualAccountID}
 		}
 		if err != nil {
-			return err
-		}
-		stream := kybStream(c, entityRef)
-		s, version, err := loadKYB(ctx, tx, stream.ID)
-		if err != nil {
-			return err
-		}
-		id := domain.NewID(domain.PrefixKYB)
-		events, err := kyb.DecideCommand(s, kyb.Submit{VerificationID: id, PlatformID: c.PlatformID, Environment: c.Environment,
-			EntityRef: entityRef, VirtualAccountID: virtualAccountID, Submission: sub, At: now()})
-		if err != nil {
-			return err
+			return Result{}, err
 		}
 		rejected = false
-		for _, e := range events {
-			if _, ok := e.(kyb.Rejected); ok {
-				rejected = true
+		err = change(ctx, tx, meta, kybs, c, kybStream(c, entityRef).ID, func(s kyb.State) ([]domain.Event, error) {
+			events, err := kyb.DecideCommand(s, kyb.Submit{VerificationID: id, PlatformID: c.PlatformID, Environment: c.Environment,
+				EntityRef: entityRef, VirtualAccountID: virtualAccountID, Submission: sub, At: now()})
+			for _, e := range events {
+				if _, ok := e.(kyb.Rejected); ok {
+					rejected = true
+				}
 			}
-		}
-		res = Result{ID: id}
-		_, err = a.appendAndProject(ctx, tx, stream, version, meta, events)
-		return err
+			return events, err
+		})
+		return Result{ID: id}, err
 	})
 	if err == nil && rejected {
 		return res, &domain.Error{Code: domain.CodeComplianceRejected, ResourceID: res.ID,
@@ -62,13 +54,4 @@ func (a *App) SubmitKYB(ctx context.Context, meta Meta, c Caller, virtualAccount
 func kybStream(c Caller, entityRef string) eventstore.Stream {
 	return eventstore.Stream{ID: kyb.StreamID(c.PlatformID, c.Environment, entityRef), Type: kyb.StreamType,
 		PlatformID: c.PlatformID, Environment: c.Environment.String()}
-}
-
-func loadKYB(ctx context.Context, db eventstore.DB, streamID string) (kyb.State, int64, error) {
-	recs, version, err := eventstore.Load(ctx, db, streamID)
-	if err != nil {
-		return kyb.State{}, 0, err
-	}
-	s, err := eventstore.Fold(recs, kyb.State{}, kyb.Evolve)
-	return s, version, err
 }

@@ -38,34 +38,31 @@ func NewSecret() string {
 
 // CreateWebhook registers an endpoint and returns its id and secret.
 func (a *App) CreateWebhook(ctx context.Context, meta Meta, c Caller, in WebhookInput) (Result, error) {
-	var res Result
-	err := a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	return a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		settings, err := queries.GetSettings(ctx, tx, c.PlatformID, c.Environment)
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		cfg := webhook.Config{Events: []string{"*"}, Status: webhook.StatusEnabled, RetryPolicy: settings.WebhookRetryPolicy}
 		if err := applyWebhookInput(&cfg, in); err != nil {
-			return err
+			return Result{}, err
 		}
 		if in.URL == nil {
-			return domain.Invalid("url", "url is required")
+			return Result{}, domain.Invalid("url", "url is required")
 		}
 		if err := cfg.Validate(c.Environment); err != nil {
-			return err
+			return Result{}, err
 		}
 		id := domain.NewID(domain.PrefixWebhook)
 		secret := NewSecret()
 		at := now()
-		if _, err := a.appendAndProject(ctx, tx, webhookStream(c, id), 0, meta, []domain.Event{webhook.Created{
+		if _, err := appendAndProject(ctx, tx, webhookStream(c, id), 0, meta, []domain.Event{webhook.Created{
 			EndpointID: id, PlatformID: c.PlatformID, Environment: c.Environment, Config: cfg, At: at}}); err != nil {
-			return err
+			return Result{}, err
 		}
-		res = Result{ID: id, Secret: secret}
 		_, err = tx.Exec(ctx, `INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES ($1, $2, $3)`, id, secret, at)
-		return err
+		return Result{ID: id, Secret: secret}, err
 	})
-	return res, err
 }
 
 func applyWebhookInput(cfg *webhook.Config, in WebhookInput) error {
@@ -97,25 +94,12 @@ func applyWebhookInput(cfg *webhook.Config, in WebhookInput) error {
 
 // changeWebhook loads an endpoint of the caller and appends what decide returns.
 func (a *App) changeWebhook(ctx context.Context, meta Meta, c Caller, id string, decide func(pgx.Tx, webhook.State) ([]domain.Event, error)) error {
-	return a.run(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		recs, version, err := eventstore.Load(ctx, tx, webhook.StreamID(id))
-		if err != nil {
-			return err
-		}
-		s, err := eventstore.Fold(recs, webhook.State{}, webhook.Evolve)
-		if err != nil {
-			return err
-		}
-		if s.ID == "" || s.Deleted || s.PlatformID != c.PlatformID || s.Environment != c.Environment {
-			return domain.NotFound("webhook_endpoint", id)
-		}
-		events, err := decide(tx, s)
-		if err != nil || len(events) == 0 {
-			return err
-		}
-		_, err = a.appendAndProject(ctx, tx, webhookStream(c, id), version, meta, events)
-		return err
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{}, change(ctx, tx, meta, webhooks, c, id, func(s webhook.State) ([]domain.Event, error) {
+			return decide(tx, s)
+		})
 	})
+	return err
 }
 
 // UpdateWebhook is PATCH /webhooks/:id.
@@ -202,5 +186,5 @@ func (a *App) RetryDelivery(ctx context.Context, meta Meta, c Caller, endpointID
 }
 
 func webhookStream(c Caller, id string) eventstore.Stream {
-	return eventstore.Stream{ID: webhook.StreamID(id), Type: webhook.StreamType, PlatformID: c.PlatformID, Environment: c.Environment.String()}
+	return webhooks.stream(c, id)
 }

@@ -1,0 +1,115 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore/pgtest"
+)
+
+// roundTripTracer counts the round trips a pool makes: each statement sent
+// on its own (BEGIN and COMMIT included) and each batch.
+type roundTripTracer struct{ trips atomic.Int64 }
+
+func (r *roundTripTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.trips.Add(1)
+	return ctx
+}
+func (r *roundTripTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTripTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.trips.Add(1)
+	return ctx
+}
+func (r *roundTripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// count runs f and returns the round trips it made.
+func (r *roundTripTracer) count(t *testing.T, f func() error) int64 {
+	t.Helper()
+	before := r.trips.Load()
+	if err := f(); err != nil {
+		t.Fatal(err)
+	}
+	return r.trips.Load() - before
+}
+
+// TestCommandRoundTrips pins the round trips of the idempotent commands
+// the runner claims for (preparing a statement is not counted): never more
+// than before the runner. CreatePayment: BEGIN, the claim + lock + reads
+// batch, the appends, the projections + read batch, COMMIT. The others
+// claim with their new id in one statement, with no UPDATE after the
+// handler. A replay: BEGIN, the claim, the lookup, COMMIT.
+func TestCommandRoundTrips(t *testing.T) {
+	tr := &roundTripTracer{}
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = tr
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	e := &env{t: t, ctx: testCtx(t), pool: pool, a: app.New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	c, va := payReady(e, 1_000_000)
+
+	pay := func(key string) func() error {
+		return func() error {
+			_, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, key, key), c, payRequest(va, 100, "rtp"))
+			return err
+		}
+	}
+	register := func(key string) func() error {
+		return func() error {
+			_, err := e.a.RegisterPlatform(e.ctx, app.Meta{}, idem("operator", "live", key, "register_platform", key), acme)
+			return err
+		}
+	}
+	manual := func(key string) func() error {
+		return func() error {
+			_, err := e.a.PostJournalEntry(e.ctx, app.Meta{}, idem(c.PlatformID, "sandbox", key, "post_journal_entry", key), c,
+				app.PostJournalEntry{Type: "adjustment", Description: "d", VirtualAccountID: va, Direction: "credit", Amount: amt(1)})
+			return err
+		}
+	}
+	fund := func(key string) func() error {
+		return func() error {
+			_, err := e.a.FundPlatform(e.ctx, app.Meta{}, idem(c.PlatformID, "sandbox", key, "fund_platform", key),
+				app.FundPlatform{PlatformID: c.PlatformID, Environment: domain.Sandbox, Amount: amt(1)})
+			return err
+		}
+	}
+	for _, tc := range []struct {
+		name         string
+		run          func(string) func() error
+		want, replay int64
+	}{
+		{"CreatePayment", pay, 5, 4},         // as before the runner
+		{"RegisterPlatform", register, 6, 4}, // 7 before: the claim's UPDATE
+		{"PostJournalEntry", manual, 8, 4},   // 9 before
+		{"FundPlatform", fund, 8, 4},         // 9 before
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr.count(t, tc.run(tc.name+"-warm")) // prepares the statements
+			got := tr.count(t, tc.run(tc.name))
+			replay := tr.count(t, tc.run(tc.name))
+			t.Logf("%s: %d round trips, replay %d", tc.name, got, replay)
+			if got != tc.want {
+				t.Errorf("%s: %d round trips, want %d", tc.name, got, tc.want)
+			}
+			if replay != tc.replay {
+				t.Errorf("%s replay: %d round trips, want %d", tc.name, replay, tc.replay)
+			}
+		})
+	}
+}

@@ -1,0 +1,189 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// Every command runs through execute, in the shape of Formance's forgeLog:
+// the command's handler loads, decides (pure, in domain) and appends; the
+// runner owns everything around it, the same for every command: the writer
+// gate and BEGIN, the idempotency claim and the replay of an earlier
+// result, the retry of a lost race, COMMIT and the wake-up of the log's
+// readers.
+
+// command is what the runner needs to know of a command besides its handler.
+type command struct {
+	// idem, if set, runs the command at most once per key: the key is
+	// claimed in the command's transaction, and a request whose key was
+	// claimed before gets the earlier result back (Replayed) or
+	// idempotency_conflict if it differs.
+	idem *Idempotency
+	// resourceID is the id of what the command creates, when known before
+	// it runs: the claim then records it in the same statement. Left
+	// empty, the claim records the handler's Result.ID afterwards.
+	resourceID string
+	// claimInBatch says that the handler queues the claim in its own first
+	// batch (commandTx.queueClaim), saving the claim a round trip; it
+	// needs resourceID.
+	claimInBatch bool
+}
+
+// handler is a command's body, run in the command's transaction.
+type handler func(ctx context.Context, tx *commandTx) (Result, error)
+
+// commandTx is the command's transaction and its idempotency claim.
+type commandTx struct {
+	pgx.Tx
+	claim *claim // nil: the command has no idempotency key
+}
+
+// claim is one attempt's claim of an idempotency key.
+type claim struct {
+	idem       *Idempotency
+	resourceID string
+	outcome    claimOutcome
+}
+
+type claimOutcome int
+
+const (
+	claimNotMade claimOutcome = iota
+	claimWon                  // the key is this request's
+	claimTaken                // an earlier request holds the key: replay it
+)
+
+const claimSQL = `INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
+    VALUES ($1, $2, $3, $4, $5, $6, 201) ON CONFLICT DO NOTHING`
+
+// errClaimNotMade is a bug: a command that claims its key in its batch
+// returned without doing so.
+var errClaimNotMade = errors.New("app: the command did not claim its idempotency key")
+
+// execute runs a command: each attempt in a transaction of its own that
+// holds the writer gate shared (so that a projection rebuild can pause
+// commands for the moment it swaps its tables in), retried with jittered
+// backoff while it loses races (stream version conflict, serialization
+// failure, deadlock), at most MaxAttempts times; after the commit it wakes
+// the log's readers. A failed command rolls back with its claim: nothing
+// is stored for it.
+func (a *App) execute(ctx context.Context, cmd command, fn handler) (Result, error) {
+	if cmd.claimInBatch && (cmd.idem == nil || cmd.resourceID == "") {
+		return Result{}, errors.New("app: a claim in the command's batch needs an idempotency key and a resource id")
+	}
+	begin := pgx.TxOptions{BeginQuery: eventstore.CommandBegin}
+	var res Result
+	err := a.retry(ctx, func() error {
+		return pgx.BeginTxFunc(ctx, a.Pool, begin, func(tx pgx.Tx) (err error) {
+			res, err = attempt(ctx, newCommandTx(tx, cmd), cmd, fn)
+			return err
+		})
+	})
+	if err == nil {
+		a.Notifier.Notify()
+	}
+	return res, err
+}
+
+// retry calls try until it succeeds, fails for good, or has been called
+// MaxAttempts times.
+func (a *App) retry(ctx context.Context, try func() error) error {
+	backoff := 2 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil || !eventstore.Retryable(err) || attempt >= a.MaxAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff)))):
+		}
+		backoff = min(backoff*2, 200*time.Millisecond)
+	}
+}
+
+func newCommandTx(tx pgx.Tx, cmd command) *commandTx {
+	t := &commandTx{Tx: tx}
+	if cmd.idem != nil {
+		t.claim = &claim{idem: cmd.idem, resourceID: cmd.resourceID}
+	}
+	return t
+}
+
+// attempt is one try of a command in tx: claim, run, replay or record.
+func attempt(ctx context.Context, tx *commandTx, cmd command, fn handler) (Result, error) {
+	c := tx.claim
+	if c != nil && !cmd.claimInBatch {
+		tag, err := tx.Exec(ctx, claimSQL, c.args()...)
+		if err := c.settle(tag, err); err != nil {
+			return Result{}, err
+		}
+		if c.outcome == claimTaken {
+			return c.replay(ctx, tx)
+		}
+	}
+	res, err := fn(ctx, tx)
+	if err != nil || c == nil {
+		return res, err
+	}
+	switch c.outcome {
+	case claimTaken:
+		return c.replay(ctx, tx)
+	case claimNotMade:
+		return Result{}, errClaimNotMade
+	}
+	if c.resourceID == "" {
+		_, err = tx.Exec(ctx, `UPDATE idempotency_keys SET resource_id = $4 WHERE scope = $1 AND environment = $2 AND key = $3`,
+			c.idem.Scope, c.idem.Environment, c.idem.Key, res.ID)
+	}
+	return res, err
+}
+
+// queueClaim queues the claim of the command's key in b, the handler's
+// first batch; the handler reads its result with claimed.
+func (tx *commandTx) queueClaim(b *pgx.Batch) {
+	b.Queue(claimSQL, tx.claim.args()...)
+}
+
+// claimed reads the result of the claim queued by queueClaim. False: an
+// earlier request holds the key, and the handler returns at once (with no
+// error); the runner answers with the earlier result.
+func (tx *commandTx) claimed(br pgx.BatchResults) (bool, error) {
+	tag, err := br.Exec()
+	if err := tx.claim.settle(tag, err); err != nil {
+		return false, err
+	}
+	return tx.claim.outcome == claimWon, nil
+}
+
+func (c *claim) args() []any {
+	return []any{c.idem.Scope, c.idem.Environment, c.idem.Key, c.idem.Operation, c.idem.RequestHash, c.resourceID}
+}
+
+// settle records the claim statement's outcome. A concurrent duplicate
+// blocked on the key's primary key until the holder committed (taken) or
+// rolled back (won).
+func (c *claim) settle(tag pgconn.CommandTag, err error) error {
+	if err != nil {
+		return err
+	}
+	c.outcome = claimTaken
+	if tag.RowsAffected() > 0 {
+		c.outcome = claimWon
+	}
+	return nil
+}
+
+// replay answers with the result of the request that holds the key.
+func (c *claim) replay(ctx context.Context, db queryRower) (Result, error) {
+	res, _, err := lookupIdempotency(ctx, db, c.idem)
+	return res, err
+}
