@@ -61,7 +61,7 @@ type handler func(ctx context.Context, tx *commandTx) (Result, error)
 
 // commandTx is the command's transaction and its idempotency claim.
 type commandTx struct {
-	pgx.Tx       // pipelined: nil until sendFirst has begun it
+	pgx.Tx        // pipelined: nil until sendFirst has begun it
 	claim  *claim // nil: the command has no idempotency key
 	cmd    command
 	// Pipelined only: the connection the transaction runs on, and whether
