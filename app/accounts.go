@@ -19,7 +19,17 @@ import (
 type Caller struct {
 	PlatformID  string
 	Environment domain.Environment
+	// VerifyKeyID, if set, is the API key the request authenticated with
+	// from the API's credential cache, not from the database: a command
+	// that supports it (CreatePayment) checks in its transaction that the
+	// key is still usable, and fails with ErrKeyNotUsable if not. Other
+	// commands are only reached through a lookup and ignore it.
+	VerifyKeyID string
 }
+
+// scope is the caller's platform and environment, without the key: what
+// owns aggregates.
+func (c Caller) scope() Caller { return Caller{PlatformID: c.PlatformID, Environment: c.Environment} }
 
 // lockedAccount is a virtual account whose balance row this transaction holds.
 type lockedAccount struct {

@@ -85,7 +85,7 @@ func foldStream[S any](recs []eventstore.RecordedEvent, version int64, g aggrega
 	if g.exists == nil { // scoped by its stream id; no events: new
 		s, err := eventstore.Fold(recs, l.State, g.evolve)
 		if err == nil && caller != nil {
-			l.Owner = *caller
+			l.Owner = caller.scope()
 		}
 		l.State, l.Version = s, version
 		return l, err
@@ -99,7 +99,7 @@ func foldStream[S any](recs []eventstore.RecordedEvent, version int64, g aggrega
 	}
 	env, _ := domain.ParseEnvironment(recs[0].Environment)
 	owner := Caller{PlatformID: recs[0].PlatformID, Environment: env}
-	if !g.exists(s) || (caller != nil && *caller != owner) {
+	if !g.exists(s) || (caller != nil && caller.scope() != owner) {
 		return l, g.missing(id)
 	}
 	return loaded[S]{State: s, Version: version, Owner: owner}, nil

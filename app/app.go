@@ -7,10 +7,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/domain"
@@ -110,3 +112,122 @@ func appendProjectAndRead(ctx context.Context, tx pgx.Tx, meta Meta, read func(e
 }
 
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// appendProjectReadAndCommit is appendProjectAndRead for a pipelined
+// command's last round trip: the appends (which fail on a conflict, so
+// that nothing after them runs), the inline projections' writes, read's
+// single-row query and COMMIT, in one batch. Not pipelined, it is
+// appendProjectAndRead and the runner commits.
+func (tx *commandTx) appendProjectReadAndCommit(ctx context.Context, meta Meta, read func(eventstore.DB) error, reqs ...eventstore.AppendRequest) error {
+	if !tx.cmd.pipelined {
+		return appendProjectAndRead(ctx, tx, meta, read, reqs...)
+	}
+	b := &pgx.Batch{}
+	var all []eventstore.RecordedEvent
+	for _, r := range reqs {
+		recs, err := eventstore.QueueAppend(b, r, meta)
+		if err != nil {
+			return err
+		}
+		all = append(all, recs...)
+	}
+	p, err := projections.ProjectInline(all)
+	if err != nil {
+		return err
+	}
+	last := &lastBatch{tx: tx, b: b}
+	last.writes = b.Len() + p.MoveWritesTo(b)
+	if read == nil {
+		return last.send(ctx)
+	}
+	return read(last)
+}
+
+// lastBatch is a pipelined command's last batch, as the eventstore.DB its
+// read goes through: the read's one single-row query joins the batch,
+// between the writes and COMMIT. Only QueryRow may be used, once.
+type lastBatch struct {
+	tx     *commandTx
+	b      *pgx.Batch
+	writes int // the statements queued before the read
+	sent   bool
+}
+
+var errLastBatchRead = errors.New("app: a command's last batch reads one row, with QueryRow, once")
+
+// sendBatch sends the batch with COMMIT queued after query (none if
+// empty) and reads every write's result; the caller reads the query's and
+// COMMIT's.
+func (l *lastBatch) sendBatch(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	if l.sent {
+		return nil, errLastBatchRead
+	}
+	l.sent = true
+	if sql != "" {
+		l.b.Queue(sql, args...)
+	}
+	l.b.Queue("COMMIT")
+	br := l.tx.SendBatch(ctx, l.b)
+	for range l.writes {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// send sends the batch with no read.
+func (l *lastBatch) send(ctx context.Context) error {
+	br, err := l.sendBatch(ctx, "", nil)
+	if err != nil {
+		return err
+	}
+	return l.commitAndClose(br, nil)
+}
+
+// commitAndClose reads COMMIT's result and closes the batch; an earlier
+// error wins.
+func (l *lastBatch) commitAndClose(br pgx.BatchResults, err error) error {
+	if err == nil {
+		var tag pgconn.CommandTag
+		if tag, err = br.Exec(); err == nil && tag.String() == "ROLLBACK" {
+			err = pgx.ErrTxCommitRollback
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	l.tx.committed = err == nil
+	return err
+}
+
+func (l *lastBatch) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	br, err := l.sendBatch(ctx, sql, args)
+	if err != nil {
+		return errRow{err}
+	}
+	return lastRow{l, br}
+}
+
+func (l *lastBatch) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, errLastBatchRead
+}
+
+func (l *lastBatch) Query(context.Context, string, ...any) (pgx.Rows, error) {
+	return nil, errLastBatchRead
+}
+
+// lastRow is the read's row: scanning it also reads COMMIT's result.
+type lastRow struct {
+	l  *lastBatch
+	br pgx.BatchResults
+}
+
+func (r lastRow) Scan(dest ...any) error {
+	return r.l.commitAndClose(r.br, r.br.QueryRow().Scan(dest...))
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }

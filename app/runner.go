@@ -8,7 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/eventstore"
 )
 
@@ -34,15 +36,38 @@ type command struct {
 	// batch (commandTx.queueClaim), saving the claim a round trip; it
 	// needs resourceID.
 	claimInBatch bool
+	// pipelined runs the command in two round trips (the payment's hot
+	// path): BEGIN, the writer gate, the key check and the claim travel in
+	// front of the handler's first batch (commandTx.sendFirst), and COMMIT
+	// after its last (commandTx.appendProjectReadAndCommit). It needs
+	// claimInBatch when the command has a key. The transaction then holds
+	// its row locks across one round trip, not four.
+	pipelined bool
+	// verifyKeyID, if set, is the API key the request authenticated with,
+	// found in the API's credential cache: the command checks in its
+	// transaction that the key is still usable (ErrKeyNotUsable if not),
+	// so that a revocation takes effect on the next request, on every
+	// replica, without a round trip of its own.
+	verifyKeyID string
 }
+
+// ErrKeyNotUsable is the answer to a command whose API key (verifyKeyID)
+// was revoked or expired since the API cached it: the request is
+// unauthorized, as if the key had been looked up.
+var ErrKeyNotUsable = &domain.Error{Code: domain.CodeUnauthorized, Message: "the API key is revoked or expired"}
 
 // handler is a command's body, run in the command's transaction.
 type handler func(ctx context.Context, tx *commandTx) (Result, error)
 
 // commandTx is the command's transaction and its idempotency claim.
 type commandTx struct {
-	pgx.Tx
-	claim *claim // nil: the command has no idempotency key
+	pgx.Tx        // pipelined: nil until sendFirst has begun it
+	claim  *claim // nil: the command has no idempotency key
+	cmd    command
+	// Pipelined only: the connection the transaction runs on, and whether
+	// the handler's last batch committed it.
+	conn      *pgx.Conn
+	committed bool
 }
 
 // claim is one attempt's claim of an idempotency key.
@@ -78,9 +103,16 @@ func (a *App) execute(ctx context.Context, cmd command, fn handler) (Result, err
 	if cmd.claimInBatch && (cmd.idem == nil || cmd.resourceID == "") {
 		return Result{}, errors.New("app: a claim in the command's batch needs an idempotency key and a resource id")
 	}
+	if cmd.pipelined && cmd.idem != nil && !cmd.claimInBatch {
+		return Result{}, errors.New("app: a pipelined command claims its key in its first batch")
+	}
 	begin := pgx.TxOptions{BeginQuery: eventstore.CommandBegin}
 	var res Result
-	err := a.retry(ctx, func() error {
+	err := a.retry(ctx, func() (err error) {
+		if cmd.pipelined {
+			res, err = a.attemptPipelined(ctx, cmd, fn)
+			return err
+		}
 		return pgx.BeginTxFunc(ctx, a.Pool, begin, func(tx pgx.Tx) (err error) {
 			res, err = attempt(ctx, newCommandTx(tx, cmd), cmd, fn)
 			return err
@@ -110,8 +142,55 @@ func (a *App) retry(ctx context.Context, try func() error) error {
 	}
 }
 
+// attemptPipelined is one try of a pipelined command on a connection of
+// its own: the handler's batches begin and commit the transaction; a
+// command that returns without committing (a replay) commits here, and
+// one that fails rolls back here, the only extra round trip.
+func (a *App) attemptPipelined(ctx context.Context, cmd command, fn handler) (res Result, err error) {
+	pc, err := a.Pool.Acquire(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	tx := newCommandTx(nil, cmd)
+	tx.conn = pc.Conn()
+	defer func() { tx.end(ctx, pc, err) }()
+	res, err = attempt(ctx, tx, cmd, fn)
+	if err == nil && !tx.committed && tx.Tx != nil {
+		err = tx.commit(ctx)
+	}
+	return res, err
+}
+
+// commit commits a pipelined transaction whose handler did not.
+func (tx *commandTx) commit(ctx context.Context) error {
+	tag, err := tx.conn.Exec(ctx, "COMMIT")
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = pgx.ErrTxCommitRollback
+	}
+	tx.committed = err == nil
+	return err
+}
+
+// end rolls back a pipelined transaction that did not commit and releases
+// its connection. The pool destroys a connection left in a transaction (a
+// ROLLBACK that failed, a context that ran out), so a broken one is never
+// handed to the next command.
+func (tx *commandTx) end(ctx context.Context, pc *pgxpool.Conn, err error) {
+	defer pc.Release()
+	if tx.committed || tx.conn.IsClosed() || tx.conn.PgConn().TxStatus() == 'I' {
+		return
+	}
+	// The command failed: its context may be done, the rollback must
+	// still be sent (briefly) for the connection to be reusable.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, rerr := tx.conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+		_ = tx.conn.Close(rctx)
+	}
+}
+
 func newCommandTx(tx pgx.Tx, cmd command) *commandTx {
-	t := &commandTx{Tx: tx}
+	t := &commandTx{Tx: tx, cmd: cmd}
 	if cmd.idem != nil {
 		t.claim = &claim{idem: cmd.idem, resourceID: cmd.resourceID}
 	}
@@ -120,6 +199,11 @@ func newCommandTx(tx pgx.Tx, cmd command) *commandTx {
 
 // attempt is one try of a command in tx: claim, run, replay or record.
 func attempt(ctx context.Context, tx *commandTx, cmd command, fn handler) (Result, error) {
+	if cmd.verifyKeyID != "" && !cmd.pipelined {
+		if err := keyUsable(tx.QueryRow(ctx, keyUsableSQL, cmd.verifyKeyID)); err != nil {
+			return Result{}, err
+		}
+	}
 	c := tx.claim
 	if c != nil && !cmd.claimInBatch {
 		tag, err := tx.Exec(ctx, claimSQL, c.args()...)
@@ -186,4 +270,57 @@ func (c *claim) settle(tag pgconn.CommandTag, err error) error {
 func (c *claim) replay(ctx context.Context, db queryRower) (Result, error) {
 	res, _, err := lookupIdempotency(ctx, db, c.idem)
 	return res, err
+}
+
+// keyUsableSQL finds the API key if it may still be used: the same
+// conditions as the API's lookup by secret (queries.CredentialByHash).
+const keyUsableSQL = `SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
+
+// writerGateSQL takes the writer gate shared (eventstore.CommandBegin's
+// second statement, as a batch statement).
+const writerGateSQL = `SELECT pg_advisory_xact_lock_shared($1)`
+
+// keyUsable reads keyUsableSQL's row: ErrKeyNotUsable when there is none.
+func keyUsable(row pgx.Row) error {
+	var one int
+	err := row.Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrKeyNotUsable
+	}
+	return err
+}
+
+// sendFirst sends the handler's first batch. Pipelined, BEGIN, the writer
+// gate and the key check travel in front of it, and their results are
+// read here: the handler reads its own, then closes the batch. On an
+// error the batch is closed already.
+func (tx *commandTx) sendFirst(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
+	if !tx.cmd.pipelined {
+		return tx.SendBatch(ctx, b), nil
+	}
+	first := &pgx.Batch{}
+	first.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	first.Queue(writerGateSQL, int64(eventstore.WriterGate))
+	if tx.cmd.verifyKeyID != "" {
+		first.Queue(keyUsableSQL, tx.cmd.verifyKeyID)
+	}
+	first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
+	br := tx.conn.SendBatch(ctx, first)
+	fail := func(err error) (pgx.BatchResults, error) {
+		br.Close()
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return fail(err)
+	}
+	tx.Tx = br.Tx()
+	if _, err := br.Exec(); err != nil {
+		return fail(err)
+	}
+	if tx.cmd.verifyKeyID != "" {
+		if err := keyUsable(br.QueryRow()); err != nil {
+			return fail(err)
+		}
+	}
+	return br, nil
 }

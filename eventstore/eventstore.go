@@ -84,7 +84,24 @@ type Position struct {
 // expected is 0, or moves its version from expected, and inserts the events
 // only if one of the two happened.
 const appendSQL = `
-WITH created AS (
+WITH ` + appendCTEs + `
+INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, platform_id, environment, data, metadata)
+` + appendSelect + `
+RETURNING global_position, transaction_id::text::bigint, event_id, stream_version, recorded_at`
+
+// queuedAppendSQL is the append as a statement that fails on a conflict
+// (SQLSTATE VersionConflictState, from migration 00013) instead of
+// returning no rows: in a pipeline the failure makes PostgreSQL skip every
+// later statement up to the sync, COMMIT included.
+const queuedAppendSQL = `
+WITH ` + appendCTEs + `, inserted AS (
+    INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, platform_id, environment, data, metadata)
+    ` + appendSelect + `
+    RETURNING 1
+)
+SELECT CASE WHEN count(*) = 0 THEN stream_version_conflict($1, $5) ELSE count(*) END FROM inserted`
+
+const appendCTEs = `created AS (
     INSERT INTO streams (stream_id, stream_type, platform_id, environment, version)
     SELECT $1, $2, NULLIF($3, ''), NULLIF($4, ''), $6::bigint WHERE $5::bigint = 0
     ON CONFLICT (stream_id) DO NOTHING
@@ -92,13 +109,12 @@ WITH created AS (
 ), moved AS (
     UPDATE streams SET version = $6 WHERE stream_id = $1 AND version = $5 AND $5 > 0
     RETURNING 1
-)
-INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, platform_id, environment, data, metadata)
-SELECT e.event_id, $1, $5 + e.ord, e.event_type, 1, NULLIF($3, ''), NULLIF($4, ''), e.data, $7
+)`
+
+const appendSelect = `SELECT e.event_id, $1, $5 + e.ord, e.event_type, 1, NULLIF($3, ''), NULLIF($4, ''), e.data, $7
 FROM unnest($8::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS e(event_id, event_type, data, ord)
 WHERE EXISTS (SELECT 1 FROM created UNION ALL SELECT 1 FROM moved)
-ORDER BY e.ord
-RETURNING global_position, transaction_id::text::bigint, event_id, stream_version, recorded_at`
+ORDER BY e.ord`
 
 // Append writes events to a stream whose current version must be expected
 // (0 for a new stream). It returns ErrVersionConflict otherwise.
@@ -160,6 +176,33 @@ func AppendAll(ctx context.Context, tx pgx.Tx, meta Metadata, reqs ...AppendRequ
 		}
 	}
 	return out, br.Close()
+}
+
+// QueueAppend queues on b the append of req's events, for a caller that
+// sends it in one pipeline with what follows (the inline projections'
+// writes, COMMIT). A conflict fails the statement (IsVersionConflict,
+// Retryable), so that nothing after it in the pipeline runs. It returns
+// the events as they will be recorded, known before the batch is sent:
+// all but GlobalPosition, TransactionID and RecordedAt, which only the
+// database assigns (the inline projectors do not read them). The caller
+// reads the statement's result with Exec, in queue order.
+func QueueAppend(b *pgx.Batch, req AppendRequest, meta Metadata) ([]RecordedEvent, error) {
+	if len(req.Events) == 0 {
+		return nil, nil
+	}
+	if req.Meta != nil {
+		meta = *req.Meta
+	}
+	a, err := prepareAppend(req, meta)
+	if err != nil {
+		return nil, err
+	}
+	for i := range a.recs {
+		a.recs[i].StreamVersion = req.Expected + int64(i) + 1
+		a.recs[i].Metadata = a.metaJSON
+	}
+	b.Queue(queuedAppendSQL, a.args...)
+	return a.recs, nil
 }
 
 type preparedAppend struct {

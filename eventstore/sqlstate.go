@@ -20,15 +20,29 @@ func sqlState(err error) (*pgconn.PgError, bool) {
 	return pgErr, ok
 }
 
+// VersionConflictState is the SQLSTATE of a queued append whose stream
+// moved (QueueAppend; raised by migration 00013's function).
+const VersionConflictState = "TR409"
+
 // Retryable reports whether a command that failed with err lost a race
 // and may simply run again: a stream moved under it, a serialization
 // failure, a deadlock.
 func Retryable(err error) bool {
-	if errors.Is(err, ErrVersionConflict) {
+	if IsVersionConflict(err) {
 		return true
 	}
 	pgErr, ok := sqlState(err)
 	return ok && (pgErr.Code == "40001" || pgErr.Code == "40P01") // serialization_failure, deadlock_detected
+}
+
+// IsVersionConflict reports whether err is an append's stream version
+// conflict: Append's ErrVersionConflict or a queued append's failure.
+func IsVersionConflict(err error) bool {
+	if errors.Is(err, ErrVersionConflict) {
+		return true
+	}
+	pgErr, ok := sqlState(err)
+	return ok && pgErr.Code == VersionConflictState
 }
 
 // LockContended reports whether err means a lock could not be had: a

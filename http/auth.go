@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"strings"
@@ -21,6 +22,11 @@ type principal struct {
 	env        domain.Environment
 	keyID      string
 	rateLimit  *queries.RateLimitView
+	// keyHash is the secret's hash; verifyInCommand says the key was
+	// found in the credential cache, so the command must check it
+	// (app.Caller.VerifyKeyID).
+	keyHash         string
+	verifyInCommand bool
 }
 
 const principalKey = "principal"
@@ -39,6 +45,17 @@ const touchEvery = time.Minute
 // authenticate resolves the bearer key. Unknown, malformed, revoked and
 // expired keys all get the same 401, with no hint which.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return s.authenticateKeys(next, false)
+}
+
+// authenticateInCommand is authenticate for a route whose command checks
+// the key itself, in its first round trip (POST /v1/payments): a key found
+// in the credential cache costs no round trip here.
+func (s *Server) authenticateInCommand(next echo.HandlerFunc) echo.HandlerFunc {
+	return s.authenticateKeys(next, true)
+}
+
+func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		addr := clientAddress(c)
 		scheme, token, ok := strings.Cut(strings.TrimSpace(c.Request().Header.Get("Authorization")), " ")
@@ -54,6 +71,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.failedAuth(c, addr)
 		}
 		hash := app.HashSecret(token)
+		now := time.Now()
+		if inCommand {
+			if e, ok := s.creds.get(hash, now); ok {
+				s.touchInBackground(c, e, now)
+				c.Set(principalKey, principalOfKey(e.cred, hash, true))
+				return next(c)
+			}
+		}
 		lookup, err := s.lookUp(c, addr, hash)
 		if err != nil {
 			return err
@@ -68,16 +93,55 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return lookup.notFound(c)
 		}
 		lookup.found()
-		now := time.Now()
-		if cred.LastUsedAt == nil || now.Sub(*cred.LastUsedAt) > touchEvery {
+		var touched time.Time
+		if cred.LastUsedAt != nil {
+			touched = *cred.LastUsedAt
+		}
+		if now.Sub(touched) > touchEvery {
 			if err := queries.TouchAPIKey(ctx, s.pool, cred.KeyID, now); err != nil {
 				s.log.Warn("could not record key use", "key_id", cred.KeyID, "error", err)
+			} else {
+				touched = now
 			}
 		}
-		p := &principal{platformID: cred.PlatformID, env: cred.Environment, keyID: cred.KeyID, rateLimit: cred.RateLimit}
-		c.Set(principalKey, p)
+		s.creds.put(hash, cred, touched, now)
+		c.Set(principalKey, principalOfKey(cred, hash, false))
 		return next(c)
 	}
+}
+
+func principalOfKey(cred queries.Credential, hash string, verifyInCommand bool) *principal {
+	return &principal{platformID: cred.PlatformID, env: cred.Environment, keyID: cred.KeyID, rateLimit: cred.RateLimit,
+		keyHash: hash, verifyInCommand: verifyInCommand}
+}
+
+// touchInBackground records a cached key's use, once per touchEvery, off
+// the request's path: last_used_at is operational data, and the request
+// must not wait for a write of its own.
+func (s *Server) touchInBackground(c echo.Context, e *cachedCredential, now time.Time) {
+	if !e.claimTouch(now) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	go func() {
+		defer cancel()
+		if err := queries.TouchAPIKey(ctx, s.pool, e.cred.KeyID, now); err != nil {
+			s.log.Warn("could not record key use", "key_id", e.cred.KeyID, "error", err)
+		}
+	}()
+}
+
+// keyRefusedByCommand is the answer to a request whose command found its
+// cached key revoked or expired: the key leaves the cache, and the request
+// gets what a lookup that did not find it gets (401, or 429 once the
+// address has failed too often).
+func (s *Server) keyRefusedByCommand(c echo.Context) error {
+	p := principalOf(c)
+	s.creds.drop(p.keyHash)
+	if s.limiter.off {
+		return errUnauthorized
+	}
+	return keyLookup{f: s.limiter.failures, addr: clientAddress(c), hash: p.keyHash}.notFound(c)
 }
 
 // lookUp asks the failure limit whether a key may be looked up.

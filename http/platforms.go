@@ -111,6 +111,7 @@ func (s *Server) configurePlatform(c echo.Context) error {
 	if err := s.app.ConfigurePlatform(c.Request().Context(), meta(c), id, patch); err != nil {
 		return err
 	}
+	s.creds.purge() // cached keys carry their platform's rate limit
 	return s.getPlatform(c)
 }
 

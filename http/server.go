@@ -52,6 +52,7 @@ type Server struct {
 	metrics  *metrics
 	registry *prometheus.Registry
 	limiter  *limiter
+	creds    *credentialCache
 }
 
 // New builds the API over an App.
@@ -74,6 +75,7 @@ func New(a *app.App, cfg Config) *Server {
 	s := &Server{
 		echo: echo.New(), app: a, pool: a.Pool, cfg: cfg, log: a.Log,
 		metrics: newMetrics(reg), registry: reg, limiter: newLimiter(cfg.RateLimitOff, cfg.RateLimit),
+		creds: newCredentialCache(),
 	}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
@@ -152,7 +154,8 @@ func (s *Server) routes() {
 	v1.POST("/ledger/entries", s.postJournalEntry, platform...)
 	v1.GET("/ledger/exports", s.exportLedger, platform...)
 
-	v1.POST("/payments", s.createPayment, platform...)
+	// The payment's command checks the key itself (the hot path's round trips).
+	v1.POST("/payments", s.createPayment, s.authenticateInCommand, platformOnly, s.rateLimit)
 	v1.GET("/payments", s.listPayments, platform...)
 	v1.GET("/payments/:id", s.getPayment, platform...)
 	v1.POST("/payments/:id/cancel", s.cancelPayment, platform...)

@@ -15,7 +15,11 @@ import (
 
 func callerOf(c echo.Context) app.Caller {
 	p := principalOf(c)
-	return app.Caller{PlatformID: p.platformID, Environment: p.env}
+	caller := app.Caller{PlatformID: p.platformID, Environment: p.env}
+	if p.verifyInCommand {
+		caller.VerifyKeyID = p.keyID
+	}
+	return caller
 }
 
 func scopeOf(c echo.Context) queries.Scope {

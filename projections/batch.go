@@ -40,6 +40,16 @@ func (b *Batch) Send(ctx context.Context, tx pgx.Tx) error {
 	return tx.SendBatch(ctx, &w).Close()
 }
 
+// MoveWritesTo appends the queued writes to dst, for a caller that sends
+// them in its own pipeline (the payment's last round trip, with COMMIT),
+// and returns how many there were: the caller reads that many results.
+func (b *Batch) MoveWritesTo(dst *pgx.Batch) int {
+	n := b.writes.Len()
+	dst.QueuedQueries = append(dst.QueuedQueries, b.writes.QueuedQueries...)
+	b.writes = pgx.Batch{}
+	return n
+}
+
 // Reader reads through tx after the queued writes: a single-row query
 // travels in the same round trip as the writes (and sees them); anything
 // else sends the writes first.

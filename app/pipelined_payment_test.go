@@ -1,0 +1,285 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore/pgtest"
+)
+
+// The payment's hot path runs pipelined (two round trips): these tests pin
+// what that must keep — nothing stored by a payment that fails at any
+// point, a cached API key checked in the command, the balance lock held
+// for one round trip, exact balances under 64 concurrent clients.
+
+// paySmallEnv is an env whose pool has two connections (the KYB decider
+// needs both): a connection left in a transaction by a failed payment
+// would soon break a later one.
+func paySmallEnv(t *testing.T) *env {
+	t.Helper()
+	return payEnv(t, 2)
+}
+
+// payLeftNothing asserts that the key claimed nothing and that the
+// account's balance and the log are as they were.
+func payLeftNothing(t *testing.T, e *env, c app.Caller, va, key string, events int, before any) {
+	t.Helper()
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM idempotency_keys WHERE scope = $1 AND key = $2`, c.PlatformID, key); n != 0 {
+		t.Errorf("the failed payment left its idempotency key claimed")
+	}
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM events`); n != events {
+		t.Errorf("%d events after the failed payment, want %d", n, events)
+	}
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM payments WHERE virtual_account_id = $1`, va); n != 0 {
+		t.Errorf("the failed payment left %d payment rows", n)
+	}
+	if b := e.balance(va); fmt.Sprint(b) != fmt.Sprint(before) {
+		t.Errorf("balance %+v after the failed payment, want %+v", b, before)
+	}
+}
+
+// A payment refused after the first round trip (insufficient funds, a
+// decision made in Go) rolls back: no claim, no event, and the one
+// connection is clean for the next payment, which may reuse the key.
+func TestRefusedPipelinedPaymentStoresNothing(t *testing.T) {
+	e := paySmallEnv(t)
+	c, va := payReady(e, 500)
+	events := count(t, e.ctx, e.pool, `SELECT count(*) FROM events`)
+	before := e.balance(va)
+	for range 3 { // the pool's connections, again and again
+		_, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "refused", "h1"), c, payRequest(va, 1_000, "rtp"))
+		if domain.CodeOf(err) != domain.CodeInsufficientFunds {
+			t.Fatalf("payment over the balance: %v, want insufficient_funds", err)
+		}
+	}
+	payLeftNothing(t, e, c, va, "refused", events, before)
+	// The key was never claimed: the same key with an affordable request is a new payment.
+	res, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "refused", "h2"), c, payRequest(va, 100, "rtp"))
+	if err != nil || res.Replayed || res.Payment == nil {
+		t.Fatalf("payment after the refusals: %+v, %v", res, err)
+	}
+}
+
+// A statement that fails in the middle of the second round trip (here an
+// inline projection's insert, made to fail by a trigger) leaves nothing:
+// PostgreSQL skips COMMIT, the runner rolls back, the connection is clean.
+func TestPipelinedPaymentFailingInItsLastBatchStoresNothing(t *testing.T) {
+	e := paySmallEnv(t)
+	c, va := payReady(e, 100_000)
+	for _, sql := range []string{
+		`CREATE FUNCTION test_refuse_payment() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN IF NEW.amount = 4242 THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER test_refuse_payment BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION test_refuse_payment()`,
+	} {
+		if _, err := e.pool.Exec(e.ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := count(t, e.ctx, e.pool, `SELECT count(*) FROM events`)
+	before := e.balance(va)
+	_, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "doomed", "doomed"), c, payRequest(va, 4242, "rtp"))
+	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		t.Fatalf("payment whose projection fails: %v", err)
+	}
+	payLeftNothing(t, e, c, va, "doomed", events, before)
+	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil {
+		t.Fatalf("the next payment on the same connection: %v", err)
+	}
+}
+
+// apiKeyOf is the id of the platform's sandbox key (approval made one).
+func apiKeyOf(e *env, c app.Caller) string {
+	e.t.Helper()
+	var id string
+	if err := e.pool.QueryRow(e.ctx, `SELECT id FROM api_keys WHERE platform_id = $1 AND environment = $2`,
+		c.PlatformID, c.Environment.String()).Scan(&id); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// A caller whose key the API found in its cache carries the key's id; the
+// payment checks it in its first round trip: revoked, the payment is
+// unauthorized and stores nothing.
+func TestPipelinedPaymentChecksACachedKey(t *testing.T) {
+	e := paySmallEnv(t)
+	c, va := payReady(e, 100_000)
+	c.VerifyKeyID = apiKeyOf(e, c)
+	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil {
+		t.Fatalf("payment with a usable key: %v", err)
+	}
+	if err := e.a.RevokeAPIKey(e.ctx, app.Meta{}, c.PlatformID, c.Environment, c.VerifyKeyID); err != nil {
+		t.Fatal(err)
+	}
+	events := count(t, e.ctx, e.pool, `SELECT count(*) FROM events`)
+	before := e.balance(va)
+	_, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "revoked", "revoked"), c, payRequest(va, 100, "rtp"))
+	if !errors.Is(err, app.ErrKeyNotUsable) || domain.CodeOf(err) != domain.CodeUnauthorized {
+		t.Fatalf("payment with a revoked key: %v, want unauthorized", err)
+	}
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM idempotency_keys WHERE key = 'revoked'`); n != 0 {
+		t.Errorf("the refused payment claimed its key")
+	}
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM events`); n != events {
+		t.Errorf("the refused payment appended %d events", n-events)
+	}
+	if b := e.balance(va); b != before {
+		t.Errorf("balance %+v, want %+v", b, before)
+	}
+}
+
+// tripLog records, for each round trip a pool makes, the statements it
+// carried.
+type tripLog struct {
+	mu    sync.Mutex
+	trips [][]string
+}
+
+func (l *tripLog) start(sql string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.trips = append(l.trips, []string{sql})
+}
+
+func (l *tripLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	l.start(d.SQL)
+	return ctx
+}
+func (l *tripLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (l *tripLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var sqls []string
+	for _, q := range d.Batch.QueuedQueries {
+		sqls = append(sqls, q.SQL)
+	}
+	l.trips = append(l.trips, sqls)
+	return ctx
+}
+func (l *tripLog) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (l *tripLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// find is the index of the first trip since from with a statement that
+// match accepts, or -1.
+func (l *tripLog) find(from int, match func(sql string) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := from; i < len(l.trips); i++ {
+		for _, sql := range l.trips[i] {
+			if match(strings.ToUpper(strings.TrimSpace(sql))) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func (l *tripLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.trips)
+}
+
+// Item 4 of issue #15: the balance row is locked in the payment's first
+// round trip and released by the COMMIT of the next one: held across one
+// round trip (it was four: the appends, the projections and COMMIT came
+// each in one of their own).
+func TestPaymentHoldsTheBalanceLockForOneRoundTrip(t *testing.T) {
+	log := &tripLog{}
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = log
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	e := &env{t: t, ctx: testCtx(t), pool: pool, a: newApp(t, pool)}
+	c, va := payReady(e, 100_000)
+	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil { // warms the statement cache
+		t.Fatal(err)
+	}
+	from := log.len()
+	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil {
+		t.Fatal(err)
+	}
+	lock := log.find(from, func(sql string) bool { return strings.Contains(sql, "FOR UPDATE") })
+	commit := log.find(from, func(sql string) bool { return sql == "COMMIT" })
+	if lock < 0 || commit < 0 {
+		t.Fatalf("no lock (%d) or no COMMIT (%d) in the payment's round trips", lock, commit)
+	}
+	if commit-lock != 1 || commit != log.len()-1 {
+		t.Fatalf("the lock is taken in round trip %d and released by COMMIT in %d (of %d): want the next one, the last",
+			lock-from+1, commit-from+1, log.len()-from)
+	}
+}
+
+// Item 4 of issue #15 under load: 64 clients pay from 10 hot accounts at
+// once. No deadlock, no lost update: every account's pending outbound is
+// exactly the sum of its accepted payments and fees, and the ledger
+// balances (Σ debits = Σ credits).
+func TestSixtyFourClientsOnTenHotAccounts(t *testing.T) {
+	const (
+		clients  = 64
+		accounts = 10
+		each     = 8 // payments per client
+		amount   = 100
+		fee      = 50 // rtp's default
+		funds    = clients * each * (amount + fee)
+	)
+	e := payEnv(t, 24)
+	c := e.platform("Hot")
+	vas := make([]string, accounts)
+	for i := range vas {
+		vas[i] = e.openVA(c)
+	}
+	payApprove(e, c, vas[0]) // one business: every account is approved
+	for _, va := range vas {
+		e.fund(c, va, funds)
+	}
+	var accepted [accounts]atomic.Int64
+	errs := make(chan error, clients*each)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for j := range each {
+				a := (i + j) % accounts
+				if _, err := payCreate(e, c, payRequest(vas[a], amount, "rtp")); err != nil {
+					errs <- err
+					continue
+				}
+				accepted[a].Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("payment: %v", err)
+	}
+	for i, va := range vas {
+		b := e.balance(va)
+		if want := accepted[i].Load() * (amount + fee); b.PendingOutbound != want || b.Posted != funds {
+			t.Errorf("account %d: posted %d, pending outbound %d; want %d, %d", i, b.Posted, b.PendingOutbound, funds, want)
+		}
+	}
+	payCheckLedger(e)
+}
