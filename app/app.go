@@ -187,19 +187,38 @@ func (l *lastBatch) send(ctx context.Context) error {
 }
 
 // commitAndClose reads COMMIT's result and closes the batch; an earlier
-// error wins.
+// error wins. A read that failed in Go (a scan, no row) did not stop
+// PostgreSQL, which ran COMMIT after it: when the batch closes cleanly
+// with the session out of its transaction, the command committed
+// (tx.committed) although its read returns an error, and the command
+// answers without its read instead of failing what it made.
 func (l *lastBatch) commitAndClose(br pgx.BatchResults, err error) error {
+	readFailed := err != nil
 	if err == nil {
 		var tag pgconn.CommandTag
 		if tag, err = br.Exec(); err == nil && tag.String() == "ROLLBACK" {
 			err = pgx.ErrTxCommitRollback
 		}
 	}
-	if cerr := br.Close(); err == nil {
+	cerr := br.Close()
+	if readFailed && cerr == nil && l.committedDespite(err) {
+		l.tx.committed = true
+		return err
+	}
+	if err == nil {
 		err = cerr
 	}
 	l.tx.committed = err == nil
 	return err
+}
+
+// committedDespite reports whether the transaction committed although
+// its read failed with err: the error came from Go, not from the server
+// (which would have skipped COMMIT), and the session is idle.
+func (l *lastBatch) committedDespite(err error) bool {
+	var pgErr *pgconn.PgError
+	conn := l.tx.conn
+	return !errors.As(err, &pgErr) && conn != nil && !conn.IsClosed() && conn.PgConn().TxStatus() == 'I'
 }
 
 func (l *lastBatch) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {

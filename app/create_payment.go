@@ -70,9 +70,17 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		res := Result{ID: id}
 		// The answer is read in the same batch as the inline writes: no
 		// read-back after the commit, on another connection.
+		// A read that fails after the commit leaves the payment made and
+		// unread: the caller reads it afresh (Payment nil).
 		read := func(db eventstore.DB) error {
 			v, err := queries.GetPayment(ctx, db, queries.Scope{PlatformID: c.PlatformID, Environment: c.Environment}, id)
-			res.Payment = &v
+			if err != nil && tx.committed {
+				a.Log.Warn("payment committed, its read failed; answering from a fresh read", "payment_id", id, "error", err)
+				return nil
+			}
+			if err == nil {
+				res.Payment = &v
+			}
 			return err
 		}
 		err = tx.appendProjectReadAndCommit(ctx, meta, read,

@@ -283,3 +283,39 @@ func TestSixtyFourClientsOnTenHotAccounts(t *testing.T) {
 	}
 	payCheckLedger(e)
 }
+
+// A read that fails in Go after the last batch was sent (here: no row, as
+// a test trigger skips the payment's projected row) does not stop
+// PostgreSQL from running the COMMIT queued after it: the payment exists,
+// so CreatePayment succeeds without its read (Payment nil, for the caller
+// to read afresh) instead of failing a payment that was made.
+func TestPipelinedPaymentReadFailingAfterCommitStillSucceeds(t *testing.T) {
+	e := paySmallEnv(t)
+	c, va := payReady(e, 100_000)
+	for _, sql := range []string{
+		`CREATE FUNCTION test_skip_payment_row() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN IF NEW.amount = 4343 THEN RETURN NULL; END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER test_skip_payment_row BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION test_skip_payment_row()`,
+	} {
+		if _, err := e.pool.Exec(e.ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := count(t, e.ctx, e.pool, `SELECT count(*) FROM events`)
+	res, err := e.a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, "unread", "unread"), c, payRequest(va, 4343, "rtp"))
+	if err != nil {
+		t.Fatalf("a payment that committed answered %v", err)
+	}
+	if res.ID == "" || res.Payment != nil {
+		t.Fatalf("result %+v: want the payment's id and no read", res)
+	}
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM events`); n != events+2 {
+		t.Errorf("%d events appended, want the payment's and its entry's (2)", n-events)
+	}
+	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM idempotency_keys WHERE key = 'unread'`); n != 1 {
+		t.Errorf("the committed payment's key claimed %d times, want 1", n)
+	}
+	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil {
+		t.Fatalf("the next payment on the same connection: %v", err)
+	}
+}
