@@ -84,6 +84,7 @@ func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.Ha
 			return err
 		}
 		ctx := c.Request().Context()
+		gen := s.creds.generation()
 		cred, found, err := queries.CredentialByHash(ctx, s.pool, hash)
 		if err != nil {
 			lookup.failedLookup()
@@ -104,7 +105,7 @@ func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.Ha
 				touched = now
 			}
 		}
-		s.creds.put(hash, cred, touched, now)
+		s.creds.put(hash, cred, touched, now, gen)
 		c.Set(principalKey, principalOfKey(cred, hash, false))
 		return next(c)
 	}

@@ -15,7 +15,8 @@ import (
 // (app.Caller.VerifyKeyID), so a revocation or an expiry takes effect on
 // the next request, on every replica. What the cache may serve stale, for
 // at most credentialTTL, is only the platform's rate limit override (and
-// at once on the replica that took the operator's PATCH, which purges it).
+// at once on the replica that took the operator's PATCH, which purges it; a
+// lookup in flight across the purge does not put its stale read back).
 // Routes that do not check the key in their command look it up every time,
 // and refresh the cache as they do.
 const (
@@ -26,6 +27,9 @@ const (
 // credentialCache maps a key's secret hash to what its lookup found.
 type credentialCache struct {
 	entries *lru.Cache[string, *cachedCredential] // safe for concurrent use
+	// gen counts purges: a lookup that began before one must not put back
+	// what it read, which may predate the change the purge was for.
+	gen atomic.Uint64
 }
 
 // cachedCredential is a looked-up key, until expires.
@@ -52,9 +56,15 @@ func (c *credentialCache) get(hash string, now time.Time) (*cachedCredential, bo
 	return e, true
 }
 
+// generation is what a lookup passes to put: read it before the lookup.
+func (c *credentialCache) generation() uint64 { return c.gen.Load() }
+
 // put remembers a key just looked up; touched is when its use was last
-// recorded (zero: never).
-func (c *credentialCache) put(hash string, cred queries.Credential, touched, now time.Time) {
+// recorded (zero: never); gen is the generation read before the lookup.
+func (c *credentialCache) put(hash string, cred queries.Credential, touched, now time.Time, gen uint64) {
+	if c.gen.Load() != gen {
+		return // purged since the lookup began: what it read may be stale
+	}
 	e := &cachedCredential{cred: cred, expires: now.Add(credentialTTL)}
 	e.touched.Store(touched.UnixNano())
 	c.entries.Add(hash, e)
@@ -64,7 +74,10 @@ func (c *credentialCache) put(hash string, cred queries.Credential, touched, now
 func (c *credentialCache) drop(hash string) { c.entries.Remove(hash) }
 
 // purge forgets every key: a platform's rate limit changed.
-func (c *credentialCache) purge() { c.entries.Purge() }
+func (c *credentialCache) purge() {
+	c.gen.Add(1)
+	c.entries.Purge()
+}
 
 // claimTouch reports whether the key's use is due to be recorded at now
 // (once per touchEvery), and if so marks it recorded, so that of many
