@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -317,5 +318,31 @@ func TestPipelinedPaymentReadFailingAfterCommitStillSucceeds(t *testing.T) {
 	}
 	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil {
 		t.Fatalf("the next payment on the same connection: %v", err)
+	}
+}
+
+// A revoked key stops the payment's first batch at the key check: the
+// claim and the balance lock queued after it never run, so the refusal
+// does not wait on the account's lock held by another transaction.
+func TestRevokedCachedKeyStopsBeforeTheLock(t *testing.T) {
+	e := paySmallEnv(t)
+	c, va := payReady(e, 100_000)
+	c.VerifyKeyID = apiKeyOf(e, c)
+	if err := e.a.RevokeAPIKey(e.ctx, app.Meta{}, c.PlatformID, c.Environment, c.VerifyKeyID); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := e.pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(e.ctx)
+	if _, err := holder.Exec(e.ctx, `SELECT 1 FROM account_balances WHERE virtual_account_id = $1 FOR UPDATE`, va); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Second)
+	defer cancel()
+	_, err = e.a.CreatePayment(ctx, app.Meta{}, payIdem(c, "revoked-locked", "revoked-locked"), c, payRequest(va, 100, "rtp"))
+	if !errors.Is(err, app.ErrKeyNotUsable) {
+		t.Fatalf("payment with a revoked key while its account is locked: %v, want unauthorized at once", err)
 	}
 }

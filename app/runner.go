@@ -272,19 +272,28 @@ func (c *claim) replay(ctx context.Context, db queryRower) (Result, error) {
 	return res, err
 }
 
-// keyUsableSQL finds the API key if it may still be used: the same
-// conditions as the API's lookup by secret (queries.CredentialByHash).
-const keyUsableSQL = `SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
+// keyUsableSQL raises (api_key_not_usable) unless the API key may still
+// be used: the same conditions as the API's lookup by secret
+// (queries.CredentialByHash).
+const keyUsableSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM api_keys
+        WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))
+    THEN 1 ELSE api_key_not_usable($1) END`
+
+// keyNotUsableCode is the SQLSTATE api_key_not_usable raises (migration
+// 00014): raising, not returning no row, stops a pipelined batch at the
+// check, before the claim and the lock queued after it.
+const keyNotUsableCode = "TR401"
 
 // writerGateSQL takes the writer gate shared (eventstore.CommandBegin's
 // second statement, as a batch statement).
 const writerGateSQL = `SELECT pg_advisory_xact_lock_shared($1)`
 
-// keyUsable reads keyUsableSQL's row: ErrKeyNotUsable when there is none.
+// keyUsable reads keyUsableSQL's row: ErrKeyNotUsable when it raised.
 func keyUsable(row pgx.Row) error {
 	var one int
 	err := row.Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == keyNotUsableCode {
 		return ErrKeyNotUsable
 	}
 	return err
