@@ -85,7 +85,11 @@ func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.Ha
 		}
 		ctx := c.Request().Context()
 		gen := s.creds.generation()
-		cred, found, err := queries.CredentialByHash(ctx, s.pool, hash)
+		lookUpCredential := s.credentialByHash
+		if inCommand {
+			lookUpCredential = s.lookUpCredentialShared
+		}
+		cred, found, err := lookUpCredential(ctx, hash)
 		if err != nil {
 			lookup.failedLookup()
 			return err
@@ -98,6 +102,13 @@ func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.Ha
 		if cred.LastUsedAt != nil {
 			touched = *cred.LastUsedAt
 		}
+		if inCommand {
+			if e := s.creds.put(hash, cred, touched, now, gen); e != nil {
+				s.touchInBackground(c, e, now)
+			}
+			c.Set(principalKey, principalOfKey(cred, hash, true))
+			return next(c)
+		}
 		if now.Sub(touched) > touchEvery {
 			if err := queries.TouchAPIKey(ctx, s.pool, cred.KeyID, now); err != nil {
 				s.log.Warn("could not record key use", "key_id", cred.KeyID, "error", err)
@@ -109,6 +120,27 @@ func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.Ha
 		c.Set(principalKey, principalOfKey(cred, hash, false))
 		return next(c)
 	}
+}
+
+// lookUpCredentialShared is credentialByHash for a route whose command
+// verifies the key itself: concurrent misses of one key (every client of
+// a busy key when its cache entry expires) share one lookup instead of
+// each sending its own. Other routes never share: a lookup begun before a
+// revocation must not answer a request that came after it.
+func (s *Server) lookUpCredentialShared(ctx context.Context, hash string) (queries.Credential, bool, error) {
+	type found struct {
+		cred  queries.Credential
+		found bool
+	}
+	v, err, _ := s.lookups.Do(hash, func() (any, error) {
+		// Not the first caller's cancellation: the others wait on it too.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		cred, ok, err := s.credentialByHash(ctx, hash)
+		return found{cred, ok}, err
+	})
+	f, _ := v.(found)
+	return f.cred, f.found, err
 }
 
 func principalOfKey(cred queries.Credential, hash string, verifyInCommand bool) *principal {

@@ -61,13 +61,15 @@ func (c *credentialCache) generation() uint64 { return c.gen.Load() }
 
 // put remembers a key just looked up; touched is when its use was last
 // recorded (zero: never); gen is the generation read before the lookup.
-func (c *credentialCache) put(hash string, cred queries.Credential, touched, now time.Time, gen uint64) {
+// It returns the entry, nil when a purge made the lookup stale.
+func (c *credentialCache) put(hash string, cred queries.Credential, touched, now time.Time, gen uint64) *cachedCredential {
 	if c.gen.Load() != gen {
-		return // purged since the lookup began: what it read may be stale
+		return nil // purged since the lookup began: what it read may be stale
 	}
 	e := &cachedCredential{cred: cred, expires: now.Add(credentialTTL)}
 	e.touched.Store(touched.UnixNano())
 	c.entries.Add(hash, e)
+	return e
 }
 
 // drop forgets a key its command found revoked or expired.

@@ -14,9 +14,11 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
 // Config is what the API needs beyond the app.
@@ -53,6 +55,9 @@ type Server struct {
 	registry *prometheus.Registry
 	limiter  *limiter
 	creds    *credentialCache
+	lookups  singleflight.Group // lookUpCredentialShared's
+	// credentialByHash looks a key up by its secret's hash.
+	credentialByHash func(ctx context.Context, hash string) (queries.Credential, bool, error)
 }
 
 // New builds the API over an App.
@@ -76,6 +81,9 @@ func New(a *app.App, cfg Config) *Server {
 		echo: echo.New(), app: a, pool: a.Pool, cfg: cfg, log: a.Log,
 		metrics: newMetrics(reg), registry: reg, limiter: newLimiter(cfg.RateLimitOff, cfg.RateLimit),
 		creds: newCredentialCache(),
+	}
+	s.credentialByHash = func(ctx context.Context, hash string) (queries.Credential, bool, error) {
+		return queries.CredentialByHash(ctx, s.pool, hash)
 	}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
