@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults of the connection caps (TREASURY_MAX_CONNS and
@@ -40,10 +42,24 @@ func WrapListener(ln net.Listener, limits ConnLimits, log *slog.Logger) net.List
 	return &capListener{Listener: ln, limits: limits, log: log, perIP: map[netip.Addr]int{}}
 }
 
+// WrapListener is the package's WrapListener that also counts, on the
+// server's /metrics, the connections its caps refused
+// (treasury_http_connections_refused_total{cap="overall"|"per_address"}).
+func (s *Server) WrapListener(ln net.Listener, limits ConnLimits) net.Listener {
+	l := WrapListener(ln, limits, s.log).(*capListener)
+	l.refusedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "treasury_http_connections_refused_total",
+		Help: "API connections closed unread because a connection cap was reached, by cap.",
+	}, []string{"cap"})
+	s.registry.MustRegister(l.refusedTotal)
+	return l
+}
+
 type capListener struct {
 	net.Listener
-	limits ConnLimits
-	log    *slog.Logger
+	limits       ConnLimits
+	log          *slog.Logger
+	refusedTotal *prometheus.CounterVec // nil: not counted
 
 	mu         sync.Mutex
 	open       int
@@ -94,6 +110,13 @@ func (l *capListener) release(ip netip.Addr) {
 // noteRefusedLocked logs refusals at most every 10 s, with their count: a
 // flood must not become a flood of log lines.
 func (l *capListener) noteRefusedLocked(ip netip.Addr, overall bool) {
+	if l.refusedTotal != nil {
+		label := "per_address"
+		if overall {
+			label = "overall"
+		}
+		l.refusedTotal.WithLabelValues(label).Inc()
+	}
 	l.refused++
 	if time.Since(l.lastWarned) < 10*time.Second {
 		return

@@ -1,10 +1,18 @@
 package http
 
 import (
+	"io"
+	"log/slog"
 	"net"
+	"net/http/httptest"
 	"net/netip"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/app"
 )
 
 // TestClientKeyCountsIPv6ByItsSlash64: both per-address caps count one
@@ -78,3 +86,50 @@ func (c *fakeConn) RemoteAddr() net.Addr {
 }
 
 func (c *fakeConn) Close() error { c.closed.Store(true); return nil }
+
+// TestRefusedConnectionsAreCounted: a connection a cap refused shows on
+// /metrics, by cap, beside the log line that is rate-limited.
+func TestRefusedConnectionsAreCounted(t *testing.T) {
+	s := New(&app.App{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Config{})
+	conns := make(chan net.Conn, 8)
+	ln := s.WrapListener(&fakeListener{conns: conns}, ConnLimits{MaxConns: 3, MaxConnsPerIP: 1})
+	refusedPerAddress := &fakeConn{remote: "203.0.113.7:2000"}
+	refusedOverall := &fakeConn{remote: "203.0.113.10:1000"}
+	for _, c := range []*fakeConn{
+		{remote: "203.0.113.7:1000"}, refusedPerAddress, {remote: "203.0.113.8:1000"},
+		{remote: "203.0.113.9:1000"}, refusedOverall,
+	} {
+		conns <- c
+	}
+	for range 3 {
+		if _, err := ln.Accept(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !refusedPerAddress.closed.Load() {
+		t.Fatal("a second connection from one address was not refused")
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`treasury_http_connections_refused_total{cap="per_address"} 1`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Fatalf("/metrics lacks %s:\n%s", want, rec.Body.String())
+		}
+	}
+	// Three connections are open, the overall cap: the next, from a new
+	// address, is refused.
+	go func() { _, _ = ln.Accept() }()
+	for deadline := time.Now().Add(5 * time.Second); !refusedOverall.closed.Load(); {
+		if time.Now().After(deadline) {
+			t.Fatal("a connection over the overall cap was not refused")
+		}
+		runtime.Gosched()
+	}
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if want := `treasury_http_connections_refused_total{cap="overall"} 1`; !strings.Contains(rec.Body.String(), want) {
+		t.Fatalf("/metrics lacks %s", want)
+	}
+}

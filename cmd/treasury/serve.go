@@ -113,7 +113,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	// that Shutdown lets finish.
 	apiCtx := eventstore.WithOrigin(context.Background(), eventstore.OriginAPI)
 	srv.BaseContext = func(net.Listener) context.Context { return apiCtx }
-	ln = apihttp.WrapListener(ln, withinFileLimit(cfg.Conns, log), log)
+	ln = api.WrapListener(ln, withinFileLimit(cfg.Conns, log))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("treasury listening", "addr", ln.Addr().String())
