@@ -31,18 +31,7 @@ import (
 // tests size it so that many goroutines really hold transactions at once
 // (the default pool of a 2-CPU machine has only 4 connections).
 func newPool(t *testing.T, maxConns int32) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.SizedPool(t, maxConns)
 }
 
 // newApp wires an App with no notifier (nil is allowed) and a silent log.

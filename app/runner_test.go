@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/webhook"
@@ -24,17 +23,7 @@ import (
 // stream of their own (not projected: the runner is what is under test).
 
 func runnerApp(t *testing.T, maxConns int32) *App {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.SizedPool(t, maxConns)
 	return New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 

@@ -34,18 +34,7 @@ func init() { domain.RegisterEvent[testEvent]() }
 // newPool returns a pool on a fresh migrated database, sized for the
 // concurrency tests (every goroutine may hold a transaction at once).
 func newPool(t *testing.T, maxConns int32) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.SizedPool(t, maxConns)
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -145,6 +145,24 @@ func Pool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// SizedPool is Pool with at most maxConns connections: concurrency tests
+// size it so that many goroutines really hold transactions at once (the
+// default pool of a 2-CPU machine has only 4 connections).
+func SizedPool(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(URL(t))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // AdminURL is the maintenance database URL of the server tests run on.
 func AdminURL(t testing.TB) string {
 	once.Do(setup)
