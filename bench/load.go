@@ -35,7 +35,6 @@ type loadStats struct {
 	FailedByClass  map[string]int    `json:"failed_by_status,omitempty"`
 	Conflicts      int               `json:"deadlock_or_conflict_errors"`
 	FailureSamples map[string]string `json:"failure_samples,omitempty"`
-	SettleSeconds  float64           `json:"settle_wait_before_seconds,omitempty"`
 	DB             *dbCost           `json:"db_per_payment,omitempty"` // payments runs only
 }
 

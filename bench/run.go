@@ -147,7 +147,6 @@ func runService(ctx context.Context, o options, adminURL, bin string, stamp int6
 	// (≥ 200,000 events in a full run): over the topped-up log, chasing
 	// the payments sent meanwhile, it would take most of the bench's time.
 	if o.want("rebuild") && svc.alive() {
-		svc.settle("the rebuild")
 		rep.rebuild.Online, err = b.rebuildOnline(bin, dbURL)
 		rep.sectionDone("rebuild beside the service", err)
 	}

@@ -113,7 +113,6 @@ func (b *bench) payments(accounts []string, kind string) (*paymentsResult, error
 	}
 	top := slices.Max(b.o.clients)
 	for _, c := range b.o.clients {
-		settled := b.svc.settle(fmt.Sprintf("%s payments at %s", kind, nClients(c)))
 		logf("%s payments: %s from %d accounts: %s warm-up, then measuring %s", kind, nClients(c), len(accounts), b.o.warmup, b.o.duration)
 		var sampler *lagSampler
 		if kind == "spread" && c == top {
@@ -148,7 +147,6 @@ func (b *bench) payments(accounts []string, kind string) (*paymentsResult, error
 				return res, err
 			}
 		}
-		st.SettleSeconds = settled.Seconds()
 		res.Levels = append(res.Levels, st)
 		logf("%s payments: %s: %.0f payments/s, p50 %.1f ms, p99 %.1f ms, max %.0f ms; non-2xx: %s",
 			kind, nClients(c), st.PerSecond, st.P50ms, st.P99ms, st.MaxMs, classesString(st.FailedByClass))

@@ -177,8 +177,11 @@ func (s *service) eventCount(ctx context.Context) (int64, error) {
 const settleMax = 10 * time.Second
 
 // settle waits until the log stops growing (the sandbox completes payments
-// asynchronously), at most settleMax, so one measurement's tail does not
-// load the next one. It returns how long it waited.
+// asynchronously), at most settleMax. Only steps that need a still log use
+// it (the audit, the rebuilds, the replays); no load measurement waits
+// for it: each payments level runs right after the one before, its tail
+// included, as a platform would live through it. It returns how long it
+// waited.
 func (s *service) settle(what string) time.Duration {
 	start := time.Now()
 	last, err := s.eventCount(s.ctx)
