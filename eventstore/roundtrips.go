@@ -114,16 +114,15 @@ func (r *RoundTrips) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.
 
 func (r *RoundTrips) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
 
-// TracePrepareStart counts a Prepare, unless the statement is already
-// prepared on the connection (then pgx sends nothing: see TracePrepareEnd).
 func (r *RoundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	r.add(ctx)
 	return ctx
 }
 
-// TracePrepareEnd takes back the count of a Prepare that sent nothing.
+// TracePrepareEnd counts a Prepare that went to the server: one already
+// prepared on the connection sends nothing. Counted at the end, not taken
+// back, so that a scrape in between never sees the counter go down.
 func (r *RoundTrips) TracePrepareEnd(ctx context.Context, _ *pgx.Conn, d pgx.TracePrepareEndData) {
-	if d.AlreadyPrepared {
-		r.counts[OriginOf(ctx)%originCount].n.Add(-1)
+	if !d.AlreadyPrepared {
+		r.add(ctx)
 	}
 }
