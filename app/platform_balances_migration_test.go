@@ -133,8 +133,8 @@ func TestPlatformBalancesBackfillClampsPastInt64(t *testing.T) {
 }
 
 // pbAppendRaw writes a posted journal entry straight into the log, as a
-// version before the money bounds could have.
-func pbAppendRaw(e *env, c app.Caller, lines []ledger.Line) {
+// version before the money bounds could have, and returns its id.
+func pbAppendRaw(e *env, c app.Caller, lines []ledger.Line) string {
 	e.t.Helper()
 	id := domain.NewID(domain.PrefixJournalEntry)
 	rec := ledger.Recorded{JournalEntryID: id, PlatformID: c.PlatformID, Environment: c.Environment, Type: ledger.TypeAdjustment,
@@ -148,5 +148,30 @@ func pbAppendRaw(e *env, c app.Caller, lines []ledger.Line) {
         VALUES ($1, $2, 1, $3, $4, $5, $6)`, domain.NewID("evt"), ledger.StreamID(id), rec.EventType(), c.PlatformID,
 		c.Environment.String(), data); err != nil {
 		e.t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO streams (stream_id, stream_type, platform_id, environment, version)
+        VALUES ($1, $2, $3, $4, 1)`, ledger.StreamID(id), ledger.StreamType, c.PlatformID, c.Environment.String()); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// An entry recorded before today's bound on a line's amount can still be
+// reversed: the reversal is held to every other rule of a balanced entry.
+func TestEntryBeforeTheAmountBoundCanBeReversed(t *testing.T) {
+	e := newEnv(t)
+	c := e.platform("Acme")
+	va := e.openVA(c)
+	if _, err := e.manual(c, ledger.TypeAdjustment, va, "credit", 1); err != nil { // opens the chart
+		t.Fatal(err)
+	}
+	chart := e.chart(c)
+	const old = 50 * ledger.MaxAmount // refused today as a line
+	id := pbAppendRaw(e, c, []ledger.Line{
+		{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: chart[ledger.CodePlatformFees], Direction: ledger.Credit, Amount: old, Type: ledger.TypeAdjustment},
+		{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: chart[ledger.CodePlatformOperating], Direction: ledger.Debit, Amount: old, Type: ledger.TypeAdjustment},
+	})
+	if _, err := e.reverse(c, id); err != nil {
+		t.Fatalf("reversing an entry from before the amount bound: %v", err)
 	}
 }

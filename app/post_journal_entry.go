@@ -75,12 +75,14 @@ func (a *App) PostJournalEntry(ctx context.Context, meta Meta, idem *Idempotency
 				return Result{}, err
 			}
 		}
-		// A reversal mirrors an entry that was balanced when recorded (and
-		// may predate today's amount bound: undoing it must stay possible).
-		if reversed == nil {
-			if err := ledger.ValidateLines(lines); err != nil {
-				return Result{}, err
-			}
+		// A reversal mirrors an entry that may predate today's amount
+		// bound: undoing it must stay possible, balanced all the same.
+		validate := ledger.ValidateLines
+		if reversed != nil {
+			validate = ledger.ValidateBalanced
+		}
+		if err := validate(lines); err != nil {
+			return Result{}, err
 		}
 		if err := checkAccounts(ctx, tx, c, lines, ledger.StatusPosted); err != nil {
 			return Result{}, err

@@ -4,6 +4,7 @@
 package ledger
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -208,22 +209,33 @@ func init() {
 }
 
 // ValidateLines checks that lines form a balanced journal entry.
-func ValidateLines(lines []Line) error {
+func ValidateLines(lines []Line) error { return validateLines(lines, MaxAmount) }
+
+// ValidateBalanced is ValidateLines without today's bound on a line's
+// amount: a reversal mirrors an entry recorded before that bound existed,
+// and undoing it must stay possible. Its sums are checked for overflow.
+func ValidateBalanced(lines []Line) error { return validateLines(lines, math.MaxInt64) }
+
+func validateLines(lines []Line, maxAmount int64) error {
 	if len(lines) < 2 {
 		return domain.Invalid("lines", "a journal entry needs at least 2 lines")
 	}
 	var debits, credits int64
 	for _, l := range lines {
-		if l.Amount < 1 || l.Amount > MaxAmount {
-			return domain.Invalid("amount", "amount must be an integer number of cents from 1 to %d", MaxAmount)
+		if l.Amount < 1 || l.Amount > maxAmount {
+			return domain.Invalid("amount", "amount must be an integer number of cents from 1 to %d", maxAmount)
 		}
+		var ok bool
 		switch l.Direction {
 		case Debit:
-			debits += l.Amount
+			debits, ok = addChecked(debits, l.Amount)
 		case Credit:
-			credits += l.Amount
+			credits, ok = addChecked(credits, l.Amount)
 		default:
 			return domain.Invalid("direction", "direction must be debit or credit")
+		}
+		if !ok {
+			return domain.Invalid("lines", "the entry's debits or credits exceed the largest sum the ledger holds")
 		}
 	}
 	if debits != credits {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -349,5 +350,32 @@ func TestEventsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(back, e) {
 			t.Errorf("%s: round trip\n got %#v\nwant %#v", e.EventType(), back, e)
 		}
+	}
+}
+
+// A reversal is held to every rule of a balanced entry but today's bound
+// on a line's amount, which its original may predate; sums that would
+// overflow are refused, not wrapped into a false balance.
+func TestValidateBalanced(t *testing.T) {
+	huge := int64(math.MaxInt64 / 2)
+	cases := []struct {
+		name  string
+		lines []ledger.Line
+		code  domain.Code
+	}{
+		{"over today's bound, balanced", []ledger.Line{debit("a", ledger.MaxAmount*100), credit("b", ledger.MaxAmount*100)}, ""},
+		{"one line", []ledger.Line{debit("a", 100)}, domain.CodeInvalidRequest},
+		{"zero amount", []ledger.Line{debit("a", 0), credit("b", 0)}, domain.CodeInvalidRequest},
+		{"no direction", []ledger.Line{{Amount: 5}, credit("b", 5)}, domain.CodeInvalidRequest},
+		{"unbalanced", []ledger.Line{debit("a", 100), credit("b", 99)}, domain.CodeUnbalancedEntry},
+		{"debits overflow", []ledger.Line{debit("a", huge), debit("b", huge), debit("c", huge), credit("d", 1)}, domain.CodeInvalidRequest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := ledger.ValidateBalanced(c.lines)
+			if got := domain.CodeOf(err); got != c.code {
+				t.Fatalf("ValidateBalanced: %v, want code %q", err, c.code)
+			}
+		})
 	}
 }
