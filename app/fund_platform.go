@@ -24,8 +24,8 @@ type FundPlatform struct {
 }
 
 func (in FundPlatform) validate() error {
-	if in.Amount == nil || *in.Amount < 1 || *in.Amount > ledger.MaxAmount {
-		return domain.Invalid("amount", "amount must be an integer number of cents from 1 to %d", ledger.MaxAmount)
+	if err := ledger.CheckManualAmount("amount", in.Amount); err != nil {
+		return err
 	}
 	if utf8.RuneCountInString(in.Description) > MaxDescriptionLen {
 		return domain.Invalid("description", "description must be at most %d characters", MaxDescriptionLen)

@@ -84,12 +84,11 @@ func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.Ha
 			return err
 		}
 		ctx := c.Request().Context()
-		gen := s.creds.generation()
-		lookUpCredential := s.credentialByHash
+		lookUpCredential := s.lookUpCredential
 		if inCommand {
 			lookUpCredential = s.lookUpCredentialShared
 		}
-		cred, found, err := lookUpCredential(ctx, hash)
+		cred, found, gen, err := lookUpCredential(ctx, hash)
 		if err != nil {
 			lookup.failedLookup()
 			return err
@@ -127,20 +126,29 @@ func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.Ha
 // a busy key when its cache entry expires) share one lookup instead of
 // each sending its own. Other routes never share: a lookup begun before a
 // revocation must not answer a request that came after it.
-func (s *Server) lookUpCredentialShared(ctx context.Context, hash string) (queries.Credential, bool, error) {
+func (s *Server) lookUpCredentialShared(ctx context.Context, hash string) (queries.Credential, bool, uint64, error) {
 	type found struct {
 		cred  queries.Credential
 		found bool
+		gen   uint64
 	}
 	v, err, _ := s.lookups.Do(hash, func() (any, error) {
 		// Not the first caller's cancellation: the others wait on it too.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		cred, ok, err := s.credentialByHash(ctx, hash)
-		return found{cred, ok}, err
+		cred, ok, gen, err := s.lookUpCredential(ctx, hash)
+		return found{cred, ok, gen}, err
 	})
 	f, _ := v.(found)
-	return f.cred, f.found, err
+	return f.cred, f.found, f.gen, err
+}
+
+// lookUpCredential looks a key up, with the cache generation read before
+// the lookup (for put: a purge since then makes what it read stale).
+func (s *Server) lookUpCredential(ctx context.Context, hash string) (queries.Credential, bool, uint64, error) {
+	gen := s.creds.generation()
+	cred, found, err := s.credentialByHash(ctx, hash)
+	return cred, found, gen, err
 }
 
 func principalOfKey(cred queries.Credential, hash string, verifyInCommand bool) *principal {

@@ -47,11 +47,7 @@ func WrapListener(ln net.Listener, limits ConnLimits, log *slog.Logger) net.List
 // (treasury_http_connections_refused_total{cap="overall"|"per_address"}).
 func (s *Server) WrapListener(ln net.Listener, limits ConnLimits) net.Listener {
 	l := WrapListener(ln, limits, s.log).(*capListener)
-	l.refusedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "treasury_http_connections_refused_total",
-		Help: "API connections closed unread because a connection cap was reached, by cap.",
-	}, []string{"cap"})
-	s.registry.MustRegister(l.refusedTotal)
+	l.refusedTotal = s.metrics.connsRefused
 	return l
 }
 

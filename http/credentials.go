@@ -67,6 +67,11 @@ func (c *credentialCache) put(hash string, cred queries.Credential, touched, now
 		return nil // purged since the lookup began: what it read may be stale
 	}
 	e := &cachedCredential{cred: cred, expires: now.Add(credentialTTL)}
+	// Concurrent misses of one key all put what one lookup read: keep the
+	// latest recorded use, so that only one of them records it again.
+	if old, ok := c.entries.Peek(hash); ok && old.touched.Load() > touched.UnixNano() {
+		touched = time.Unix(0, old.touched.Load())
+	}
 	e.touched.Store(touched.UnixNano())
 	c.entries.Add(hash, e)
 	return e

@@ -61,7 +61,7 @@ func TestConcurrentMissesOfAKeyShareOneLookup(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			entered.Add(1)
-			cred, found, err := s.lookUpCredentialShared(context.Background(), "hash")
+			cred, found, _, err := s.lookUpCredentialShared(context.Background(), "hash")
 			if err == nil && (!found || cred.KeyID != "key_1") {
 				err = fmt.Errorf("shared lookup answered %+v, %v", cred, found)
 			}

@@ -86,8 +86,9 @@ func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 type metrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	requests     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	connsRefused *prometheus.CounterVec // by Server.WrapListener's caps
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -101,7 +102,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"method", "route", "status"}),
 	}
-	reg.MustRegister(m.requests, m.latency)
+	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "treasury_http_connections_refused_total",
+		Help: "API connections closed unread because a connection cap was reached, by cap.",
+	}, []string{"cap"})
+	reg.MustRegister(m.requests, m.latency, m.connsRefused)
 	return m
 }
 
