@@ -72,7 +72,13 @@ type fakeListener struct {
 	conns chan net.Conn
 }
 
-func (l *fakeListener) Accept() (net.Conn, error) { return <-l.conns, nil }
+func (l *fakeListener) Accept() (net.Conn, error) {
+	c, ok := <-l.conns
+	if !ok {
+		return nil, net.ErrClosed
+	}
+	return c, nil
+}
 
 // fakeConn is an accepted connection from remote that records its Close.
 type fakeConn struct {
@@ -93,6 +99,7 @@ func TestRefusedConnectionsAreCounted(t *testing.T) {
 	s := New(&app.App{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Config{})
 	conns := make(chan net.Conn, 8)
 	ln := s.WrapListener(&fakeListener{conns: conns}, ConnLimits{MaxConns: 3, MaxConnsPerIP: 1})
+	t.Cleanup(func() { close(conns) }) // ends the Accept left waiting below
 	refusedPerAddress := &fakeConn{remote: "203.0.113.7:2000"}
 	refusedOverall := &fakeConn{remote: "203.0.113.10:1000"}
 	for _, c := range []*fakeConn{

