@@ -228,7 +228,7 @@ func checkVirtualAccounts(ctx context.Context, tx pgx.Tx, c Caller, lines []ledg
 	if err := ledger.CheckFunds(balances, lines, status); err != nil {
 		return err
 	}
-	return ledger.CheckLimits(balances, lines, status)
+	return ledger.CheckLimits(balances, lines)
 }
 
 func journalStream(c Caller, id string) eventstore.Stream {

@@ -73,7 +73,7 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 		// Under the account's lock: the credit may not take the account
 		// past the balance bound (completion moves pending to posted and
 		// keeps the sum, so it needs no check of its own).
-		if err := ledger.CheckLimits(map[string]ledger.Balance{acc.ID: acc.Balance}, lines, status); err != nil {
+		if err := ledger.CheckLimits(map[string]ledger.Balance{acc.ID: acc.Balance}, lines); err != nil {
 			return Result{}, err
 		}
 		transfer := []domain.Event{inbound.Received{InboundTransferID: id, VirtualAccountID: acc.ID, Amount: in.Amount,

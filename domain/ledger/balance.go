@@ -143,7 +143,7 @@ func limitExceeded(id, what string) error {
 // credited accounts are checked; pending outbound never exceeds posted
 // (available ≥ 0), so this bounds all three of a virtual account's
 // balances. before holds the locked balances of the accounts the lines touch.
-func CheckLimits(before map[string]Balance, lines []Line, status string) error {
+func CheckLimits(before map[string]Balance, lines []Line) error {
 	incoming := map[string]int64{}
 	for _, l := range lines {
 		if l.VirtualAccountID == "" || l.Direction != Credit {

@@ -350,7 +350,7 @@ func TestDecideCreateIsPure(t *testing.T) {
 	}
 	want := createInputs(func(in *payment.CreateInputs) { in.FeeSchedule = map[string]int64{"ach_standard": 7} })
 	if !reflect.DeepEqual(in.Chart, want.Chart) || !reflect.DeepEqual(in.FeeSchedule, want.FeeSchedule) ||
-		in.Account != want.Account || !reflect.DeepEqual(in.Request, want.Request) {
+		!reflect.DeepEqual(in.Request, want.Request) { // the maps it could write to; the rest is passed by value
 		t.Errorf("DecideCreate changed its inputs")
 	}
 }
