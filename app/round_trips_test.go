@@ -43,8 +43,9 @@ func (r *roundTripTracer) count(t *testing.T, f func() error) int64 {
 
 // TestCommandRoundTrips pins the round trips of the idempotent commands
 // the runner claims for (preparing a statement is not counted): never more
-// than before the runner. CreatePayment: BEGIN, the claim + lock + reads
-// batch, the appends, the projections + read batch, COMMIT. The others
+// than before the runner. CreatePayment, pipelined: BEGIN with the key
+// check, the claim, the lock and the reads in one batch; the appends, the
+// projections, the read and COMMIT in the next (a replay: 3). The others
 // claim with their new id in one statement, with no UPDATE after the
 // handler. A replay: BEGIN, the claim, the lookup, COMMIT.
 func TestCommandRoundTrips(t *testing.T) {

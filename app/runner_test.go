@@ -167,11 +167,19 @@ func TestRunnerIdempotency(t *testing.T) {
 			key := &Idempotency{Scope: "plt_runner", Environment: "sandbox", Key: "k1", Operation: "test", RequestHash: "h1"}
 			var calls atomic.Int32
 
-			// A failed command leaves no claim: the key is free again.
-			cmd, _ := idemCommand(mode, key, "failed", &calls)
-			_, err := a.execute(ctx, cmd, func(context.Context, *commandTx) (Result, error) {
+			// A failed command leaves no claim: the key is free again. It
+			// fails after its claim and append, in every mode.
+			var failedCalls atomic.Int32
+			cmd, claimAndAppend := idemCommand(mode, key, "failed", &failedCalls)
+			_, err := a.execute(ctx, cmd, func(ctx context.Context, tx *commandTx) (Result, error) {
+				if _, err := claimAndAppend(ctx, tx); err != nil {
+					return Result{}, err
+				}
 				return Result{}, domain.Invalid("x", "refused")
 			})
+			if failedCalls.Load() != 1 {
+				t.Fatalf("the failing command claimed and appended %d times, want 1", failedCalls.Load())
+			}
 			if domain.CodeOf(err) != domain.CodeInvalidRequest {
 				t.Fatalf("failing command: err = %v", err)
 			}
