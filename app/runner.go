@@ -284,10 +284,6 @@ const keyUsableSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM api_keys
 // check, before the claim and the lock queued after it.
 const keyNotUsableCode = "TR401"
 
-// writerGateSQL takes the writer gate shared (eventstore.CommandBegin's
-// second statement, as a batch statement).
-const writerGateSQL = `SELECT pg_advisory_xact_lock_shared($1)`
-
 // keyUsable reads keyUsableSQL's row: ErrKeyNotUsable when it raised.
 func keyUsable(row pgx.Row) error {
 	var one int
@@ -309,7 +305,7 @@ func (tx *commandTx) sendFirst(ctx context.Context, b *pgx.Batch) (pgx.BatchResu
 	}
 	first := &pgx.Batch{}
 	first.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	first.Queue(writerGateSQL, int64(eventstore.WriterGate))
+	first.Queue(eventstore.TakeWriterGateShared)
 	if tx.cmd.verifyKeyID != "" {
 		first.Queue(keyUsableSQL, tx.cmd.verifyKeyID)
 	}
