@@ -35,6 +35,9 @@ type App struct {
 	// (AwaitProjections), at most ReadYourWritesWithin.
 	Projected            *eventstore.Progress
 	ReadYourWritesWithin time.Duration
+	// Pacer, if set, holds every command back while a reader of the log is
+	// too far behind (the API's App has one; the readers' own has none).
+	Pacer *eventstore.Pacer
 }
 
 // New wires an App with the inline projectors.

@@ -106,6 +106,9 @@ func (a *App) execute(ctx context.Context, cmd command, fn handler) (Result, err
 	if cmd.pipelined && cmd.idem != nil && !cmd.claimInBatch {
 		return Result{}, errors.New("app: a pipelined command claims its key in its first batch")
 	}
+	if err := a.Pacer.Wait(ctx); err != nil {
+		return Result{}, err
+	}
 	begin := pgx.TxOptions{BeginQuery: eventstore.CommandBegin}
 	var res Result
 	err := a.retry(ctx, func() (err error) {

@@ -291,3 +291,46 @@ func TestRunnerRefusesAnUnmadeClaim(t *testing.T) {
 		t.Fatalf("events = %d, want 0 (rolled back)", n)
 	}
 }
+
+// A command of an App with a Pacer waits, before it touches the database,
+// while a reader of the log is behind; the readers' own App (no Pacer)
+// goes ahead.
+func TestRunnerWaitsForTheReaders(t *testing.T) {
+	a := runnerApp(t, 4)
+	ctx := runnerCtx(t)
+	readers := *a
+	a.Pacer = eventstore.NewPacer(20*time.Millisecond, time.Hour)
+	a.Pacer.Read("projections", time.Now().Add(-time.Minute), true)
+
+	appendOne := func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{ID: "paced"}, appendTest(ctx, tx, "paced")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.execute(ctx, command{}, appendOne)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the command ran (%v) while the projections were a minute behind", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if n := countRows(t, ctx, a, `SELECT count(*) FROM events WHERE stream_id = $1`, testStream("paced").ID); n != 0 {
+		t.Fatalf("events = %d while waiting, want 0", n)
+	}
+	if _, err := readers.execute(ctx, command{}, appendOne); err != nil {
+		t.Fatalf("a reader's own command: %v", err)
+	}
+	a.Pacer.Read("projections", time.Now(), true) // caught up
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command still waits after the projections caught up")
+	}
+	if n := countRows(t, ctx, a, `SELECT count(*) FROM events WHERE stream_id = $1`, testStream("paced").ID); n != 2 {
+		t.Fatalf("events = %d, want 2", n)
+	}
+}

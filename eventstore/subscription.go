@@ -40,6 +40,9 @@ type Subscription struct {
 	// The checkpoint still moves past the skipped events, up to the last
 	// event readable now, never further (see readTypes).
 	Types []string
+	// Pacer, if set, hears how far behind the subscription is, and holds
+	// the API's commands back while it is too far (see Pacer).
+	Pacer *Pacer
 }
 
 // ErrNotOwner means another process holds this subscription's checkpoint.
@@ -51,6 +54,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	if s.Derived {
 		opts.BeginQuery = "BEGIN; SET LOCAL synchronous_commit = off" // one round trip
 	}
+	start := time.Now()
 	tx, err := s.Pool.BeginTx(ctx, opts)
 	if err != nil {
 		return 0, err
@@ -84,12 +88,18 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	var last Position
 	if len(s.Types) == 0 {
 		events, err = ReadAll(ctx, tx, pos, batch)
+		if err == nil && len(events) == 0 {
+			s.Pacer.Read(s.Name, start, true)
+		}
 		if err != nil || len(events) == 0 {
 			return 0, err
 		}
 		last = PositionOf(events[len(events)-1])
 	} else {
 		events, last, err = readTypes(ctx, tx, pos, batch, s.Types)
+		if err == nil && len(events) == 0 && !pos.Less(last) {
+			s.Pacer.Read(s.Name, start, true)
+		}
 		if err != nil || (len(events) == 0 && !pos.Less(last)) {
 			return 0, err
 		}
@@ -107,6 +117,8 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
+	// A short batch was everything readable when the step began.
+	s.Pacer.Read(s.Name, start, len(events) < batch)
 	if s.OnCommit != nil && len(events) > 0 {
 		s.OnCommit()
 	}
@@ -196,11 +208,21 @@ func (s *Subscription) Run(ctx context.Context) {
 	// the oldest running one): look again quickly a few times before
 	// falling back to the slow poll.
 	eager := 0
+	s.Pacer.Woke(s.Name)
 	for ctx.Err() == nil {
 		n, err := s.Step(ctx)
 		switch {
+		case errors.Is(err, ErrNotOwner):
+			s.Pacer.Idle(s.Name) // another process reads: not this one's to pace
+			sleep(ctx, backoff+time.Duration(rand.Int64N(int64(backoff))))
+			backoff = min(backoff*2, 5*time.Second)
+			continue
 		case err != nil && ctx.Err() == nil:
-			if !errors.Is(err, ErrNotOwner) && s.Log != nil {
+			// A failing reader (its database gone, say) is not short of
+			// time: pacing the commands would not help it, and they must
+			// fail fast themselves.
+			s.Pacer.Idle(s.Name)
+			if s.Log != nil {
 				s.Log.Warn("subscription step failed", "subscription", s.Name, "error", err)
 			}
 			sleep(ctx, backoff+time.Duration(rand.Int64N(int64(backoff))))
@@ -220,13 +242,16 @@ func (s *Subscription) Run(ctx context.Context) {
 			sleep(ctx, 32*time.Millisecond)
 			continue
 		}
+		s.Pacer.Idle(s.Name)
 		select {
 		case <-ctx.Done():
 		case <-s.Wake:
 			eager = 5
 		case <-time.After(poll):
 		}
+		s.Pacer.Woke(s.Name)
 	}
+	s.Pacer.Idle(s.Name)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

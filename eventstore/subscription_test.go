@@ -682,6 +682,58 @@ func TestSubscriptionRun(t *testing.T) {
 		waitScratch(t, ctx, pool, 3, waitFor)
 	})
 
+	t.Run("holds the paced commands back while it is behind", func(t *testing.T) {
+		ctx := testCtx(t)
+		pool := pgtest.Pool(t)
+		createScratch(t, ctx, pool, true)
+		pacer := eventstore.NewPacer(20*time.Millisecond, time.Hour)
+		entered, release := make(chan struct{}), make(chan struct{})
+		var first atomic.Bool
+		sub := &eventstore.Subscription{Name: "paced", Pool: pool, PollInterval: 10 * time.Millisecond, Log: discard, Pacer: pacer,
+			Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+				if first.CompareAndSwap(false, true) {
+					close(entered)
+					<-release // a slow batch
+				}
+				return insertScratch(ctx, tx, "paced", evs)
+			}}
+		var once sync.Once
+		unblock := func() { once.Do(func() { close(release) }) }
+		runSub(t, sub)
+		t.Cleanup(unblock) // runs before runSub's stop: a failed test must not leave the batch stuck
+		appendSome(t, ctx, pool, "paced", 1)
+		<-entered
+		// Stuck in its batch, it falls behind by the time alone.
+		for lag, _ := pacer.Behind(time.Now()); lag <= pacer.MaxLag; lag, _ = pacer.Behind(time.Now()) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- pacer.Wait(ctx) }()
+		select {
+		case err := <-waited:
+			t.Fatalf("a command went ahead (%v) while the subscription was stuck in a batch", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		unblock()
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(waitFor):
+			t.Fatal("the command still waits after the batch committed")
+		}
+		waitScratch(t, ctx, pool, 1, waitFor)
+		// Caught up, it waits for news: it holds nothing back, however long.
+		deadline := time.Now().Add(waitFor)
+		for lag, _ := pacer.Behind(time.Now().Add(time.Hour)); lag != 0; lag, _ = pacer.Behind(time.Now().Add(time.Hour)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("idle subscription still %v behind", lag)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+
 	t.Run("retries a failing handler", func(t *testing.T) {
 		ctx := testCtx(t)
 		pool := pgtest.Pool(t)

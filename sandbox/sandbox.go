@@ -60,6 +60,9 @@ type Simulator struct {
 	// PaymentBatch is how many payments one command transaction settles;
 	// default DefaultPaymentBatch.
 	PaymentBatch int
+	// Pacer, if set, hears how far behind the settler is (see
+	// eventstore.Pacer).
+	Pacer *eventstore.Pacer
 
 	scheduledOnce sync.Once
 	scheduled     chan struct{} // the subscription wrote plans: the settler looks at once
@@ -261,6 +264,7 @@ func (s *Simulator) RunSettler(ctx context.Context) {
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
+	s.Pacer.Woke(SettlerName)
 	for ctx.Err() == nil {
 		n, err := s.SettleDue(ctx)
 		if err != nil && ctx.Err() == nil && s.Log != nil {
@@ -269,13 +273,19 @@ func (s *Simulator) RunSettler(ctx context.Context) {
 		if n > 0 {
 			continue
 		}
+		s.Pacer.Idle(SettlerName)
 		select {
 		case <-ctx.Done():
 		case <-s.scheduledCh():
 		case <-time.After(poll):
 		}
+		s.Pacer.Woke(SettlerName)
 	}
+	s.Pacer.Idle(SettlerName)
 }
+
+// SettlerName is the settler's name to the Pacer.
+const SettlerName = "sandbox_settler"
 
 // Lease is how long a claimed action is reserved for the process that
 // claimed it; if that process dies, another takes it after the lease.
@@ -323,9 +333,16 @@ func step(action string) int {
 // payment waits); commands are idempotent, so a crash between performing
 // and deleting repeats them harmlessly.
 func (s *Simulator) SettleDue(ctx context.Context) (int, error) {
-	groups, err := s.claim(ctx)
-	if err != nil || len(groups) == 0 {
+	start := time.Now()
+	groups, short, err := s.claim(ctx)
+	if err != nil {
 		return 0, err
+	}
+	// Reported once the round is done: the claim took everything due
+	// when it began (short), and the round performed it.
+	defer s.Pacer.Read(SettlerName, start, short)
+	if len(groups) == 0 {
+		return 0, nil
 	}
 	var (
 		mu       sync.Mutex
@@ -476,7 +493,7 @@ func (s *Simulator) workers() int {
 // grouped by object, each group in the order its actions must run. A
 // payment's settlement is not claimed while its submission is leased (in
 // flight elsewhere, or failed and waiting): it would overtake it.
-func (s *Simulator) claim(ctx context.Context) ([][]job, error) {
+func (s *Simulator) claim(ctx context.Context) (groups [][]job, short bool, err error) {
 	batch := s.Batch
 	if batch <= 0 {
 		batch = DefaultBatch
@@ -489,7 +506,7 @@ func (s *Simulator) claim(ctx context.Context) ([][]job, error) {
         UPDATE sandbox_schedule s SET due_at = now() + $1::interval FROM due WHERE s.id = due.id
         RETURNING s.id, s.action, due.due_at`, Lease.String(), batch, actionSettlePayment, actionSubmitPayment)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
 		var j job
@@ -498,11 +515,10 @@ func (s *Simulator) claim(ctx context.Context) ([][]job, error) {
 		return j, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Groups in the order of their oldest action; within one, by step.
 	slices.SortFunc(jobs, func(a, b job) int { return a.due.Compare(b.due) })
-	var groups [][]job
 	at := map[string]int{}
 	for _, j := range jobs {
 		i, ok := at[j.object]
@@ -516,7 +532,7 @@ func (s *Simulator) claim(ctx context.Context) ([][]job, error) {
 	for _, g := range groups {
 		slices.SortStableFunc(g, func(a, b job) int { return cmp.Compare(step(a.action), step(b.action)) })
 	}
-	return groups, nil
+	return groups, len(jobs) < batch, nil
 }
 
 func (s *Simulator) perform(ctx context.Context, j job) error {

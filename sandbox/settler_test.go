@@ -14,6 +14,7 @@ import (
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/sandbox"
 )
@@ -121,8 +122,23 @@ func TestSettleDueWorksOffABacklogConcurrently(t *testing.T) {
 	}
 	settlerAllDue(t, ctx, s.pool)
 
-	if n := settlerDrain(t, ctx, sim); n != 6*accounts {
+	// The pacer hears of the backlog: a round that claimed a full batch
+	// leaves the settler behind; only the round that takes everything due
+	// brings it back.
+	sim.Pacer = eventstore.NewPacer(time.Second, time.Minute)
+	sim.Pacer.Read(sandbox.SettlerName, time.Now().Add(-time.Hour), true)
+	first, err := sim.SettleDue(ctx)
+	if err != nil || first != 64 {
+		t.Fatalf("first round: %d, %v; want a full batch of 64", first, err)
+	}
+	if lag, _ := sim.Pacer.Behind(time.Now()); lag < 59*time.Minute {
+		t.Errorf("after a full round the settler is %v behind, want its old lag", lag)
+	}
+	if n := first + settlerDrain(t, ctx, sim); n != 6*accounts {
 		t.Errorf("SettleDue performed %d actions, want each of the %d once", n, 6*accounts)
+	}
+	if lag, _ := sim.Pacer.Behind(time.Now()); lag > time.Minute {
+		t.Errorf("after the backlog the settler is still %v behind", lag)
 	}
 	for _, a := range accs {
 		if h := settlerHistory(t, ctx, s.pool, a.rtp); h != "payment.created<- payment.submitted<-settle_payment:"+a.rtp+

@@ -17,6 +17,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/webhook"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
 	"github.com/opentreasury/treasury/projections/queries"
 )
@@ -45,6 +46,8 @@ type FeedSubscriber struct {
 	Wake <-chan struct{}
 	Poll time.Duration // fallback when no wake-up comes; default 250 ms
 	Log  *slog.Logger
+	// Pacer, if set, hears how far behind the feed is (see eventstore.Pacer).
+	Pacer *eventstore.Pacer
 }
 
 var _ message.Subscriber = (*FeedSubscriber)(nil)
@@ -71,6 +74,7 @@ func (f *FeedSubscriber) run(ctx context.Context, out chan<- *message.Message) {
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
 	}
+	f.Pacer.Woke(FanoutName)
 	for ctx.Err() == nil {
 		n, err := f.emitBatch(ctx, out)
 		if err != nil && ctx.Err() == nil && f.Log != nil {
@@ -79,12 +83,15 @@ func (f *FeedSubscriber) run(ctx context.Context, out chan<- *message.Message) {
 		if n > 0 && err == nil {
 			continue
 		}
+		f.Pacer.Idle(FanoutName)
 		select {
 		case <-ctx.Done():
 		case <-f.Wake:
 		case <-time.After(poll):
 		}
+		f.Pacer.Woke(FanoutName)
 	}
+	f.Pacer.Idle(FanoutName)
 }
 
 // feedEvent is one public event as the feed carries it to the fan-out.
@@ -123,6 +130,7 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 	// The checkpoint's updated_at is its version: a rebuild that changed
 	// public_events bumps it even when the position stays, so a batch read
 	// before the change cannot move the feed past what it corrected.
+	start := time.Now()
 	var cp int64
 	var version time.Time
 	if err := f.Pool.QueryRow(ctx, `SELECT global_position, updated_at FROM subscription_checkpoints WHERE name = $1`,
@@ -144,6 +152,9 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 		e.Payload = payload
 		return e, err
 	})
+	if err == nil && len(events) == 0 {
+		f.Pacer.Read(FanoutName, start, true)
+	}
 	if err != nil || len(events) == 0 {
 		return 0, err
 	}
@@ -186,6 +197,7 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
         WHERE name = $1 AND global_position = $3 AND updated_at = $4`, FanoutName, last, cp, version); err != nil {
 		return 0, err
 	}
+	f.Pacer.Read(FanoutName, start, len(events) < FeedBatch)
 	return len(events), nil
 }
 

@@ -189,3 +189,27 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg.ConnConfig.Tracer = &eventstore.RoundTrips{} // treasury_db_round_trips_total, by origin
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
+
+// backgroundConns is the size of the pool of the log's readers, the
+// sandbox settler and the webhook sender: one connection per subscription,
+// the settler's workers and its claim, the notifier's LISTEN, with room.
+const backgroundConns = 16
+
+// backgroundPool opens the derived side's own connections, with api's
+// settings. Sharing api's pool, the readers and the settler queued behind
+// every waiting request for a connection, and fell seconds behind the
+// commands whenever the clients outnumbered the pool.
+func backgroundPool(ctx context.Context, api *pgxpool.Pool) (*pgxpool.Pool, error) {
+	cfg := api.Config()
+	cfg.ConnConfig.RuntimeParams["application_name"] = "treasury-background"
+	cfg.MaxConns = backgroundConns
+	cfg.MinConns = 0
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// The pacer's bounds: the API's commands wait while a reader of the log
+// is more than paceMaxLag behind, each at most paceMaxWait.
+const (
+	paceMaxLag  = 200 * time.Millisecond
+	paceMaxWait = time.Second
+)

@@ -74,28 +74,48 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	} else {
 		go waitUntilMigrated(ctx, pool, log, &ready)
 	}
-	notifier := eventstore.NewNotifier(pool, log)
+	bgPool, err := backgroundPool(ctx, pool)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer bgPool.Close()
+	notifier := eventstore.NewNotifier(bgPool, log)
 	go notifier.Run(eventstore.WithOrigin(ctx, eventstore.OriginNotify))
 	a := app.New(pool, notifier, log)
 	a.RoutingNumber = cfg.RoutingNumber
 	if cfg.ReadYourWritesWait > 0 {
 		a.ReadYourWritesWithin = cfg.ReadYourWritesWait
-		a.Projected = eventstore.NewProgress(pool, projections.SubscriptionName)
+		a.Projected = eventstore.NewProgress(bgPool, projections.SubscriptionName)
 		go a.Projected.Run(eventstore.WithOrigin(ctx, eventstore.OriginProgress))
 	}
+	// The API's commands go at the pace the log's readers keep.
+	pacer := eventstore.NewPacer(paceMaxLag, paceMaxWait)
+	a.Pacer = pacer
+	// The readers' own commands, on the background connections, unpaced.
+	bg := *a
+	bg.Pool = bgPool
+	bg.Pacer = nil
 	go runWhenReady(ctx, &ready, func() {
-		proj := projections.NewSubscription(pool, notifier.Subscribe(), log)
+		proj := projections.NewSubscription(bgPool, notifier.Subscribe(), log)
+		proj.Pacer = pacer
 		proj.OnCommit = func() {
 			a.Projected.Kick() // writes waiting to be readable
 			notifier.Notify()  // public events are there: wake the webhook fan-out
 		}
 		go proj.Run(eventstore.WithOrigin(ctx, eventstore.OriginProjections))
-		go a.KYBDecider(notifier.Subscribe()).Run(eventstore.WithOrigin(ctx, eventstore.OriginKYB))
-		go eventstore.ChainSubscription(pool, notifier.Subscribe()).Run(eventstore.WithOrigin(ctx, eventstore.OriginChain))
-		startWebhooks(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks), cfg, pool, a, notifier, log)
-		sim := &sandbox.Simulator{App: a, Pool: pool, Log: log}
+		kyb := bg.KYBDecider(notifier.Subscribe())
+		kyb.Pacer = pacer
+		go kyb.Run(eventstore.WithOrigin(ctx, eventstore.OriginKYB))
+		chain := eventstore.ChainSubscription(bgPool, notifier.Subscribe())
+		chain.Pacer = pacer
+		go chain.Run(eventstore.WithOrigin(ctx, eventstore.OriginChain))
+		startWebhooks(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks), cfg, bgPool, &bg, notifier, pacer, log)
+		sim := &sandbox.Simulator{App: &bg, Pool: bgPool, Log: log, Pacer: pacer}
 		sandboxCtx := eventstore.WithOrigin(ctx, eventstore.OriginSandbox)
-		go sim.Subscription(notifier.Subscribe()).Run(sandboxCtx)
+		schedule := sim.Subscription(notifier.Subscribe())
+		schedule.Pacer = pacer
+		go schedule.Run(sandboxCtx)
 		go sim.RunSettler(sandboxCtx)
 	})
 	api := apihttp.New(a, apihttp.Config{
@@ -243,9 +263,9 @@ func waitUntilMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger
 
 // startWebhooks runs the watermill fan-out (public events → deliveries)
 // and the sender.
-func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.App, notifier *eventstore.Notifier, log *slog.Logger) {
+func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.App, notifier *eventstore.Notifier, pacer *eventstore.Pacer, log *slog.Logger) {
 	sender := &webhooks.Sender{Pool: pool, App: a, Log: log, Wake: notifier.Subscribe(), AllowPrivate: cfg.WebhookAllowPriv}
-	feed := &webhooks.FeedSubscriber{Pool: pool, Wake: notifier.Subscribe(), Log: log}
+	feed := &webhooks.FeedSubscriber{Pool: pool, Wake: notifier.Subscribe(), Log: log, Pacer: pacer}
 	router, err := webhooks.NewRouter(feed, &webhooks.Fanout{Pool: pool, Delivered: notifier.Notify}, log)
 	if err != nil {
 		log.Error("webhook router", "error", err)

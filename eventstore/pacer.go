@@ -1,0 +1,149 @@
+package eventstore
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Pacer holds the API's commands back while a reader of the log (a
+// subscription, the sandbox settler) is behind. On a busy machine the
+// commands and the readers share the cores; left alone, dozens of clients'
+// commands take nearly all of them, and the readers, a handful of
+// goroutines and connections, fall seconds, then minutes behind: webhooks,
+// lists and settlement stop keeping their promises. With the pacer, a
+// command that arrives while a reader is more than MaxLag behind waits
+// (before it takes a connection) until the readers are back within MaxLag,
+// at most MaxWait: the commands go at the pace the derived side keeps.
+// The readers' own commands (the settler's, the KYB decider's) are not
+// paced.
+//
+// A reader is behind by the age of the last batch it read that took
+// everything readable (a short batch): until it reads the log to its end
+// again, what was committed since may wait unread. A reader that waits
+// for news is not behind; once woken, it is behind from its wake-up. A
+// reader whose read failed reports itself idle: it is not short of time,
+// and commands must fail fast on their own when the database is away.
+type Pacer struct {
+	// MaxLag is how far behind a reader may be before commands wait.
+	MaxLag time.Duration
+	// MaxWait bounds one command's wait, so that a reader that is stuck
+	// (failing, or its database gone) slows the API but never stops it.
+	MaxWait time.Duration
+
+	mu      sync.Mutex
+	readers map[string]*paced
+	moved   chan struct{} // closed, and replaced, whenever a reader reports
+}
+
+type paced struct {
+	idle     bool
+	readUpTo time.Time // when the reader's last short batch was read
+}
+
+// NewPacer returns a Pacer with the given bounds.
+func NewPacer(maxLag, maxWait time.Duration) *Pacer {
+	return &Pacer{MaxLag: maxLag, MaxWait: maxWait, readers: map[string]*paced{}, moved: make(chan struct{})}
+}
+
+// Read reports that the reader name began, at start, a read that took
+// everything readable then (short) or a full batch. A nil Pacer ignores
+// it.
+func (p *Pacer) Read(name string, start time.Time, short bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.reader(name)
+	r.idle = false
+	if short {
+		r.readUpTo = start
+	}
+	p.signal()
+}
+
+// Idle reports that the reader name has read the log to its end and waits
+// for news (or stopped: it then holds nothing back).
+func (p *Pacer) Idle(name string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reader(name).idle = true
+	p.signal()
+}
+
+// Woke reports that the reader name stopped waiting (news, or its poll)
+// and reads again: what it must read was committed since about now.
+func (p *Pacer) Woke(name string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.reader(name)
+	if r.idle {
+		r.idle = false
+		r.readUpTo = time.Now()
+	}
+}
+
+func (p *Pacer) reader(name string) *paced {
+	r, ok := p.readers[name]
+	if !ok {
+		r = &paced{readUpTo: time.Now()}
+		p.readers[name] = r
+	}
+	return r
+}
+
+func (p *Pacer) signal() {
+	close(p.moved)
+	p.moved = make(chan struct{})
+}
+
+// Behind returns how far behind the slowest reader is (0 when none is),
+// and a channel closed when a reader next reports.
+func (p *Pacer) Behind(now time.Time) (time.Duration, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var lag time.Duration
+	for _, r := range p.readers {
+		if !r.idle {
+			lag = max(lag, now.Sub(r.readUpTo))
+		}
+	}
+	return lag, p.moved
+}
+
+// Wait returns once every reader is within MaxLag, MaxWait has passed, or
+// ctx ended (with its error). A nil Pacer returns at once.
+func (p *Pacer) Wait(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	var timeout <-chan time.Time
+	for {
+		now := time.Now()
+		lag, moved := p.Behind(now)
+		if lag <= p.MaxLag {
+			return nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(p.MaxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		// A reader's lag grows with time alone, but only a report can
+		// shrink it: wait for one.
+		select {
+		case <-moved:
+		case <-timeout:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
