@@ -178,7 +178,12 @@ func (s *Subscription) heldBack(ctx context.Context) bool {
 		return false
 	}
 	var held bool
-	err = s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE (transaction_id, global_position) > ($1::text::xid8, $2))`,
+	// Not EXISTS (…): its generic plan, the one a prepared statement ends
+	// up with, scans the whole log when nothing follows the checkpoint
+	// (the usual case); ORDER BY … LIMIT 1 keeps it on the index.
+	err = s.Pool.QueryRow(ctx, `SELECT count(*) > 0 FROM (SELECT 1 FROM events
+        WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
+        ORDER BY transaction_id, global_position LIMIT 1) next`,
 		strconv.FormatUint(cp.TransactionID, 10), cp.GlobalPosition).Scan(&held)
 	return err == nil && held
 }
