@@ -36,6 +36,10 @@ type config struct {
 	// show it (TREASURY_READ_YOUR_WRITES_WAIT, a duration; 0 answers at
 	// once, without read-your-writes).
 	ReadYourWritesWait time.Duration
+	// PaceMaxLag is how far behind the log's readers may fall before the
+	// API's commands wait for them (TREASURY_PACE_MAX_LAG; 0 turns pacing
+	// off).
+	PaceMaxLag time.Duration
 	// Conns caps the API's open connections (TREASURY_MAX_CONNS,
 	// TREASURY_MAX_CONNS_PER_IP; a per-address cap of 0 is none).
 	Conns apihttp.ConnLimits
@@ -91,6 +95,14 @@ func loadConfig() (config, error) {
 			return c, fmt.Errorf("TREASURY_READ_YOUR_WRITES_WAIT must be a duration from 0s to 1m (e.g. 5s), not %q", v)
 		}
 		c.ReadYourWritesWait = d
+	}
+	c.PaceMaxLag = defaultPaceMaxLag
+	if v := strings.TrimSpace(os.Getenv("TREASURY_PACE_MAX_LAG")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > 10*time.Second {
+			return c, fmt.Errorf("TREASURY_PACE_MAX_LAG must be a duration from 0s (no pacing) to 10s (e.g. 200ms), not %q", v)
+		}
+		c.PaceMaxLag = d
 	}
 	if c.Conns, err = connLimits(); err != nil {
 		return c, err
@@ -208,8 +220,9 @@ func backgroundPool(ctx context.Context, api *pgxpool.Pool) (*pgxpool.Pool, erro
 }
 
 // The pacer's bounds: the API's commands wait while a reader of the log
-// is more than paceMaxLag behind, each at most paceMaxWait.
+// is more than TREASURY_PACE_MAX_LAG (default defaultPaceMaxLag) behind,
+// each at most paceMaxWait.
 const (
-	paceMaxLag  = 200 * time.Millisecond
-	paceMaxWait = time.Second
+	defaultPaceMaxLag = 200 * time.Millisecond
+	paceMaxWait       = time.Second
 )

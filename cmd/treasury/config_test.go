@@ -109,6 +109,32 @@ func TestReadYourWritesWaitSetting(t *testing.T) {
 	}
 }
 
+// TestPaceMaxLagSetting: unset is the default; a duration from 0 (no
+// pacing) to 10 s is taken; anything else is refused, naming the variable.
+func TestPaceMaxLagSetting(t *testing.T) {
+	t.Setenv("TREASURY_MIGRATE", "")
+	t.Setenv("TREASURY_OPERATOR_KEY", "")
+	for _, tc := range []struct {
+		value   string
+		want    time.Duration
+		refused bool
+	}{{"", 200 * time.Millisecond, false}, {"0s", 0, false}, {"0", 0, false}, {"1s", time.Second, false}, {"10s", 10 * time.Second, false},
+		{"11s", 0, true}, {"-1ms", 0, true}, {"200", 0, true}, {"off", 0, true}} {
+		t.Setenv("TREASURY_PACE_MAX_LAG", tc.value)
+		c, err := loadConfig()
+		if (err != nil) != tc.refused {
+			t.Errorf("TREASURY_PACE_MAX_LAG=%q: error %v, want refused %v", tc.value, err, tc.refused)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), "TREASURY_PACE_MAX_LAG") {
+			t.Errorf("the error does not name the variable: %v", err)
+		}
+		if !tc.refused && c.PaceMaxLag != tc.want {
+			t.Errorf("TREASURY_PACE_MAX_LAG=%q: %v, want %v", tc.value, c.PaceMaxLag, tc.want)
+		}
+	}
+}
+
 // TestConnLimitSettings: unset gives the defaults; positive numbers are
 // taken; off lifts the per-address cap (behind a proxy); anything else is
 // refused with an error that names the variable.

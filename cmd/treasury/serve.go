@@ -90,7 +90,10 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		go a.Projected.Run(eventstore.WithOrigin(ctx, eventstore.OriginProgress))
 	}
 	// The API's commands go at the pace the log's readers keep.
-	pacer := eventstore.NewPacer(paceMaxLag, paceMaxWait)
+	var pacer *eventstore.Pacer // nil: no pacing
+	if cfg.PaceMaxLag > 0 {
+		pacer = eventstore.NewPacer(cfg.PaceMaxLag, paceMaxWait)
+	}
 	a.Pacer = pacer
 	// The readers' own commands, on the background connections, unpaced.
 	bg := *a
