@@ -121,8 +121,12 @@ func (a *App) execute(ctx context.Context, cmd command, fn handler) (Result, err
 			return err
 		})
 	})
-	if err == nil {
+	switch {
+	case err == nil:
+		a.Pacer.Back()
 		a.Notifier.Notify()
+	case eventstore.Unavailable(err):
+		a.Pacer.Away()
 	}
 	return res, err
 }

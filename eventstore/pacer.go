@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,10 @@ type Pacer struct {
 	// MaxWait bounds one command's wait, so that a reader that is stuck
 	// (failing, or its database gone) slows the API but never stops it.
 	MaxWait time.Duration
+
+	// away is set while the database is unreachable (Away, Back): then
+	// nothing waits, so that commands fail fast instead.
+	away atomic.Bool
 
 	mu      sync.Mutex
 	readers map[string]*paced
@@ -104,6 +109,27 @@ func (p *Pacer) signal() {
 	p.moved = make(chan struct{})
 }
 
+// Away reports that a command found the database unreachable: until Back,
+// no command waits for the readers (a reader stuck in a step that began
+// before the outage must not hold commands back until the database
+// returns: a request sent while it is away answers 503 at once).
+func (p *Pacer) Away() {
+	if p == nil {
+		return
+	}
+	p.away.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.signal() // the commands waiting now stop waiting too
+}
+
+// Back reports that a command committed: the database is reachable.
+func (p *Pacer) Back() {
+	if p != nil && p.away.Load() {
+		p.away.Store(false)
+	}
+}
+
 // Behind returns how far behind the slowest reader is (0 when none is),
 // and a channel closed when a reader next reports.
 func (p *Pacer) Behind(now time.Time) (time.Duration, <-chan struct{}) {
@@ -125,7 +151,7 @@ func (p *Pacer) Wait(ctx context.Context) error {
 		return nil
 	}
 	var timeout <-chan time.Time
-	for {
+	for !p.away.Load() {
 		now := time.Now()
 		lag, moved := p.Behind(now)
 		if lag <= p.MaxLag {
@@ -146,4 +172,5 @@ func (p *Pacer) Wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	return nil
 }

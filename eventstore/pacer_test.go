@@ -119,10 +119,33 @@ func TestPacerWaitIsBounded(t *testing.T) {
 	}
 }
 
+// While the database is away, commands do not wait for the readers (they
+// must answer 503 at once); once a command commits again, they do.
+func TestPacerDoesNotWaitWhileTheDatabaseIsAway(t *testing.T) {
+	p := NewPacer(10*time.Millisecond, time.Hour)
+	p.Read("projections", time.Now().Add(-time.Minute), true)
+	done := waitDone(context.Background(), p)
+	notYet(t, done, "behind")
+	p.Away()
+	if err := within(t, done, "the waiting command, once the database is away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(t, waitDone(context.Background(), p), "a new command while away"); err != nil {
+		t.Fatal(err)
+	}
+	p.Back()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	notYet(t, waitDone(ctx, p), "back, and the reader still behind")
+}
+
 func TestNilPacerNeverWaits(t *testing.T) {
 	var p *Pacer
 	p.Read("a", time.Now().Add(-time.Hour), true)
 	p.Idle("a")
+	p.Woke("a")
+	p.Away()
+	p.Back()
 	if err := p.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
