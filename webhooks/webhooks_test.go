@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -489,4 +490,71 @@ func TestSenderKeepsAnotherSendersOutcome(t *testing.T) {
 	if len(d.Attempts) != 1 || d.Attempts[0].StatusCode == nil || *d.Attempts[0].StatusCode != 500 {
 		t.Errorf("attempts %+v, want the late 500 recorded", d.Attempts)
 	}
+}
+
+// TestSlowEndpointDoesNotHoldTheOthers: an endpoint that takes its time
+// holds at most PerEndpoint of the sender's slots; every other endpoint's
+// deliveries are sent and recorded meanwhile (a sender that worked in
+// rounds made each one wait for the slowest request of its round).
+func TestSlowEndpointDoesNotHoldTheOthers(t *testing.T) {
+	e := setup(t)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	var slowInFlight, slowMax atomic.Int32
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := slowInFlight.Add(1)
+		defer slowInFlight.Add(-1)
+		for m := slowMax.Load(); n > m && !slowMax.CompareAndSwap(m, n); m = slowMax.Load() {
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	fast := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer fast.Close()
+	slowWH, fastWH := e.createWebhook(t, slow.URL, nil), e.createWebhook(t, fast.URL, nil)
+	var slowIDs, fastIDs []string
+	for range 6 {
+		slowIDs = append(slowIDs, e.test(t, slowWH.ID))
+	}
+	for range 6 {
+		fastIDs = append(fastIDs, e.test(t, fastWH.ID))
+	}
+
+	s := e.sender(true)
+	s.Concurrency, s.PerEndpoint = 4, 2
+	ctx, cancel := context.WithCancel(e.ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); s.Run(ctx) }()
+	defer func() { unblock(); cancel(); <-stopped }()
+
+	waitFor(t, 15*time.Second, "the fast endpoint's deliveries to succeed while the slow one hangs", func() bool {
+		for _, id := range fastIDs {
+			if e.delivery(t, fastWH.ID, id).Status != "succeeded" {
+				return false
+			}
+		}
+		return true
+	})
+	if n := slowMax.Load(); n > 2 {
+		t.Errorf("%d requests in flight to the slow endpoint at once, want at most PerEndpoint (2)", n)
+	}
+	for _, id := range slowIDs {
+		if st := e.delivery(t, slowWH.ID, id).Status; st != "pending" {
+			t.Errorf("slow delivery %s is %s while its endpoint hangs", id, st)
+		}
+	}
+	unblock()
+	waitFor(t, 15*time.Second, "the slow endpoint's deliveries to succeed once it answers", func() bool {
+		for _, id := range slowIDs {
+			if e.delivery(t, slowWH.ID, id).Status != "succeeded" {
+				return false
+			}
+		}
+		return true
+	})
 }
