@@ -33,15 +33,16 @@ type Sender struct {
 	// AllowPrivate lets sandbox endpoints reach private and loopback
 	// addresses (TREASURY_WEBHOOK_ALLOW_PRIVATE). Live endpoints never may.
 	AllowPrivate bool
-	// Concurrency bounds the requests in flight; default 32.
+	// Concurrency is half a round's deliveries (sent at once); default 32.
 	Concurrency int
-	// PerEndpoint bounds the requests in flight to one endpoint, so that
-	// a slow one cannot take every slot; default a quarter of Concurrency.
-	PerEndpoint int
 
 	once    sync.Once
 	live    *http.Client
 	sandbox *http.Client
+
+	mu         sync.Mutex
+	slow       map[string]int // endpoint → its requests outstanding past their round
+	stragglers sync.WaitGroup // those requests
 }
 
 // Lease is how long a claimed delivery is reserved for its sender.
@@ -54,11 +55,9 @@ func (s *Sender) init() {
 	s.once.Do(func() {
 		s.live = NewClient(false)
 		s.sandbox = NewClient(s.AllowPrivate)
+		s.slow = map[string]int{}
 		if s.Concurrency <= 0 {
 			s.Concurrency = 32
-		}
-		if s.PerEndpoint <= 0 {
-			s.PerEndpoint = max(1, s.Concurrency/4)
 		}
 		if s.Log == nil {
 			s.Log = slog.Default()
@@ -66,167 +65,25 @@ func (s *Sender) init() {
 	})
 }
 
-// Run sends due deliveries until ctx ends. Up to Concurrency requests are
-// in flight at once, at most PerEndpoint of them to one endpoint, and a
-// slot is filled again as soon as its request ends: a slow endpoint holds
-// its own few slots, never a round that every other platform's deliveries
-// wait for (a round waited for its slowest request: one endpoint answering
-// in 10 s held every delivery that long). Outcomes are recorded in batches
-// as they come (record). A new delivery wakes it; retries that came due
-// are found by a poll every 100 ms.
+// Run sends due deliveries until ctx ends, woken by new deliveries and
+// polling every 100 ms for retries that came due.
 func (s *Sender) Run(ctx context.Context) {
 	s.init()
-	f := newFlight()
-	outcomes := make(chan outcome, s.Concurrency)
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		s.recordAsTheyCome(ctx, outcomes)
-	}()
-	var requests sync.WaitGroup
-	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		room, busy := f.room(s.Concurrency, s.PerEndpoint)
-		if room == 0 {
-			f.waitFreed(ctx)
+		n, err := s.SendDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.Log.Warn("webhook sender", "error", err)
+		}
+		if n > 0 {
 			continue
-		}
-		jobs, err := s.claim(ctx, room, busy)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.Log.Warn("webhook sender", "error", err)
-			}
-			sleep(ctx, backoff)
-			backoff = min(backoff*2, 5*time.Second)
-			continue
-		}
-		backoff = 50 * time.Millisecond
-		for _, j := range jobs {
-			f.start(j.endpointID)
-			requests.Go(func() {
-				a := s.post(ctx, j)
-				outcomes <- outcome{j, a} // before the slot frees: records keep up with sends
-				f.end(j.endpointID)
-			})
-		}
-		if len(jobs) == room {
-			continue // more may be due
 		}
 		select {
 		case <-ctx.Done():
 		case <-s.Wake:
-		case <-f.freedWhileFull(busy):
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	requests.Wait()
-	close(outcomes)
-	<-recorded
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
-
-// outcome is a sent delivery and its attempt, on its way to be recorded.
-type outcome struct {
-	job     job
-	attempt attempt
-}
-
-// recordAsTheyCome records outcomes until the channel closes, each batch
-// being what has arrived by the time the previous one is recorded.
-// Requests that went out are recorded even when the sender is stopping,
-// or they would be sent again.
-func (s *Sender) recordAsTheyCome(ctx context.Context, outcomes <-chan outcome) {
-	for o := range outcomes {
-		jobs, attempts := []job{o.job}, []attempt{o.attempt}
-	more:
-		for len(jobs) < 4*s.Concurrency {
-			select {
-			case o, ok := <-outcomes:
-				if !ok {
-					break more
-				}
-				jobs, attempts = append(jobs, o.job), append(attempts, o.attempt)
-			default:
-				break more
-			}
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if err := s.record(rctx, jobs, attempts); err != nil {
-			s.Log.Warn("webhook sender: recording attempts", "deliveries", len(jobs), "error", err)
-		}
-		cancel()
-	}
-}
-
-// flight counts the requests in flight, in all and per endpoint.
-type flight struct {
-	mu    sync.Mutex
-	total int
-	per   map[string]int
-	freed chan struct{} // closed, and replaced, whenever a request ends
-}
-
-func newFlight() *flight { return &flight{per: map[string]int{}, freed: make(chan struct{})} }
-
-// room says how many more requests may start, and how many more each
-// endpoint with requests in flight may take (its room; 0 when full).
-func (f *flight) room(total, perEndpoint int) (int, map[string]int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	busy := make(map[string]int, len(f.per))
-	for id, n := range f.per {
-		busy[id] = max(0, perEndpoint-n)
-	}
-	return max(0, total-f.total), busy
-}
-
-func (f *flight) start(endpointID string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.total++
-	f.per[endpointID]++
-}
-
-func (f *flight) end(endpointID string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.total--
-	if f.per[endpointID]--; f.per[endpointID] == 0 {
-		delete(f.per, endpointID)
-	}
-	close(f.freed)
-	f.freed = make(chan struct{})
-}
-
-// waitFreed waits for a request to end.
-func (f *flight) waitFreed(ctx context.Context) {
-	f.mu.Lock()
-	freed := f.freed
-	f.mu.Unlock()
-	select {
-	case <-ctx.Done():
-	case <-freed:
-	}
-}
-
-// freedWhileFull is closed when a request ends if some endpoint was full
-// at the last claim (its due deliveries were left for then); otherwise
-// it never is: a freed slot alone brings nothing new due.
-func (f *flight) freedWhileFull(busy map[string]int) <-chan struct{} {
-	for _, room := range busy {
-		if room == 0 {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			return f.freed
-		}
-	}
-	return nil
+	s.stragglers.Wait()
 }
 
 type job struct {
@@ -237,73 +94,118 @@ type job struct {
 	secrets                                                 []string
 }
 
-// SendDue sends the deliveries due now (up to a batch), waits for every
-// request and records them, and returns how many it sent: one round of
-// what Run does continuously.
+// RoundWait bounds how long a round waits for its requests. A request
+// still unanswered then (a slow or hostile endpoint: the client allows
+// 10 s) finishes and is recorded on its own, and its endpoint gets no new
+// deliveries until it has answered: one slow endpoint never holds the
+// other platforms' deliveries longer than RoundWait, nor more than the
+// deliveries of one round.
+const RoundWait = time.Second
+
+// SendDue sends the deliveries due now (up to a batch) and returns how many.
+// It records them once they are answered, or, for those still unanswered
+// after RoundWait, as each answers (see RoundWait).
 func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	s.init()
-	jobs, err := s.claim(ctx, 2*s.Concurrency, nil)
-	if err != nil || len(jobs) == 0 {
-		return 0, err
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, s.Concurrency)
-	attempts := make([]attempt, len(jobs))
-	for i := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			attempts[i] = s.post(ctx, jobs[i])
-		}()
-	}
-	wg.Wait()
-	// Requests that went out are recorded even when the sender is
-	// stopping, or they would be sent again.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return len(jobs), s.record(rctx, jobs, attempts)
-}
-
-// claim leases up to limit due deliveries, oldest first, with at most
-// room[e] more to an endpoint e listed in room (an endpoint not listed
-// has PerEndpoint).
-func (s *Sender) claim(ctx context.Context, limit int, room map[string]int) ([]job, error) {
-	ids, rooms := make([]string, 0, len(room)), make([]int32, 0, len(room))
-	for id, r := range room {
-		ids, rooms = append(ids, id), append(rooms, int32(r))
-	}
-	// Candidates are locked (SKIP LOCKED: another sender takes others);
-	// a window then keeps each endpoint within its room. FOR UPDATE
-	// cannot share a level with the window, hence two.
-	rows, err := s.Pool.Query(ctx, `WITH candidates AS (
-            SELECT d2.id, d2.endpoint_id, d2.next_attempt_at FROM webhook_deliveries d2
-            JOIN webhook_endpoints e ON e.id = d2.endpoint_id
-            WHERE d2.status = 'pending' AND d2.next_attempt_at <= now() AND e.status = 'enabled' AND NOT e.deleted
-            ORDER BY d2.next_attempt_at LIMIT $2 * 4 FOR UPDATE OF d2 SKIP LOCKED),
-        picked AS (
-            SELECT id FROM (SELECT c.id, c.next_attempt_at,
-                    row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS n,
-                    coalesce(r.room, $5) AS room
-                FROM candidates c LEFT JOIN unnest($3::text[], $4::int[]) r(endpoint_id, room) ON r.endpoint_id = c.endpoint_id) x
-            WHERE n <= room ORDER BY next_attempt_at LIMIT $2),
-        claimed AS (
+	rows, err := s.Pool.Query(ctx, `WITH claimed AS (
             UPDATE webhook_deliveries d SET next_attempt_at = now() + $1::interval
-            WHERE d.id IN (SELECT id FROM picked)
+            WHERE d.id IN (SELECT d2.id FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
+                WHERE d2.status = 'pending' AND d2.next_attempt_at <= now() AND e.status = 'enabled' AND NOT e.deleted
+                  AND d2.endpoint_id <> ALL($3)
+                ORDER BY d2.next_attempt_at LIMIT $2 FOR UPDATE OF d2 SKIP LOCKED)
             RETURNING d.id, d.endpoint_id, d.event_type, d.payload, d.attempt_count)
         SELECT c.id, c.endpoint_id, c.event_type, c.payload, c.attempt_count, e.url, e.platform_id, e.environment, e.retry_policy,
             ARRAY(SELECT secret FROM webhook_secrets w WHERE w.endpoint_id = c.endpoint_id
                 AND (w.expires_at IS NULL OR w.expires_at > now()) ORDER BY w.created_at DESC)
-        FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`, Lease.String(), limit, ids, rooms, s.PerEndpoint)
+        FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`, Lease.String(), s.Concurrency*2, s.slowEndpoints())
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
 		var j job
 		err := r.Scan(&j.id, &j.endpointID, &j.eventType, &j.payload, &j.attempts, &j.url, &j.platformID, &j.environment,
 			&j.policy, &j.secrets)
 		return j, err
 	})
+	if err != nil || len(jobs) == 0 {
+		return 0, err
+	}
+	// Every request of the round at once (a round is 2×Concurrency): a
+	// slot held by a slow endpoint must not keep the others from starting.
+	attempts := make([]attempt, len(jobs))
+	answered := make([]chan struct{}, len(jobs))
+	for i := range jobs {
+		answered[i] = make(chan struct{})
+		go func() {
+			defer close(answered[i])
+			attempts[i] = s.post(ctx, jobs[i])
+		}()
+	}
+	deadline := time.NewTimer(RoundWait)
+	defer deadline.Stop()
+	expired := false
+	var doneJobs, lateJobs []job
+	var doneAttempts []attempt
+	var late []int
+	for i := range jobs {
+		if !expired {
+			select {
+			case <-answered[i]:
+			case <-deadline.C:
+				expired = true
+			}
+		}
+		select {
+		case <-answered[i]:
+			doneJobs, doneAttempts = append(doneJobs, jobs[i]), append(doneAttempts, attempts[i])
+		default:
+			late, lateJobs = append(late, i), append(lateJobs, jobs[i])
+		}
+	}
+	for k, i := range late {
+		s.straggle(ctx, lateJobs[k], answered[i], &attempts[i])
+	}
+	if len(doneJobs) == 0 {
+		return len(jobs), nil
+	}
+	// Requests that went out are recorded even when the sender is
+	// stopping, or they would be sent again.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return len(jobs), s.record(rctx, doneJobs, doneAttempts)
+}
+
+// straggle records a request that outlived its round once it is
+// answered; until then its endpoint is left out of the claims.
+func (s *Sender) straggle(ctx context.Context, j job, answered <-chan struct{}, a *attempt) {
+	s.mu.Lock()
+	s.slow[j.endpointID]++
+	s.mu.Unlock()
+	s.stragglers.Go(func() {
+		<-answered
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := s.record(rctx, []job{j}, []attempt{*a}); err != nil {
+			s.Log.Warn("webhook sender: recording a late answer", "delivery", j.id, "error", err)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.slow[j.endpointID]--; s.slow[j.endpointID] == 0 {
+			delete(s.slow, j.endpointID)
+		}
+	})
+}
+
+// slowEndpoints are the endpoints with a request outstanding past its
+// round.
+func (s *Sender) slowEndpoints() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.slow))
+	for id := range s.slow {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // attempt is the outcome of one POST.
