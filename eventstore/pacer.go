@@ -36,6 +36,9 @@ type Pacer struct {
 	// nothing waits, so that commands fail fast instead.
 	away atomic.Bool
 
+	waits  atomic.Int64 // commands that waited
+	waited atomic.Int64 // nanoseconds they waited, in all
+
 	mu      sync.Mutex
 	readers map[string]*paced
 	moved   chan struct{} // closed, and replaced, whenever a reader reports
@@ -151,6 +154,13 @@ func (p *Pacer) Wait(ctx context.Context) error {
 		return nil
 	}
 	var timeout <-chan time.Time
+	var began time.Time
+	defer func() {
+		if !began.IsZero() {
+			p.waits.Add(1)
+			p.waited.Add(int64(time.Since(began)))
+		}
+	}()
 	for !p.away.Load() {
 		now := time.Now()
 		lag, moved := p.Behind(now)
@@ -158,6 +168,7 @@ func (p *Pacer) Wait(ctx context.Context) error {
 			return nil
 		}
 		if timeout == nil {
+			began = now
 			t := time.NewTimer(p.MaxWait)
 			defer t.Stop()
 			timeout = t.C
@@ -173,4 +184,10 @@ func (p *Pacer) Wait(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Waited returns how many commands have waited for the readers, and for
+// how long in all (for /metrics).
+func (p *Pacer) Waited() (int64, time.Duration) {
+	return p.waits.Load(), time.Duration(p.waited.Load())
 }

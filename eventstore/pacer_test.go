@@ -90,11 +90,17 @@ func TestPacerWaitsUntilTheReaderCatchesUp(t *testing.T) {
 	if err := within(t, done, "caught up"); err != nil {
 		t.Fatal(err)
 	}
+	if n, d := p.Waited(); n != 1 || d < 300*time.Millisecond {
+		t.Errorf("Waited = %d, %v; want the one command, for the two notYet windows at least", n, d)
+	}
 	// Idle readers hold nothing back, however old their last read.
 	p.Read("settler", time.Now().Add(-time.Hour), true)
 	p.Idle("settler")
 	if err := within(t, waitDone(context.Background(), p), "idle"); err != nil {
 		t.Fatal(err)
+	}
+	if n, _ := p.Waited(); n != 1 {
+		t.Errorf("Waited counts %d commands, want 1: a command that did not wait is not counted", n)
 	}
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -34,4 +36,39 @@ func roundTripsCollectors(pool *pgxpool.Pool) []prometheus.Collector {
 		return nil
 	}
 	return []prometheus.Collector{roundTripsCollector{rt}}
+}
+
+var (
+	readersBehindDesc = prometheus.NewDesc("treasury_readers_behind_seconds",
+		"How far behind the slowest reader of the log (subscription, webhook feed, sandbox settler) is; commands wait while it is over TREASURY_PACE_MAX_LAG.",
+		nil, nil)
+	pacedDesc = prometheus.NewDesc("treasury_paced_commands_total",
+		"API commands that waited for the log's readers before running.", nil, nil)
+	pacedSecondsDesc = prometheus.NewDesc("treasury_paced_seconds_total",
+		"Time API commands spent waiting for the log's readers, in all.", nil, nil)
+)
+
+// pacerCollector exposes the pacer's state at scrape time.
+type pacerCollector struct{ p *eventstore.Pacer }
+
+func (c pacerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- readersBehindDesc
+	ch <- pacedDesc
+	ch <- pacedSecondsDesc
+}
+
+func (c pacerCollector) Collect(ch chan<- prometheus.Metric) {
+	behind, _ := c.p.Behind(time.Now())
+	waits, waited := c.p.Waited()
+	ch <- prometheus.MustNewConstMetric(readersBehindDesc, prometheus.GaugeValue, behind.Seconds())
+	ch <- prometheus.MustNewConstMetric(pacedDesc, prometheus.CounterValue, float64(waits))
+	ch <- prometheus.MustNewConstMetric(pacedSecondsDesc, prometheus.CounterValue, waited.Seconds())
+}
+
+// pacerCollectors exposes the pacer's state; none when pacing is off.
+func pacerCollectors(p *eventstore.Pacer) []prometheus.Collector {
+	if p == nil {
+		return nil
+	}
+	return []prometheus.Collector{pacerCollector{p}}
 }

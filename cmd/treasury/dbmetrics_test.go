@@ -41,6 +41,13 @@ func TestServeCountsRoundTripsByOrigin(t *testing.T) {
 	waitStatus(t, p, 30*time.Second, base+"/readyz", "", http.StatusOK)
 
 	before := scrapeRoundTrips(t, base)
+	// The pacer's state is there too (pacing is on by default).
+	metrics := string(mustCall(t, http.MethodGet, base+"/metrics", "", nil).Body)
+	for _, name := range []string{"treasury_readers_behind_seconds", "treasury_paced_commands_total", "treasury_paced_seconds_total"} {
+		if !regexp.MustCompile(`(?m)^` + name + ` [0-9.e+-]+$`).MatchString(metrics) {
+			t.Errorf("/metrics has no %s", name)
+		}
+	}
 	for _, o := range []string{"api", "projections", "chain", "kyb", "sandbox", "webhooks", "notify", "progress", "other"} {
 		if _, ok := before[o]; !ok {
 			t.Errorf("/metrics has no treasury_db_round_trips_total{origin=%q}", o)
