@@ -56,46 +56,43 @@ func NewPacer(maxLag, maxWait time.Duration) *Pacer {
 
 // Read reports that the reader name began, at start, a read that took
 // everything readable then (short) or a full batch. A nil Pacer ignores
-// it.
+// it, as it does Idle and Woke.
 func (p *Pacer) Read(name string, start time.Time, short bool) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	r := p.reader(name)
-	r.idle = false
-	if short {
-		r.readUpTo = start
-	}
-	p.signal()
+	p.update(name, func(r *paced) {
+		r.idle = false
+		if short {
+			r.readUpTo = start
+		}
+	})
 }
 
 // Idle reports that the reader name has read the log to its end and waits
 // for news (or stopped: it then holds nothing back).
 func (p *Pacer) Idle(name string) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.reader(name).idle = true
-	p.signal()
+	p.update(name, func(r *paced) { r.idle = true })
 }
 
 // Woke reports that the reader name stopped waiting (news, or its poll)
 // and reads again: what it must read was committed since about now.
 func (p *Pacer) Woke(name string) {
+	p.update(name, func(r *paced) {
+		if r.idle {
+			r.idle = false
+			r.readUpTo = time.Now()
+		}
+	})
+}
+
+// update changes the reader name's state and wakes the waiting commands
+// to look at it again.
+func (p *Pacer) update(name string, change func(*paced)) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := p.reader(name)
-	if r.idle {
-		r.idle = false
-		r.readUpTo = time.Now()
-	}
+	change(p.reader(name))
+	p.signal()
 }
 
 func (p *Pacer) reader(name string) *paced {

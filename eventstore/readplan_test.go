@@ -32,23 +32,31 @@ func (r *sqlRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 
 func (r *sqlRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TestLogReadsWalkTheCommitOrderIndex: reading the log in commit order
-// walks the (transaction_id, global_position) index instead of sorting
-// every event after the position, which made each read of a subscriber
-// that had fallen behind cost as much as its whole backlog.
-func TestLogReadsWalkTheCommitOrderIndex(t *testing.T) {
-	ctx := context.Background()
+// recordedPool is a pool on the package's database whose last statement
+// rec keeps.
+func recordedPool(t *testing.T) (*pgxpool.Pool, *sqlRecorder) {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &sqlRecorder{}
 	cfg.ConnConfig.Tracer = rec
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close)
+	return pool, rec
+}
+
+// TestLogReadsWalkTheCommitOrderIndex: reading the log in commit order
+// walks the (transaction_id, global_position) index instead of sorting
+// every event after the position, which made each read of a subscriber
+// that had fallen behind cost as much as its whole backlog.
+func TestLogReadsWalkTheCommitOrderIndex(t *testing.T) {
+	ctx := context.Background()
+	pool, rec := recordedPool(t)
 	mustAppend(t, ctx, pool, stream("plan-1"), 0, events(1, 1, 5)...)
 
 	for name, read := range map[string]func() error{
@@ -94,17 +102,7 @@ func TestLogReadsWalkTheCommitOrderIndex(t *testing.T) {
 // many times a second under load.
 func TestHeldBackCheckStaysOnTheIndex(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &sqlRecorder{}
-	cfg.ConnConfig.Tracer = rec
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool, rec := recordedPool(t)
 	for i := range 40 {
 		mustAppend(t, ctx, pool, stream(fmt.Sprintf("held-%d", i)), 0, events(i, 1, 100)...)
 	}

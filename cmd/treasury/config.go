@@ -88,21 +88,13 @@ func loadConfig() (config, error) {
 			return c, err
 		}
 	}
-	c.ReadYourWritesWait = app.DefaultReadYourWritesWithin
-	if v := strings.TrimSpace(os.Getenv("TREASURY_READ_YOUR_WRITES_WAIT")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > time.Minute {
-			return c, fmt.Errorf("TREASURY_READ_YOUR_WRITES_WAIT must be a duration from 0s to 1m (e.g. 5s), not %q", v)
-		}
-		c.ReadYourWritesWait = d
+	if c.ReadYourWritesWait, err = durationSetting("TREASURY_READ_YOUR_WRITES_WAIT", app.DefaultReadYourWritesWithin,
+		time.Minute, "from 0s to 1m (e.g. 5s)"); err != nil {
+		return c, err
 	}
-	c.PaceMaxLag = defaultPaceMaxLag
-	if v := strings.TrimSpace(os.Getenv("TREASURY_PACE_MAX_LAG")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > 10*time.Second {
-			return c, fmt.Errorf("TREASURY_PACE_MAX_LAG must be a duration from 0s (no pacing) to 10s (e.g. 200ms), not %q", v)
-		}
-		c.PaceMaxLag = d
+	if c.PaceMaxLag, err = durationSetting("TREASURY_PACE_MAX_LAG", defaultPaceMaxLag,
+		10*time.Second, "from 0s (no pacing) to 10s (e.g. 200ms)"); err != nil {
+		return c, err
 	}
 	if c.Conns, err = connLimits(); err != nil {
 		return c, err
@@ -226,3 +218,18 @@ const (
 	defaultPaceMaxLag = 200 * time.Millisecond
 	paceMaxWait       = time.Second
 )
+
+// durationSetting reads the duration in the variable name: def when unset,
+// an error that names the variable when it is not a duration from 0 to
+// most (which says, in words, what is taken).
+func durationSetting(name string, def, most time.Duration, what string) (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > most {
+		return 0, fmt.Errorf("%s must be a duration %s, not %q", name, what, v)
+	}
+	return d, nil
+}

@@ -83,56 +83,49 @@ func TestPprofAddrSetting(t *testing.T) {
 	}
 }
 
+// durationCase is a value of a duration variable and what it gives.
+type durationCase struct {
+	value   string
+	want    time.Duration
+	refused bool
+}
+
+// checkDurationSetting sets the variable name to each case's value and
+// checks what loadConfig makes of it (got reads the field).
+func checkDurationSetting(t *testing.T, name string, got func(config) time.Duration, cases []durationCase) {
+	t.Helper()
+	t.Setenv("TREASURY_MIGRATE", "")
+	t.Setenv("TREASURY_OPERATOR_KEY", "")
+	for _, tc := range cases {
+		t.Setenv(name, tc.value)
+		c, err := loadConfig()
+		if (err != nil) != tc.refused {
+			t.Errorf("%s=%q: error %v, want refused %v", name, tc.value, err, tc.refused)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), name) {
+			t.Errorf("the error does not name the variable: %v", err)
+		}
+		if !tc.refused && got(c) != tc.want {
+			t.Errorf("%s=%q: %v, want %v", name, tc.value, got(c), tc.want)
+		}
+	}
+}
+
 // TestReadYourWritesWaitSetting: unset is the default bound; a duration
 // from 0 (no waiting) to a minute is taken; anything else is refused.
 func TestReadYourWritesWaitSetting(t *testing.T) {
-	t.Setenv("TREASURY_MIGRATE", "")
-	t.Setenv("TREASURY_OPERATOR_KEY", "")
-	for _, tc := range []struct {
-		value   string
-		want    time.Duration
-		refused bool
-	}{{"", 5 * time.Second, false}, {"0s", 0, false}, {"250ms", 250 * time.Millisecond, false}, {"1m", time.Minute, false},
-		{"61s", 0, true}, {"-1s", 0, true}, {"5", 0, true}, {"soon", 0, true}} {
-		t.Setenv("TREASURY_READ_YOUR_WRITES_WAIT", tc.value)
-		c, err := loadConfig()
-		if (err != nil) != tc.refused {
-			t.Errorf("TREASURY_READ_YOUR_WRITES_WAIT=%q: error %v, want refused %v", tc.value, err, tc.refused)
-			continue
-		}
-		if err != nil && !strings.Contains(err.Error(), "TREASURY_READ_YOUR_WRITES_WAIT") {
-			t.Errorf("the error does not name the variable: %v", err)
-		}
-		if !tc.refused && c.ReadYourWritesWait != tc.want {
-			t.Errorf("TREASURY_READ_YOUR_WRITES_WAIT=%q: %v, want %v", tc.value, c.ReadYourWritesWait, tc.want)
-		}
-	}
+	checkDurationSetting(t, "TREASURY_READ_YOUR_WRITES_WAIT", func(c config) time.Duration { return c.ReadYourWritesWait },
+		[]durationCase{{"", 5 * time.Second, false}, {"0s", 0, false}, {"250ms", 250 * time.Millisecond, false}, {"1m", time.Minute, false},
+			{"61s", 0, true}, {"-1s", 0, true}, {"5", 0, true}, {"soon", 0, true}})
 }
 
 // TestPaceMaxLagSetting: unset is the default; a duration from 0 (no
 // pacing) to 10 s is taken; anything else is refused, naming the variable.
 func TestPaceMaxLagSetting(t *testing.T) {
-	t.Setenv("TREASURY_MIGRATE", "")
-	t.Setenv("TREASURY_OPERATOR_KEY", "")
-	for _, tc := range []struct {
-		value   string
-		want    time.Duration
-		refused bool
-	}{{"", 200 * time.Millisecond, false}, {"0s", 0, false}, {"0", 0, false}, {"1s", time.Second, false}, {"10s", 10 * time.Second, false},
-		{"11s", 0, true}, {"-1ms", 0, true}, {"200", 0, true}, {"off", 0, true}} {
-		t.Setenv("TREASURY_PACE_MAX_LAG", tc.value)
-		c, err := loadConfig()
-		if (err != nil) != tc.refused {
-			t.Errorf("TREASURY_PACE_MAX_LAG=%q: error %v, want refused %v", tc.value, err, tc.refused)
-			continue
-		}
-		if err != nil && !strings.Contains(err.Error(), "TREASURY_PACE_MAX_LAG") {
-			t.Errorf("the error does not name the variable: %v", err)
-		}
-		if !tc.refused && c.PaceMaxLag != tc.want {
-			t.Errorf("TREASURY_PACE_MAX_LAG=%q: %v, want %v", tc.value, c.PaceMaxLag, tc.want)
-		}
-	}
+	checkDurationSetting(t, "TREASURY_PACE_MAX_LAG", func(c config) time.Duration { return c.PaceMaxLag },
+		[]durationCase{{"", 200 * time.Millisecond, false}, {"0s", 0, false}, {"0", 0, false}, {"1s", time.Second, false},
+			{"10s", 10 * time.Second, false}, {"11s", 0, true}, {"-1ms", 0, true}, {"200", 0, true}, {"off", 0, true}})
 }
 
 // TestConnLimitSettings: unset gives the defaults; positive numbers are
