@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/eventstore/pgtest"
@@ -237,4 +238,41 @@ func publicTables(t *testing.T, pool *pgxpool.Pool) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestPostingAProjectedRowStaysOnItsPage: the projections' rows updated
+// soon after they are inserted (a ledger entry posted, say) leave room on
+// their pages (migration 00015), so the update is HOT — no new entry in
+// any of the table's indexes — even once the pages are filled by inserts.
+// At the default fillfactor the same updates found full pages.
+func TestPostingAProjectedRowStaysOnItsPage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := openTestPool(t, emptyDatabase(t))
+	if _, err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	const rows = 2000 // many pages' worth
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO ledger_entries (seq, id, journal_entry_id, platform_id, environment,
+                ledger_account_id, virtual_account_id, direction, amount, type, status, description, effective_at, created_at)
+            SELECT g, 'le_' || g, 'je_' || g, 'plt_1', 'sandbox', 'la_1', 'va_' || (g % 50), 'debit', 100, 'payment',
+                'pending', 'a payment to a vendor, held', now(), now() FROM generate_series(1, $1) g`, rows); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE ledger_entries SET status = 'posted', posted_at = now()`); err != nil {
+			return err
+		}
+		var hot int
+		if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_hot_updated('ledger_entries'::regclass)`).Scan(&hot); err != nil {
+			return err
+		}
+		if hot < rows*9/10 {
+			t.Errorf("%d of %d postings were HOT updates, want nearly all", hot, rows)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
