@@ -125,7 +125,7 @@ func (a *App) execute(ctx context.Context, cmd command, fn handler) (Result, err
 	case err == nil:
 		a.Pacer.Back()
 		a.Notifier.Notify()
-	case eventstore.Unavailable(err):
+	case eventstore.Unavailable(err) && ctx.Err() == nil: // not the request's own deadline
 		a.Pacer.Away()
 	}
 	return res, err

@@ -125,8 +125,8 @@ func (p *Pacer) Away() {
 
 // Back reports that a command committed: the database is reachable.
 func (p *Pacer) Back() {
-	if p != nil && p.away.Load() {
-		p.away.Store(false)
+	if p != nil {
+		p.away.CompareAndSwap(true, false)
 	}
 }
 
@@ -161,7 +161,7 @@ func (p *Pacer) Wait(ctx context.Context) error {
 	for !p.away.Load() {
 		now := time.Now()
 		lag, moved := p.Behind(now)
-		if lag <= p.MaxLag {
+		if lag <= p.MaxLag || p.away.Load() { // Away may have signalled just before Behind
 			return nil
 		}
 		if timeout == nil {

@@ -160,7 +160,7 @@ func TestNilPacerNeverWaits(t *testing.T) {
 // Many commands wait while readers report from their own goroutines: every
 // wait ends once the readers are caught up, none is lost (run with -race).
 func TestPacerConcurrentWaitersAndReaders(t *testing.T) {
-	p := NewPacer(20*time.Millisecond, time.Minute)
+	p := NewPacer(20*time.Millisecond, time.Hour) // a lost wake-up would hang, not pass late
 	readers := []string{"projections", "chain", "sandbox", "kyb"}
 	for _, r := range readers {
 		p.Read(r, time.Now().Add(-time.Minute), true)
@@ -186,7 +186,13 @@ func TestPacerConcurrentWaitersAndReaders(t *testing.T) {
 		})
 	}
 	readersWG.Wait()
-	wg.Wait()
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d of 64 waits ended once the readers caught up", released.Load())
+	}
 	if n := released.Load(); n != 64 {
 		t.Fatalf("%d of 64 waits ended", n)
 	}

@@ -184,11 +184,15 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 			break // out of the for: the batch is done
 		}
 		msg = msg.Copy()
+		// A failing fan-out is not short of time: it must not hold the
+		// commands back while it pauses (see eventstore.Pacer).
+		f.Pacer.Idle(FanoutName)
 		select {
 		case <-time.After(time.Second):
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
+		f.Pacer.Woke(FanoutName)
 	}
 	last := events[len(events)-1].Seq
 	// Compare and set: a rebuild may have rewound the feed meanwhile, and

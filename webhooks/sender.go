@@ -35,6 +35,9 @@ type Sender struct {
 	AllowPrivate bool
 	// Concurrency is half a round's deliveries (sent at once); default 32.
 	Concurrency int
+	// RoundWait bounds how long a round waits for its requests; default
+	// DefaultRoundWait.
+	RoundWait time.Duration
 
 	once    sync.Once
 	live    *http.Client
@@ -56,6 +59,9 @@ func (s *Sender) init() {
 		s.live = NewClient(false)
 		s.sandbox = NewClient(s.AllowPrivate)
 		s.slow = map[string]int{}
+		if s.RoundWait <= 0 {
+			s.RoundWait = DefaultRoundWait
+		}
 		if s.Concurrency <= 0 {
 			s.Concurrency = 32
 		}
@@ -94,17 +100,18 @@ type job struct {
 	secrets                                                 []string
 }
 
-// RoundWait bounds how long a round waits for its requests. A request
+// DefaultRoundWait bounds how long a round waits for its requests unless
+// Sender.RoundWait says otherwise. A request
 // still unanswered then (a slow or hostile endpoint: the client allows
 // 10 s) finishes and is recorded on its own, and its endpoint gets no new
 // deliveries until it has answered: one slow endpoint never holds the
 // other platforms' deliveries longer than RoundWait, nor more than the
 // deliveries of one round.
-const RoundWait = time.Second
+const DefaultRoundWait = time.Second
 
 // SendDue sends the deliveries due now (up to a batch) and returns how many.
 // It records them once they are answered, or, for those still unanswered
-// after RoundWait, as each answers (see RoundWait).
+// after RoundWait, once they have all answered (see DefaultRoundWait).
 func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	s.init()
 	rows, err := s.Pool.Query(ctx, `WITH claimed AS (
@@ -141,7 +148,7 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 			attempts[i] = s.post(ctx, jobs[i])
 		}()
 	}
-	deadline := time.NewTimer(RoundWait)
+	deadline := time.NewTimer(s.RoundWait)
 	defer deadline.Stop()
 	expired := false
 	var doneJobs, lateJobs []job
@@ -162,8 +169,8 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 			late, lateJobs = append(late, i), append(lateJobs, jobs[i])
 		}
 	}
-	for k, i := range late {
-		s.straggle(ctx, lateJobs[k], answered[i], &attempts[i])
+	if len(late) > 0 {
+		s.straggle(ctx, lateJobs, late, answered, attempts)
 	}
 	if len(doneJobs) == 0 {
 		return len(jobs), nil
@@ -175,23 +182,32 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	return len(jobs), s.record(rctx, doneJobs, doneAttempts)
 }
 
-// straggle records a request that outlived its round once it is
-// answered; until then its endpoint is left out of the claims.
-func (s *Sender) straggle(ctx context.Context, j job, answered <-chan struct{}, a *attempt) {
+// straggle records a round's requests that outlived it (jobs, at the
+// round's indexes late) together once they have all answered; until then
+// their endpoints are left out of the claims.
+func (s *Sender) straggle(ctx context.Context, jobs []job, late []int, answered []chan struct{}, all []attempt) {
 	s.mu.Lock()
-	s.slow[j.endpointID]++
+	for _, j := range jobs {
+		s.slow[j.endpointID]++
+	}
 	s.mu.Unlock()
 	s.stragglers.Go(func() {
-		<-answered
+		attempts := make([]attempt, len(late))
+		for k, i := range late {
+			<-answered[i]
+			attempts[k] = all[i]
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := s.record(rctx, []job{j}, []attempt{*a}); err != nil {
-			s.Log.Warn("webhook sender: recording a late answer", "delivery", j.id, "error", err)
+		if err := s.record(rctx, jobs, attempts); err != nil {
+			s.Log.Warn("webhook sender: recording late answers", "deliveries", len(jobs), "error", err)
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.slow[j.endpointID]--; s.slow[j.endpointID] == 0 {
-			delete(s.slow, j.endpointID)
+		for _, j := range jobs {
+			if s.slow[j.endpointID]--; s.slow[j.endpointID] == 0 {
+				delete(s.slow, j.endpointID)
+			}
 		}
 	})
 }

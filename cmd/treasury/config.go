@@ -195,9 +195,11 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 }
 
 // backgroundConns is the size of the pool of the log's readers, the
-// sandbox settler and the webhook sender: one connection per subscription,
-// the settler's workers and its claim, the notifier's LISTEN, with room.
-const backgroundConns = 16
+// sandbox settler and the webhook sender: a connection for each
+// subscription's step (and the KYB decider's command beside its step), the
+// feed and the fan-out, the progress poller, the notifier, the settler's
+// workers and its claim, the sender's claim and records, with room.
+const backgroundConns = 24
 
 // backgroundPool opens the derived side's own connections, with api's
 // settings. Sharing api's pool, the readers and the settler queued behind
