@@ -16,6 +16,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/webhooks"
 )
 
@@ -463,4 +464,37 @@ func TestFanoutRereadsABatchARebuildRewoundInPlace(t *testing.T) {
 	if h := handled.Load(); h != 2 {
 		t.Errorf("the batch was handled %d times, want 2: the feed moved past rows a rebuild corrected while the batch was in flight", h)
 	}
+}
+
+// TestFeedPausingAfterAFailureHoldsNothingBack: while the feed waits to
+// send a batch the fan-out refused again, it reports itself idle to the
+// pacer (a failing fan-out is not short of time, and commands must not
+// wait for it); once the batch is taken, it has read the table to its end.
+func TestFeedPausingAfterAFailureHoldsNothingBack(t *testing.T) {
+	e := setup(t)
+	e.createWebhook(t, "https://example.com/hook", nil)
+	e.insertPublicEvents(t, []pubEvent{{e.c.PlatformID, domain.Sandbox, "payment.completed"}})
+	pacer := eventstore.NewPacer(10*time.Millisecond, time.Hour)
+	feed := &webhooks.FeedSubscriber{Pool: e.pool, Poll: time.Hour, Log: e.log, Pacer: pacer}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	msgs, err := feed.Subscribe(ctx, webhooks.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-msgs
+	first.Nack()
+	waitFor(t, 5*time.Second, "the feed to report itself idle while it pauses", func() bool {
+		lag, _ := pacer.Behind(time.Now().Add(time.Hour))
+		return lag == 0
+	})
+	again := <-msgs // the same batch, after the pause
+	if again.UUID != first.UUID {
+		t.Fatalf("resent message %s, want the batch %s again", again.UUID, first.UUID)
+	}
+	again.Ack()
+	waitFor(t, 5*time.Second, "the feed to have read the public events to their end", func() bool {
+		lag, _ := pacer.Behind(time.Now())
+		return lag < time.Second
+	})
 }
