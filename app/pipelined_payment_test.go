@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
@@ -197,17 +196,7 @@ func (l *tripLog) len() int {
 // each in one of their own).
 func TestPaymentHoldsTheBalanceLockForOneRoundTrip(t *testing.T) {
 	log := &tripLog{}
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = log
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.TracedPool(t, log, 2)
 	e := &env{t: t, ctx: testCtx(t), pool: pool, a: newApp(t, pool)}
 	c, va := payReady(e, 100_000)
 	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil { // warms the statement cache

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
@@ -50,17 +49,7 @@ func (r *roundTripTracer) count(t *testing.T, f func() error) int64 {
 // handler. A replay: BEGIN, the claim, the lookup, COMMIT.
 func TestCommandRoundTrips(t *testing.T) {
 	tr := &roundTripTracer{}
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = tr
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.TracedPool(t, tr, 4)
 	e := &env{t: t, ctx: testCtx(t), pool: pool, a: app.New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	c, va := payReady(e, 1_000_000)
 

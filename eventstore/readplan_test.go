@@ -35,19 +35,8 @@ func (r *sqlRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEn
 // recordedPool is a pool on the package's database whose last statement
 // rec keeps.
 func recordedPool(t *testing.T) (*pgxpool.Pool, *sqlRecorder) {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := &sqlRecorder{}
-	cfg.ConnConfig.Tracer = rec
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool, rec
+	return pgtest.TracedPool(t, rec, 0), rec
 }
 
 // TestLogReadsWalkTheCommitOrderIndex: reading the log in commit order

@@ -17,19 +17,8 @@ import (
 // round trips in the returned tracer.
 func tracedPool(t *testing.T, conns int32) (*eventstore.RoundTrips, *pgxpool.Pool) {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := &eventstore.RoundTrips{}
-	cfg.ConnConfig.Tracer = rt
-	cfg.MaxConns, cfg.MinConns = conns, 0
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return rt, pool
+	return rt, pgtest.TracedPool(t, rt, conns)
 }
 
 // counts is every origin's count.

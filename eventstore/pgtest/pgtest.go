@@ -163,6 +163,27 @@ func SizedPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
+// TracedPool is Pool with tracer on every connection (tests that count or
+// inspect the statements sent) and, if maxConns > 0, at most maxConns
+// connections.
+func TracedPool(t testing.TB, tracer pgx.QueryTracer, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(URL(t))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	cfg.ConnConfig.Tracer = tracer
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // AdminURL is the maintenance database URL of the server tests run on.
 func AdminURL(t testing.TB) string {
 	once.Do(setup)
