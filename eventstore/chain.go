@@ -63,8 +63,12 @@ func Link(prev []byte, e RecordedEvent) (eventHash, chainHash []byte) {
 // ChainSubscription links every event into the hash chain, in commit
 // order, in the subscription's own transaction (so the chain is gapless
 // and never links an event twice).
+// chainBatch is the most events one link batch takes: a batch costs one
+// read and one insert whatever its size.
+const chainBatch = 2000
+
 func ChainSubscription(pool *pgxpool.Pool, wake <-chan struct{}) *Subscription {
-	return &Subscription{Name: ChainName, Pool: pool, Wake: wake, PollInterval: time.Second, Derived: true,
+	return &Subscription{Name: ChainName, Pool: pool, Wake: wake, PollInterval: time.Second, Derived: true, ReadAhead: true, BatchSize: chainBatch,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []RecordedEvent) error {
 			var seq int64
 			var prev []byte

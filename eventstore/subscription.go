@@ -43,6 +43,15 @@ type Subscription struct {
 	// Pacer, if set, hears how far behind the subscription is, and holds
 	// the API's commands back while it is too far (see Pacer).
 	Pacer *Pacer
+	// ReadAhead reads the next batch while the handler works on a full
+	// one (see readAhead). Not with Types.
+	ReadAhead bool
+	// Decode hands the handler its events decoded (Event set), decoded
+	// while the previous batch is handled when read ahead: for a handler
+	// that decodes every event.
+	Decode bool
+
+	ahead *readAhead
 }
 
 // ErrNotOwner means another process holds this subscription's checkpoint.
@@ -55,6 +64,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		opts.BeginQuery = "BEGIN; SET LOCAL synchronous_commit = off" // one round trip
 	}
 	start := time.Now()
+	ahead := s.awaitReadAhead(ctx)
 	tx, err := s.Pool.BeginTx(ctx, opts)
 	if err != nil {
 		return 0, err
@@ -87,7 +97,14 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	var events []RecordedEvent
 	var last Position
 	if len(s.Types) == 0 {
-		events, err = ReadAll(ctx, tx, pos, batch)
+		if ahead != nil && ahead.from == pos {
+			events = ahead.events
+		} else {
+			events, err = ReadAll(ctx, tx, pos, batch)
+			if err == nil && s.Decode {
+				err = DecodeAll(events)
+			}
+		}
 		if err == nil && len(events) == 0 {
 			s.Pacer.Read(s.Name, start, true)
 		}
@@ -95,6 +112,9 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		last = PositionOf(events[len(events)-1])
+		if s.ReadAhead && len(events) == batch {
+			s.startReadAhead(ctx, last, batch)
+		}
 	} else {
 		events, last, err = readTypes(ctx, tx, pos, batch, s.Types)
 		if err == nil && len(events) == 0 && !pos.Less(last) {

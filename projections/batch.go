@@ -199,6 +199,11 @@ func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 	}
 	reads := &pgx.Batch{}
 	reads.Queue(`SELECT ` + strings.Join(maxes, ", "))
+	// Decoded once, before the cache copies them: every fold of a stream
+	// the cache holds then reuses the decoded value.
+	if err := eventstore.DecodeAll(events); err != nil {
+		return err
+	}
 	for i := range events {
 		cache.add(&events[i])
 	}
@@ -242,6 +247,9 @@ func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 			return err
 		}
 		evs, err := eventstore.ScanEvents(rows)
+		if err == nil {
+			err = eventstore.DecodeAll(evs)
+		}
 		if err != nil {
 			br.Close()
 			return err

@@ -29,6 +29,7 @@ func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger)
 	cache := NewLiveCache(liveStreams)
 	return &eventstore.Subscription{
 		Name: SubscriptionName, Pool: pool, Wake: wake, Log: log, Derived: true, BatchSize: BatchSize,
+		ReadAhead: true, Decode: true,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
 			return ProjectAsync(ctx, tx, events, cache)
 		},

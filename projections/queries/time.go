@@ -15,7 +15,10 @@ type Time struct{ time.Time }
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 func (t Time) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + t.UTC().Format(TimeFormat) + `"`), nil
+	b := make([]byte, 0, len(TimeFormat)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, TimeFormat)
+	return append(b, '"'), nil
 }
 
 // NewTime wraps a time; NewTimePtr wraps a nullable one.
