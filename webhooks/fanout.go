@@ -94,15 +94,18 @@ func (f *FeedSubscriber) run(ctx context.Context, out chan<- *message.Message) {
 	f.Pacer.Idle(FanoutName)
 }
 
-// feedEvent is one public event as the feed carries it to the fan-out.
+// feedEvent is one public event as the feed carries it to the fan-out:
+// what endpoints are matched by, without its data. The fan-out reads the
+// data of the events some endpoint wants, and only those: most events of
+// a busy log have no listener, and reading, building and passing on
+// their bodies was most of the fan-out's time.
 type feedEvent struct {
-	Seq         int64           `json:"seq"`
-	ID          string          `json:"id"`
-	Type        string          `json:"type"`
-	PlatformID  string          `json:"platform_id"`
-	Environment string          `json:"environment"`
-	CreatedAt   time.Time       `json:"created_at"`
-	Payload     json.RawMessage `json:"payload"` // the webhook body
+	Seq         int64     `json:"seq"`
+	ID          string    `json:"id"`
+	Type        string    `json:"type"`
+	PlatformID  string    `json:"platform_id"`
+	Environment string    `json:"environment"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // A message carries a whole batch of public events (in seq order, as a
@@ -137,21 +140,12 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 		FanoutName).Scan(&cp, &version); err != nil {
 		return 0, err
 	}
-	rows, err := f.Pool.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at, data
+	rows, err := f.Pool.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at
         FROM public_events WHERE seq > $1 ORDER BY seq LIMIT $2`, cp, FeedBatch)
 	if err != nil {
 		return 0, err
 	}
-	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (feedEvent, error) {
-		var e feedEvent
-		var data []byte
-		if err := r.Scan(&e.Seq, &e.ID, &e.Type, &e.PlatformID, &e.Environment, &e.CreatedAt, &data); err != nil {
-			return e, err
-		}
-		payload, err := json.Marshal(queries.NewPublicEvent(e.ID, e.Type, e.PlatformID, e.Environment, e.CreatedAt, data))
-		e.Payload = payload
-		return e, err
-	})
+	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[feedEvent])
 	if err == nil && len(events) == 0 {
 		f.Pacer.Read(FanoutName, start, true)
 	}
@@ -271,20 +265,45 @@ func (h *Fanout) Handle(msg *message.Message) error {
 	// Matched in Go by the rules the lookup used to apply per event: the
 	// endpoint's platform and environment, enabled and not deleted (in the
 	// query above), and subscribed to the type or to "*".
+	type delivery struct {
+		endpointID string
+		event      *feedEvent
+	}
+	var wanted []delivery
+	var seqs []int64
+	for i := range events { // in seq order, so delivery ids are too
+		e := &events[i]
+		for _, ep := range byScope[endpointKey{e.PlatformID, e.Environment}] {
+			if (webhook.Config{Events: ep.events}).Wants(e.Type) {
+				if len(seqs) == 0 || seqs[len(seqs)-1] != e.Seq {
+					seqs = append(seqs, e.Seq)
+				}
+				wanted = append(wanted, delivery{ep.id, e})
+			}
+		}
+	}
+	if len(wanted) == 0 {
+		return nil
+	}
+	bodies, err := h.bodies(ctx, seqs)
+	if err != nil {
+		return err
+	}
 	var ids, endpointIDs, eventIDs, types, payloads []string
 	var committed []time.Time
-	for _, e := range events { // in seq order, so delivery ids are too
-		for _, ep := range byScope[endpointKey{e.PlatformID, e.Environment}] {
-			if !(webhook.Config{Events: ep.events}).Wants(e.Type) {
-				continue
-			}
-			ids = append(ids, domain.NewID(domain.PrefixDelivery))
-			endpointIDs = append(endpointIDs, ep.id)
-			eventIDs = append(eventIDs, e.ID)
-			types = append(types, e.Type)
-			payloads = append(payloads, string(e.Payload))
-			committed = append(committed, e.CreatedAt)
+	for _, d := range wanted {
+		body, ok := bodies[d.event.Seq]
+		if !ok || body.id != d.event.ID {
+			// A rebuild changed the row since the feed read it; it has
+			// rewound the feed, which brings the corrected row again.
+			continue
 		}
+		ids = append(ids, domain.NewID(domain.PrefixDelivery))
+		endpointIDs = append(endpointIDs, d.endpointID)
+		eventIDs = append(eventIDs, d.event.ID)
+		types = append(types, d.event.Type)
+		payloads = append(payloads, body.payload)
+		committed = append(committed, d.event.CreatedAt)
 	}
 	if len(ids) == 0 {
 		return nil
@@ -306,6 +325,31 @@ func (h *Fanout) Handle(msg *message.Message) error {
 		h.Delivered()
 	}
 	return nil
+}
+
+// body is a public event's webhook body (the event as GET /v1/events
+// shows it), and the id of the event it was built from.
+type body struct{ id, payload string }
+
+// bodies builds the webhook bodies of the public events numbered seqs.
+func (h *Fanout) bodies(ctx context.Context, seqs []int64) (map[int64]body, error) {
+	rows, err := h.Pool.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at, data
+        FROM public_events WHERE seq = ANY($1)`, seqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]body, len(seqs))
+	_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
+		var e feedEvent
+		var data []byte
+		if err := r.Scan(&e.Seq, &e.ID, &e.Type, &e.PlatformID, &e.Environment, &e.CreatedAt, &data); err != nil {
+			return struct{}{}, err
+		}
+		payload, err := json.Marshal(queries.NewPublicEvent(e.ID, e.Type, e.PlatformID, e.Environment, e.CreatedAt, data))
+		out[e.Seq] = body{e.ID, string(payload)}
+		return struct{}{}, err
+	})
+	return out, err
 }
 
 // NewRouter wires the feed and the fan-out into a watermill router.
