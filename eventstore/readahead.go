@@ -5,58 +5,51 @@ import (
 	"fmt"
 )
 
-// readAhead is the next batch of the log, read on a connection of its own
-// while the handler works on the current batch: a subscriber behind the
-// head then spends its time handling events, not waiting for the read
-// and the decoding of the next ones. The log is immutable and a read
-// stops below the oldest running transaction whatever the connection
-// (see ReadAll), so the batch read ahead is exactly what the next step
-// would read itself — if it starts where the read ahead did.
-type readAhead struct {
+// ReadAhead is the next batch of the log, read on a connection of its own
+// while a reader works on the current batch: a reader behind the head then
+// spends its time handling events, not waiting for the read and the
+// decoding of the next ones. The log is immutable and a read stops below
+// the oldest running transaction whatever the connection (see ReadAll),
+// so the batch read ahead is exactly what the reader would read itself —
+// if it starts where the read ahead did.
+type ReadAhead struct {
 	from Position
-	done chan readAheadResult // buffered: the reader never waits for Step
+	done chan readAheadResult // buffered: the read never waits for its reader
 }
 
 type readAheadResult struct {
-	from   Position
 	events []RecordedEvent
 	err    error
 }
 
-// startReadAhead reads up to limit events after from in the background.
-func (s *Subscription) startReadAhead(ctx context.Context, from Position, limit int) {
-	ra := &readAhead{from: from, done: make(chan readAheadResult, 1)}
-	s.ahead = ra
+// StartReadAhead reads up to limit events after from through db (a pool:
+// not the connection the reader holds), decoded if decode is set, in the
+// background.
+func StartReadAhead(ctx context.Context, db DB, from Position, limit int, decode bool) *ReadAhead {
+	ra := &ReadAhead{from: from, done: make(chan readAheadResult, 1)}
 	go func() {
-		events, err := ReadAll(ctx, s.Pool, from, limit)
-		if err == nil && s.Decode {
+		events, err := ReadAll(ctx, db, from, limit)
+		if err == nil && decode {
 			err = DecodeAll(events)
 		}
-		ra.done <- readAheadResult{events: events, err: err}
+		ra.done <- readAheadResult{events, err}
 	}()
+	return ra
 }
 
-// awaitReadAhead waits for the batch being read ahead, if any, before the
-// step takes its own connection (with a pool of one, the reader could
-// otherwise never get one). The step uses it only if its checkpoint is
-// where the read began (see readAheadResult.from); a rolled-back batch,
-// or another owner that moved the checkpoint, makes it read for itself,
-// and so does a failed read.
-func (s *Subscription) awaitReadAhead(ctx context.Context) *readAheadResult {
-	ra := s.ahead
-	s.ahead = nil
+// Await waits for the read and gives its events and where it began; ok is
+// false when it failed (the reader then reads for itself). A reader waits
+// before it takes its own connection: with a pool of one, the read could
+// otherwise never get one. ra may be nil (nothing was read ahead).
+func (ra *ReadAhead) Await(ctx context.Context) (from Position, events []RecordedEvent, ok bool) {
 	if ra == nil {
-		return nil
+		return Position{}, nil, false
 	}
 	select {
 	case r := <-ra.done:
-		if r.err != nil {
-			return nil
-		}
-		r.from = ra.from
-		return &r
+		return ra.from, r.events, r.err == nil
 	case <-ctx.Done():
-		return nil
+		return Position{}, nil, false
 	}
 }
 

@@ -44,14 +44,14 @@ type Subscription struct {
 	// the API's commands back while it is too far (see Pacer).
 	Pacer *Pacer
 	// ReadAhead reads the next batch while the handler works on a full
-	// one (see readAhead). Not with Types.
+	// one (see ReadAhead). Not with Types.
 	ReadAhead bool
 	// Decode hands the handler its events decoded (Event set), decoded
 	// while the previous batch is handled when read ahead: for a handler
 	// that decodes every event.
 	Decode bool
 
-	ahead *readAhead
+	ahead *ReadAhead
 }
 
 // ErrNotOwner means another process holds this subscription's checkpoint.
@@ -64,7 +64,8 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		opts.BeginQuery = "BEGIN; SET LOCAL synchronous_commit = off" // one round trip
 	}
 	start := time.Now()
-	ahead := s.awaitReadAhead(ctx)
+	aheadFrom, ahead, aheadOK := s.ahead.Await(ctx)
+	s.ahead = nil
 	tx, err := s.Pool.BeginTx(ctx, opts)
 	if err != nil {
 		return 0, err
@@ -97,8 +98,8 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	var events []RecordedEvent
 	var last Position
 	if len(s.Types) == 0 {
-		if ahead != nil && ahead.from == pos {
-			events = ahead.events
+		if aheadOK && aheadFrom == pos {
+			events = ahead
 		} else {
 			events, err = ReadAll(ctx, tx, pos, batch)
 			if err == nil && s.Decode {
@@ -113,7 +114,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		}
 		last = PositionOf(events[len(events)-1])
 		if s.ReadAhead && len(events) == batch {
-			s.startReadAhead(ctx, last, batch)
+			s.ahead = StartReadAhead(ctx, s.Pool, last, batch, s.Decode)
 		}
 	} else {
 		events, last, err = readTypes(ctx, tx, pos, batch, s.Types)

@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,9 +20,12 @@ func AllTables() []string {
 }
 
 // CreateTables creates schema with an empty copy of every projection
-// table: columns, defaults, constraints, indexes and fresh identity
-// sequences, so projectors run there unchanged with the schema first on
-// the search_path.
+// table: columns, defaults, constraints and fresh identity sequences, so
+// projectors run there unchanged with the schema first on the search_path.
+// Of the indexes it copies those a replay reads or writes through: the
+// unique ones (ON CONFLICT, lookups by id, the last seq) and replayIndexes.
+// The others only order the API's lists: built once over a whole table
+// (CreateListIndexes) they cost a fraction of keeping them row by row.
 func CreateTables(ctx context.Context, db eventstore.DB, schema string) error {
 	if _, err := db.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
 		return err
@@ -30,8 +34,91 @@ func CreateTables(ctx context.Context, db eventstore.DB, schema string) error {
 		return err
 	}
 	for _, t := range AllTables() {
-		if _, err := db.Exec(ctx, fmt.Sprintf(`CREATE UNLOGGED TABLE %s.%s (LIKE public.%s INCLUDING ALL)`, schema, t, t)); err != nil {
+		if _, err := db.Exec(ctx, fmt.Sprintf(`CREATE UNLOGGED TABLE %s.%s (LIKE public.%s INCLUDING ALL EXCLUDING INDEXES)`, schema, t, t)); err != nil {
 			return err
+		}
+	}
+	return copyIndexes(ctx, db, schema, true)
+}
+
+// CreateListIndexes adds to schema's tables the indexes CreateTables left
+// out, and refreshes their statistics.
+func CreateListIndexes(ctx context.Context, db eventstore.DB, schema string) error {
+	if err := copyIndexes(ctx, db, schema, false); err != nil {
+		return err
+	}
+	return Analyze(ctx, db, schema)
+}
+
+// Analyze refreshes the statistics of schema's projection tables. A
+// replay into new tables needs them as the tables grow: without them the
+// planner takes a table for empty, and an UPDATE joined on an index
+// scans the whole table instead, batch after batch.
+func Analyze(ctx context.Context, db eventstore.DB, schema string) error {
+	for _, t := range AllTables() {
+		if _, err := db.Exec(ctx, `ANALYZE `+schema+`.`+t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AnalyzeAsTheyGrow runs Analyze on a replay's tables each time the
+// events replayed into them have doubled (from 10,000): a handful of
+// times over any log.
+type AnalyzeAsTheyGrow struct{ next int }
+
+// After is called with the events replayed so far.
+func (a *AnalyzeAsTheyGrow) After(ctx context.Context, db eventstore.DB, schema string, events int) error {
+	if a.next == 0 {
+		a.next = 10_000
+	}
+	if events < a.next {
+		return nil
+	}
+	for a.next <= events {
+		a.next *= 2
+	}
+	return Analyze(ctx, db, schema)
+}
+
+// replayIndexes are the non-unique indexes projectors write through.
+var replayIndexes = map[string]bool{
+	"ledger_entries_by_journal": true, // posting a pending entry updates its lines
+}
+
+// copyIndexes creates in schema the indexes of the public projection
+// tables that a replay needs (forReplay) or the others.
+func copyIndexes(ctx context.Context, db eventstore.DB, schema string, forReplay bool) error {
+	rows, err := db.Query(ctx, `SELECT c.relname, x.relname, i.indisunique, pg_get_indexdef(i.indexrelid)
+        FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relname = ANY($1)
+        ORDER BY c.relname, x.relname`, AllTables())
+	if err != nil {
+		return err
+	}
+	type index struct {
+		table, name, def string
+		unique           bool
+	}
+	indexes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (index, error) {
+		var ix index
+		err := r.Scan(&ix.table, &ix.name, &ix.unique, &ix.def)
+		return ix, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, ix := range indexes {
+		if (ix.unique || replayIndexes[ix.name]) != forReplay {
+			continue
+		}
+		on := " ON public." + ix.table + " "
+		if !strings.Contains(ix.def, on) {
+			return fmt.Errorf("index %s: unexpected definition %q", ix.name, ix.def)
+		}
+		if _, err := db.Exec(ctx, strings.Replace(ix.def, on, " ON "+schema+"."+ix.table+" ", 1)); err != nil {
+			return fmt.Errorf("index %s: %w", ix.name, err)
 		}
 	}
 	return nil

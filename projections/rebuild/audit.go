@@ -48,6 +48,7 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 	applied := func(e *eventstore.RecordedEvent) bool { return !checkpoint.Less(eventstore.PositionOf(*e)) }
 	var pos eventstore.Position
 	seen := projections.NewReplayCache()
+	var stats projections.AnalyzeAsTheyGrow
 	for {
 		batch, err := eventstore.ReadCommitted(ctx, tx, pos, 2000)
 		if err != nil {
@@ -61,6 +62,9 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 		}
 		events += len(batch)
 		pos = eventstore.PositionOf(batch[len(batch)-1])
+		if err := stats.After(ctx, tx, "audit_scratch", events); err != nil {
+			return nil, 0, err
+		}
 	}
 	for _, t := range tables {
 		d := TableDiff{Table: t}

@@ -99,7 +99,13 @@ func RunWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (Stats, error
 		return Stats{}, err
 	}
 	r := &rebuild{conn: conn.Conn(), opt: opt, seen: projections.NewReplayCache()}
+	if pool.Config().MaxConns > 1 { // the rebuild holds one connection throughout
+		r.readAhead = pool
+	}
 	if err := r.replayUntilCaughtUp(ctx); err != nil {
+		return r.stats, err
+	}
+	if err := projections.CreateListIndexes(ctx, conn, shadowSchema); err != nil {
 		return r.stats, err
 	}
 	if err := r.prepareSwap(ctx); err != nil {
@@ -151,29 +157,42 @@ const (
 )
 
 type rebuild struct {
-	conn  *pgx.Conn
-	opt   Options
-	pos   eventstore.Position // the last event replayed into the shadow
-	seen  *projections.StreamCache
-	plan  *swapPlan
-	stats Stats
+	conn *pgx.Conn
+	// readAhead, if set, reads the next batch while one is replayed.
+	readAhead *pgxpool.Pool
+	opt       Options
+	pos       eventstore.Position // the last event replayed into the shadow
+	seen      *projections.StreamCache
+	plan      *swapPlan
+	// analyze keeps the shadow's statistics as it fills.
+	analyze projections.AnalyzeAsTheyGrow
+	stats   Stats
 }
 
 // replayUntilCaughtUp fills the shadow from the log, one transaction per
 // batch, until at most a batch is left for the swap.
 func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 	deadline := time.Now().Add(maxHorizonWait)
+	var ahead *eventstore.ReadAhead
 	for {
+		from, read, ok := ahead.Await(ctx)
+		ahead = nil
 		n := 0
 		err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL search_path = `+shadowSchema+`, public`); err != nil {
+			if _, err := tx.Exec(ctx, replaySettings); err != nil {
 				return err
 			}
-			events, err := eventstore.ReadAll(ctx, tx, r.pos, r.opt.BatchSize)
-			if err != nil {
-				return err
+			events := read
+			if !ok || from != r.pos {
+				var err error
+				if events, err = eventstore.ReadAll(ctx, tx, r.pos, r.opt.BatchSize); err != nil {
+					return err
+				}
 			}
 			n = len(events)
+			if n == r.opt.BatchSize && r.readAhead != nil {
+				ahead = eventstore.StartReadAhead(ctx, r.readAhead, eventstore.PositionOf(events[n-1]), n, true)
+			}
 			return r.apply(ctx, tx, events)
 		})
 		if err != nil {
@@ -201,6 +220,11 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 	}
 }
 
+// replaySettings start a transaction that replays into the shadow. A
+// batch's arrays of rows (a few megabytes of public events) must not
+// spill to disk between the parameters and the INSERT.
+const replaySettings = `SET LOCAL search_path = ` + shadowSchema + `, public; SET LOCAL work_mem = '64MB'`
+
 // maxHorizonWait bounds how long the projections.Replay waits for an old transaction
 // that holds back more than a batch of committed events.
 const maxHorizonWait = 30 * time.Second
@@ -227,7 +251,7 @@ func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.Reco
 	}
 	r.pos = eventstore.PositionOf(events[len(events)-1])
 	r.stats.Events += len(events)
-	return nil
+	return r.analyze.After(ctx, tx, shadowSchema, r.stats.Events)
 }
 
 // swap is the short transaction of step 2. It takes the subscriber's

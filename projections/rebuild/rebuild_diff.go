@@ -101,17 +101,15 @@ func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table 
 		if at, err = subscriberAt(ctx, tx); err != nil || (caughtUp && at.Less(r.pos)) {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+		// A merge join along both primary keys reads each table once, in
+		// key order; hashing or sorting whole rows (EXCEPT ALL both ways
+		// did) spilled to disk and took longer than the replay.
+		if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL enable_hashjoin = off`); err != nil {
 			return err
 		}
 		for _, t := range projections.AllTables() {
-			f := filter(t)
 			var keys []byte
-			if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM (SELECT %[2]s FROM (
-                (SELECT * FROM public.%[1]s%[4]s EXCEPT ALL SELECT * FROM %[3]s.%[1]s%[4]s)
-                UNION ALL
-                (SELECT * FROM %[3]s.%[1]s%[4]s EXCEPT ALL SELECT * FROM public.%[1]s%[4]s)) d) k`,
-				t, strings.Join(r.plan.keys[t], ", "), shadowSchema, f)).Scan(&keys); err != nil {
+			if err := tx.QueryRow(ctx, diffKeys(t, r.plan.keys[t], filter(t))).Scan(&keys); err != nil {
 				return fmt.Errorf("compare %s: %w", t, err)
 			}
 			found[t] = keys
@@ -119,6 +117,21 @@ func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table 
 		return nil
 	})
 	return found, at, err
+}
+
+// diffKeys is the query of the primary keys (a jsonb array of objects)
+// of the rows of table where live and shadow differ, among those filter
+// selects: a row on one side only, or on both with a column that differs.
+func diffKeys(table string, pk []string, filter string) string {
+	var on, key []string
+	for _, c := range pk {
+		on = append(on, fmt.Sprintf("l.%[1]s = s.%[1]s", c))
+		key = append(key, fmt.Sprintf("coalesce(l.%[1]s, s.%[1]s) AS %[1]s", c))
+	}
+	return fmt.Sprintf(`SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM (SELECT %[4]s
+        FROM (SELECT * FROM public.%[1]s%[5]s) l FULL JOIN (SELECT * FROM %[2]s.%[1]s%[5]s) s ON %[3]s
+        WHERE ROW(l.*) IS DISTINCT FROM ROW(s.*)) k`,
+		table, shadowSchema, strings.Join(on, " AND "), strings.Join(key, ", "), filter)
 }
 
 // storeCandidates makes found (from compare) the candidates, forgets the
