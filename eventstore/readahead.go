@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // ReadAhead is the next batch of the log, read on a connection of its own
@@ -13,8 +14,9 @@ import (
 // so the batch read ahead is exactly what the reader would read itself —
 // if it starts where the read ahead did.
 type ReadAhead struct {
-	from Position
-	done chan readAheadResult // buffered: the read never waits for its reader
+	from  Position
+	began time.Time            // when the read was sent: what it saw is the log as of then
+	done  chan readAheadResult // buffered: the read never waits for its reader
 }
 
 type readAheadResult struct {
@@ -26,7 +28,7 @@ type readAheadResult struct {
 // not the connection the reader holds), decoded if decode is set, in the
 // background.
 func StartReadAhead(ctx context.Context, db DB, from Position, limit int, decode bool) *ReadAhead {
-	ra := &ReadAhead{from: from, done: make(chan readAheadResult, 1)}
+	ra := &ReadAhead{from: from, began: time.Now(), done: make(chan readAheadResult, 1)}
 	go func() {
 		events, err := ReadAll(ctx, db, from, limit)
 		if err == nil && decode {
@@ -37,19 +39,26 @@ func StartReadAhead(ctx context.Context, db DB, from Position, limit int, decode
 	return ra
 }
 
-// Await waits for the read and gives its events and where it began; ok is
-// false when it failed (the reader then reads for itself). A reader waits
+// ReadAheadBatch is what a ReadAhead read.
+type ReadAheadBatch struct {
+	From   Position        // where the read began: the reader uses it only from there
+	Began  time.Time       // when it was sent
+	Events []RecordedEvent // decoded if asked
+}
+
+// Await waits for the read; ok is false when it failed (the reader then
+// reads for itself) or nothing was read ahead (ra is nil). A reader waits
 // before it takes its own connection: with a pool of one, the read could
-// otherwise never get one. ra may be nil (nothing was read ahead).
-func (ra *ReadAhead) Await(ctx context.Context) (from Position, events []RecordedEvent, ok bool) {
+// otherwise never get one.
+func (ra *ReadAhead) Await(ctx context.Context) (b ReadAheadBatch, ok bool) {
 	if ra == nil {
-		return Position{}, nil, false
+		return b, false
 	}
 	select {
 	case r := <-ra.done:
-		return ra.from, r.events, r.err == nil
+		return ReadAheadBatch{ra.from, ra.began, r.events}, r.err == nil
 	case <-ctx.Done():
-		return Position{}, nil, false
+		return b, false
 	}
 }
 

@@ -64,7 +64,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		opts.BeginQuery = "BEGIN; SET LOCAL synchronous_commit = off" // one round trip
 	}
 	start := time.Now()
-	aheadFrom, ahead, aheadOK := s.ahead.Await(ctx)
+	ahead, aheadOK := s.ahead.Await(ctx)
 	s.ahead = nil
 	tx, err := s.Pool.BeginTx(ctx, opts)
 	if err != nil {
@@ -98,8 +98,9 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	var events []RecordedEvent
 	var last Position
 	if len(s.Types) == 0 {
-		if aheadOK && aheadFrom == pos {
-			events = ahead
+		if aheadOK && ahead.From == pos {
+			events = ahead.Events
+			start = ahead.Began // the log it saw is the log as of then (see Pacer)
 		} else {
 			events, err = ReadAll(ctx, tx, pos, batch)
 			if err == nil && s.Decode {

@@ -175,15 +175,15 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 	deadline := time.Now().Add(maxHorizonWait)
 	var ahead *eventstore.ReadAhead
 	for {
-		from, read, ok := ahead.Await(ctx)
+		read, ok := ahead.Await(ctx)
 		ahead = nil
 		n := 0
 		err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, replaySettings); err != nil {
 				return err
 			}
-			events := read
-			if !ok || from != r.pos {
+			events := read.Events
+			if !ok || read.From != r.pos {
 				var err error
 				if events, err = eventstore.ReadAll(ctx, tx, r.pos, r.opt.BatchSize); err != nil {
 					return err
