@@ -94,6 +94,17 @@ func TestEveryBatchingGivesTheSameRows(t *testing.T) {
 		}
 	}
 
+	// Every public event's data is the text PostgreSQL prints for it as
+	// jsonb (migration 00016: rows converted from jsonb equal new ones).
+	var public, unlike int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*), count(*) FILTER (WHERE data <> data::jsonb::text)
+        FROM public_events`).Scan(&public, &unlike); err != nil {
+		t.Fatal(err)
+	}
+	if public < 100 || unlike != 0 {
+		t.Fatalf("%d of %d public events differ from their data as jsonb text (want 0 of at least 100)", unlike, public)
+	}
+
 	r := rand.New(rand.NewPCG(1, 2))
 	batchings := []struct {
 		name  string

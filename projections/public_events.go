@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -47,9 +46,9 @@ func (PublicEvents) Project(b *Batch) error {
 			return fmt.Errorf("event %s: %w", r.EventID, err)
 		}
 		for _, p := range out {
-			data, err := json.Marshal(eventData{Object: p.object})
+			data, err := jsonbText(eventData{Object: p.object})
 			if err != nil {
-				return err
+				return fmt.Errorf("event %s: %w", r.EventID, err)
 			}
 			seq = append(seq, b.nextSeq("public_events"))
 			ids = append(ids, p.id)
@@ -57,12 +56,12 @@ func (PublicEvents) Project(b *Batch) error {
 			platforms = append(platforms, r.PlatformID)
 			envs = append(envs, r.Environment)
 			created = append(created, r.RecordedAt)
-			datas = append(datas, string(data))
+			datas = append(datas, data)
 		}
 	}
 	if len(ids) > 0 {
 		b.Queue(`INSERT INTO public_events (seq, id, type, platform_id, environment, created_at, data)
-            SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::jsonb[])`,
+            SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])`,
 			seq, ids, types, platforms, envs, created, datas)
 	}
 	return nil

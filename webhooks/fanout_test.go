@@ -323,7 +323,7 @@ func fanoutScenario(t *testing.T, n int) (first, second []string) {
         WHERE d.status = 'pending' AND d.event_type = p.type AND d.committed_at = p.created_at
           AND d.payload = jsonb_build_object('id', p.id, 'object', 'event', 'type', p.type, 'platform_id', p.platform_id,
                 'environment', p.environment, 'created_at', to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                'data', p.data)`); c != len(want) {
+                'data', p.data::jsonb)`); c != len(want) {
 		t.Errorf("n=%d: %d of %d deliveries carry their event's type, time and body", n, c, len(want))
 	}
 
