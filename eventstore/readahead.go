@@ -11,8 +11,10 @@ import (
 // spends its time handling events, not waiting for the read and the
 // decoding of the next ones. The log is immutable and a read stops below
 // the oldest running transaction whatever the connection (see ReadAll),
-// so the batch read ahead is exactly what the reader would read itself —
-// if it starts where the read ahead did.
+// so the batch read ahead is a prefix of what the reader would read
+// itself if it starts where the read ahead did — the whole of it when
+// full (the reader's own open transaction may hold a read ahead's horizon
+// back: a short one is read again).
 type ReadAhead struct {
 	from  Position
 	began time.Time            // when the read was sent: what it saw is the log as of then

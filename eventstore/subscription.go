@@ -98,7 +98,10 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	var events []RecordedEvent
 	var last Position
 	if len(s.Types) == 0 {
-		if aheadOK && ahead.From == pos {
+		// Only a full batch read ahead: the read ran beside this step's
+		// open transaction, which held its horizon back, so a short one may
+		// lack events readable now.
+		if aheadOK && ahead.From == pos && len(ahead.Events) == batch {
 			events = ahead.Events
 			start = ahead.Began // the log it saw is the log as of then (see Pacer)
 		} else {

@@ -91,8 +91,8 @@ func writeJSONB(b *strings.Builder, src []byte) ([]byte, error) {
 // with a fraction or not, no exponent, no negative zero (the views hold
 // integers only; a float's exponent would print otherwise).
 func plainNumber(lit string) bool {
-	if strings.HasPrefix(lit, "-0") {
-		return false
+	if strings.HasPrefix(lit, "-") && strings.Trim(lit, "-0.") == "" {
+		return false // a negative zero prints as 0
 	}
 	lit = strings.TrimPrefix(lit, "-")
 	whole, frac, hasFrac := strings.Cut(lit, ".")
@@ -135,10 +135,15 @@ func writeObject(b *strings.Builder, src []byte) ([]byte, error) {
 	}
 	sortMembers(members)
 	b.WriteByte('{')
+	first := true
 	for i, m := range members {
-		if i > 0 {
+		if i+1 < len(members) && bytes.Equal(m.key, members[i+1].key) {
+			continue // jsonb keeps the last of equal keys (the sort is stable)
+		}
+		if !first {
 			b.WriteString(", ")
 		}
+		first = false
 		writeJSONBString(b, m.key)
 		b.WriteString(": ")
 		if _, err := writeJSONB(b, m.value); err != nil {

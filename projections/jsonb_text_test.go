@@ -32,6 +32,8 @@ func TestJSONBTextIsWhatPostgreSQLPrints(t *testing.T) {
 		map[string]string{"memo": "a \"quoted\" \\ back\\slash\nnew\tline\rret\bbs\fff \x01\x1f <b>&amp;</b> é 漢字 \u2028 \u2029 emoji 😀"},
 		map[string]string{"é": "1", "z": "2", "aa": "3", "<": "4", "\u2028": "5"},
 		map[string]string{strings.Repeat("k", 300): strings.Repeat("v", 5000)},
+		map[string]string{"\xff": "first", "\xc3": "second", "a": "b"}, // both keys become U+FFFD
+		[]any{json.Number("-0.5"), json.Number("-10.25")},
 	}
 	for i, v := range cases {
 		got, err := jsonbText(v)

@@ -293,7 +293,8 @@ func (h *Fanout) Handle(msg *message.Message) error {
 	var committed []time.Time
 	for _, d := range wanted {
 		body, ok := bodies[d.event.Seq]
-		if !ok || body.id != d.event.ID {
+		if e := body.event; !ok || e.ID != d.event.ID || e.Type != d.event.Type || e.PlatformID != d.event.PlatformID ||
+			e.Environment != d.event.Environment || !e.CreatedAt.Equal(d.event.CreatedAt) {
 			// A rebuild changed the row since the feed read it; it has
 			// rewound the feed, which brings the corrected row again.
 			continue
@@ -328,8 +329,12 @@ func (h *Fanout) Handle(msg *message.Message) error {
 }
 
 // body is a public event's webhook body (the event as GET /v1/events
-// shows it), and the id of the event it was built from.
-type body struct{ id, payload string }
+// shows it), and the event as it was read for it: a delivery is made only
+// if it is the event the feed matched.
+type body struct {
+	event   feedEvent
+	payload string
+}
 
 // bodies builds the webhook bodies of the public events numbered seqs.
 func (h *Fanout) bodies(ctx context.Context, seqs []int64) (map[int64]body, error) {
@@ -346,7 +351,7 @@ func (h *Fanout) bodies(ctx context.Context, seqs []int64) (map[int64]body, erro
 			return struct{}{}, err
 		}
 		payload, err := json.Marshal(queries.NewPublicEvent(e.ID, e.Type, e.PlatformID, e.Environment, e.CreatedAt, data))
-		out[e.Seq] = body{e.ID, string(payload)}
+		out[e.Seq] = body{e, string(payload)}
 		return struct{}{}, err
 	})
 	return out, err

@@ -196,7 +196,8 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 
 // backgroundConns is the size of the pool of the log's readers, the
 // sandbox settler and the webhook sender: a connection for each
-// subscription's step (and the KYB decider's command beside its step), the
+// subscription's step (a second one while the projections' and the hash
+// chain's read ahead, and the KYB decider's command beside its step), the
 // feed and the fan-out, the progress poller, the notifier, the settler's
 // workers and its claim, the sender's claim and records, with room.
 const backgroundConns = 24

@@ -183,7 +183,7 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 				return err
 			}
 			events := read.Events
-			if !ok || read.From != r.pos {
+			if !ok || read.From != r.pos || len(read.Events) < r.opt.BatchSize { // a short one: see eventstore.ReadAhead
 				var err error
 				if events, err = eventstore.ReadAll(ctx, tx, r.pos, r.opt.BatchSize); err != nil {
 					return err
@@ -193,7 +193,11 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 			if n == r.opt.BatchSize && r.readAhead != nil {
 				ahead = eventstore.StartReadAhead(ctx, r.readAhead, eventstore.PositionOf(events[n-1]), n, true)
 			}
-			return r.apply(ctx, tx, events)
+			if err := r.apply(ctx, tx, events); err != nil {
+				return err
+			}
+			// Not in apply: the swap replays while commands wait.
+			return r.analyze.After(ctx, tx, shadowSchema, r.stats.Events)
 		})
 		if err != nil {
 			return err
@@ -251,7 +255,7 @@ func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.Reco
 	}
 	r.pos = eventstore.PositionOf(events[len(events)-1])
 	r.stats.Events += len(events)
-	return r.analyze.After(ctx, tx, shadowSchema, r.stats.Events)
+	return nil
 }
 
 // swap is the short transaction of step 2. It takes the subscriber's
