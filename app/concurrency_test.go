@@ -11,7 +11,6 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ledger"
-	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
 )
 
@@ -394,13 +393,10 @@ func TestConcurrentMixedWorkloadKeepsTheLedgerBalanced(t *testing.T) {
 	// The async projections run during the workload too, as in production.
 	ctx, cancel := context.WithCancel(e.ctx)
 	var sub sync.WaitGroup
-	sub.Add(1)
-	go func() {
-		defer sub.Done()
-		s := newSubscription(e)
+	for _, s := range projections.NewSubscriptions(e.pool, nil) {
 		s.PollInterval = 5 * time.Millisecond
-		s.Run(ctx)
-	}()
+		sub.Go(func() { s.Run(ctx) })
+	}
 	m.run(t, 24, 25)
 	cancel()
 	sub.Wait()
@@ -412,8 +408,4 @@ func TestConcurrentMixedWorkloadKeepsTheLedgerBalanced(t *testing.T) {
 	}
 	e.sync()
 	checkLedger(t, e)
-}
-
-func newSubscription(e *env) *eventstore.Subscription {
-	return projections.NewSubscription(e.pool, nil, nil)
 }

@@ -857,7 +857,7 @@ func TestKYBIdentifiersAreMaskedEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := projections.NewSubscription(e.pool, nil, logger).CatchUpTo(e.ctx, head); err != nil {
+	if err := projections.CatchUp(e.ctx, e.pool, head, logger); err != nil {
 		t.Fatal(err)
 	}
 

@@ -185,7 +185,7 @@ func (e *env) sync() {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
 	defer cancel()
-	if err := projections.NewSubscription(e.pool, nil, nil).CatchUpTo(ctx, head); err != nil {
+	if err := projections.CatchUp(ctx, e.pool, head, nil); err != nil {
 		e.t.Fatalf("catch up projections: %v", err)
 	}
 }

@@ -142,7 +142,7 @@ func payCheckLedger(e *env) {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
 	defer cancel()
-	if err := projections.NewSubscription(e.pool, nil, nil).CatchUpTo(ctx, head); err != nil {
+	if err := projections.CatchUp(ctx, e.pool, head, nil); err != nil {
 		t.Fatalf("catch up projections: %v", err)
 	}
 	var debits, credits int64

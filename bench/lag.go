@@ -15,7 +15,7 @@ import (
 // The log's subscribers (their checkpoint names in subscription_checkpoints)
 // and the webhook fan-out, which follows public_events by seq instead.
 var (
-	logSubscribers = []string{"projections", "hash_chain", "sandbox", "kyb_decider"}
+	logSubscribers = []string{"ledger", "public_events", "hash_chain", "sandbox", "kyb_decider"}
 	fanoutName     = "webhook_fanout" // projections.PublicEventsFeed
 	allSubscribers = append(append([]string{}, logSubscribers...), fanoutName)
 )

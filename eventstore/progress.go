@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Progress follows one subscription's checkpoint for callers that wait for
+// Progress follows subscriptions' checkpoints (the slowest of them) for callers that wait for
 // it to pass a position: a write that answers only once the read models
 // show it (read-your-writes). One reader of the checkpoint row serves
 // every waiter. It reads when the subscription commits in this process
@@ -14,7 +14,7 @@ import (
 // another replica runs.
 type Progress struct {
 	db        DB
-	name      string
+	names     []string
 	pollEvery time.Duration
 	kick      chan struct{}
 
@@ -24,9 +24,10 @@ type Progress struct {
 	waiting int
 }
 
-// NewProgress follows the checkpoint of the subscription name; call Run.
-func NewProgress(db DB, name string) *Progress {
-	return &Progress{db: db, name: name, pollEvery: 10 * time.Millisecond,
+// NewProgress follows the slowest checkpoint of the subscriptions names;
+// call Run.
+func NewProgress(db DB, names ...string) *Progress {
+	return &Progress{db: db, names: names, pollEvery: 10 * time.Millisecond,
 		kick: make(chan struct{}, 1), moved: make(chan struct{})}
 }
 
@@ -60,7 +61,7 @@ func (p *Progress) Run(ctx context.Context) {
 				continue
 			}
 		}
-		pos, err := ReadCheckpoint(ctx, p.db, p.name)
+		pos, err := ReadSlowestCheckpoint(ctx, p.db, p.names)
 		if err != nil {
 			continue // read again at the next tick or kick
 		}

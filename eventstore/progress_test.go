@@ -79,3 +79,58 @@ func TestProgressWaitersReturnOncePassed(t *testing.T) {
 	var nilProgress *eventstore.Progress
 	nilProgress.Kick() // must not panic: serve without read-your-writes has none
 }
+
+// A Progress over several subscriptions waits for the slowest: a write is
+// readable only once every read model has it.
+func TestProgressFollowsTheSlowestSubscription(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.Pool(t)
+	names := []string{"progress_fast", "progress_slow"}
+	p := eventstore.NewProgress(pool, names...)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go p.Run(runCtx)
+
+	appendSome(t, ctx, pool, "slowest", 6)
+	head, err := eventstore.Head(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nop := func(context.Context, pgx.Tx, []eventstore.RecordedEvent) error { return nil }
+	fast := &eventstore.Subscription{Name: names[0], Pool: pool, BatchSize: 100, Log: discard, Handle: nop, OnCommit: p.Kick}
+	slow := &eventstore.Subscription{Name: names[1], Pool: pool, BatchSize: 1, Log: discard, Handle: nop, OnCommit: p.Kick}
+	if err := fast.CatchUpTo(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(d time.Duration) error {
+		c, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return p.Wait(c, head)
+	}
+	if cp, err := eventstore.ReadSlowestCheckpoint(ctx, pool, names); err != nil || cp != (eventstore.Position{}) {
+		t.Errorf("slowest checkpoint with one subscription not started: %+v, %v; want the start of the log", cp, err)
+	}
+	if err := waitFor(100 * time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the wait ended with %v while one subscription had not started", err)
+	}
+	if _, err := slow.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slowAt, err := slow.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := eventstore.ReadSlowestCheckpoint(ctx, pool, names); err != nil || cp != slowAt || !cp.Less(head) {
+		t.Errorf("slowest checkpoint %+v, %v; want the slow one's %+v, below the head %+v", cp, err, slowAt, head)
+	}
+	if err := waitFor(100 * time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the wait ended with %v while one subscription was behind", err)
+	}
+	slow.BatchSize = 1000
+	if err := slow.CatchUpTo(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(10 * time.Second); err != nil {
+		t.Fatalf("the wait did not end once both passed the position: %v", err)
+	}
+}

@@ -310,6 +310,22 @@ func ReadCheckpoint(ctx context.Context, db DB, name string) (Position, error) {
 	return pos, err
 }
 
+// ReadSlowestCheckpoint is the lowest checkpoint of the subscriptions
+// names, as db sees it: where all of them have passed (the start of the
+// log while one has no checkpoint yet).
+func ReadSlowestCheckpoint(ctx context.Context, db DB, names []string) (Position, error) {
+	var pos Position
+	var txid, found int64
+	err := db.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position, count(*) OVER ()
+        FROM subscription_checkpoints WHERE name = ANY($1) ORDER BY transaction_id, global_position LIMIT 1`,
+		names).Scan(&txid, &pos.GlobalPosition, &found)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && found < int64(len(names))) {
+		return Position{}, nil
+	}
+	pos.TransactionID = uint64(txid)
+	return pos, err
+}
+
 // CatchUpTo processes events until the checkpoint reaches pos (from Head).
 // It polls while pos is not yet readable (an older transaction still runs)
 // or another process owns the subscription, until ctx ends.

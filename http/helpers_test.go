@@ -113,7 +113,7 @@ func (a *testAPI) sync() {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	if err := projections.NewSubscription(a.Pool, nil, nil).CatchUpTo(ctx, head); err != nil {
+	if err := projections.CatchUp(ctx, a.Pool, head, nil); err != nil {
 		a.t.Fatalf("catch up projections: %v", err)
 	}
 }

@@ -47,7 +47,7 @@ func auditSetup(t *testing.T) (context.Context, *pgxpool.Pool, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := projections.NewSubscription(pool, nil, nil).CatchUpTo(ctx, head); err != nil {
+	if err := projections.CatchUp(ctx, pool, head, nil); err != nil {
 		t.Fatal(err)
 	}
 	return ctx, pool, r.ID

@@ -182,15 +182,26 @@ func setTables(ps []Projector) []string {
 	return tables
 }
 
-// ProjectAsync folds events into the asynchronous read models inside tx,
-// in two round trips: one reads the tables' last seqs and the streams the
-// projectors fold that cache does not hold (all of them without a cache),
-// the other sends every write.
-func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache *StreamCache) error {
+// streamFolder is a projector that folds streams of the log (b.streams).
+type streamFolder interface{ foldsStreams() }
+
+func foldsStreams(ps []Projector) bool {
+	for _, p := range ps {
+		if _, ok := p.(streamFolder); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ProjectAsync folds events with the asynchronous projectors ps inside tx,
+// in two round trips: one reads the tables' last seqs and, if a projector
+// folds streams, those that cache does not hold (all of them without a
+// cache), the other sends every write.
+func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache *StreamCache, ps []Projector) error {
 	if len(events) == 0 {
 		return nil
 	}
-	ps := Async()
 	b := &Batch{Events: events, seq: map[string]int64{}}
 	tables := setTables(ps)
 	var maxes []string
@@ -204,12 +215,15 @@ func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 	if err := eventstore.DecodeAll(events); err != nil {
 		return err
 	}
-	for i := range events {
-		cache.add(&events[i])
-	}
-	need, err := foldedStreams(events)
-	if err != nil {
-		return err
+	need := map[string]int64{}
+	if foldsStreams(ps) {
+		for i := range events {
+			cache.add(&events[i])
+		}
+		var err error
+		if need, err = foldedStreams(events); err != nil {
+			return err
+		}
 	}
 	// What the cache holds is taken now: adding what the batch reads may
 	// make a bounded cache forget some of it.

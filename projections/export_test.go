@@ -30,7 +30,7 @@ func ReplayInto(ctx context.Context, pool *pgxpool.Pool, schema string, next fun
 			}
 			n = len(events)
 			pos = eventstore.PositionOf(events[n-1])
-			return Replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }, cache)
+			return Replay(ctx, tx, events, func(string, *eventstore.RecordedEvent) bool { return true }, cache)
 		})
 		if err != nil || n == 0 {
 			return err

@@ -31,10 +31,46 @@ func Inline() []Projector {
 	return []Projector{Platforms{}, Accounts{}, PlatformBalances{}, KYB{}, Payments{}, Webhooks{}}
 }
 
-// Async are the projectors the "projections" subscription runs, in commit
-// order, after the commands commit (ProjectAsync).
+// AsyncSubscriber is one subscription of asynchronous projectors: they run
+// after the commands commit, in commit order (ProjectAsync), with their own
+// checkpoint, reader and PostgreSQL backend. The ledger views and the
+// public events share no table and no input but the log, so two
+// subscribers write them side by side, each with a core of its own.
+type AsyncSubscriber struct {
+	Name       string // its checkpoint in subscription_checkpoints
+	Projectors []Projector
+}
+
+// The asynchronous subscribers' checkpoint names.
+const (
+	LedgerSubscription       = "ledger"
+	PublicEventsSubscription = "public_events"
+)
+
+// AsyncSubscribers are the subscriptions of the asynchronous projectors.
+func AsyncSubscribers() []AsyncSubscriber {
+	return []AsyncSubscriber{
+		{Name: LedgerSubscription, Projectors: []Projector{Ledger{}}},
+		{Name: PublicEventsSubscription, Projectors: []Projector{PublicEvents{}}},
+	}
+}
+
+// AsyncNames are the checkpoint names of AsyncSubscribers.
+func AsyncNames() []string {
+	var names []string
+	for _, s := range AsyncSubscribers() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// Async are all the asynchronous projectors, of every AsyncSubscriber.
 func Async() []Projector {
-	return []Projector{Ledger{}, PublicEvents{}}
+	var ps []Projector
+	for _, s := range AsyncSubscribers() {
+		ps = append(ps, s.Projectors...)
+	}
+	return ps
 }
 
 // ProjectInline folds a command's events with the inline projectors; the

@@ -22,6 +22,7 @@ type PublicEvents struct{}
 
 func (PublicEvents) Name() string     { return "public_events" }
 func (PublicEvents) Tables() []string { return []string{"public_events"} }
+func (PublicEvents) foldsStreams()    {}
 
 type eventData struct {
 	Object any `json:"object"`

@@ -223,7 +223,7 @@ func TestRolledBackBatchLeavesNoGap(t *testing.T) {
 	if err != nil || len(events) == 0 {
 		t.Fatalf("events after the checkpoint: %d, %v", len(events), err)
 	}
-	if err := projections.ProjectAsync(e.ctx, tx, events, nil); err != nil {
+	if err := projections.ProjectAsync(e.ctx, tx, events, nil, projections.Async()); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(e.ctx); err != nil {
@@ -516,12 +516,13 @@ func TestRebuildWhenTheSubscriberStartsAfterTheComparison(t *testing.T) {
 	requireLogMatches(t, e)
 }
 
-// runSubscriber runs the asynchronous subscriber, as the service does
+// runSubscriber runs the asynchronous subscribers, as the service does
 // (polling often, standing in for the commit wake-up), until ctx ends.
 func runSubscriber(ctx context.Context, e *env, wg *sync.WaitGroup) {
-	sub := projections.NewSubscription(e.pool, nil, nil)
-	sub.PollInterval = 10 * time.Millisecond
-	wg.Go(func() { sub.Run(ctx) })
+	for _, sub := range projections.NewSubscriptions(e.pool, nil) {
+		sub.PollInterval = 10 * time.Millisecond
+		wg.Go(func() { sub.Run(ctx) })
+	}
 }
 
 // chargeFees posts 1-cent fees on va until ctx ends, counting them.

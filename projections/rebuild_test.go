@@ -111,7 +111,7 @@ func (e *env) sync() {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
 	defer cancel()
-	if err := projections.NewSubscription(e.pool, nil, nil).CatchUpTo(ctx, head); err != nil {
+	if err := projections.CatchUp(ctx, e.pool, head, nil); err != nil {
 		e.t.Fatalf("catch up projections: %v", err)
 	}
 }
@@ -295,7 +295,7 @@ func rowCount(s map[string][]string) int {
 
 func checkpoint(t testing.TB, ctx context.Context, pool *pgxpool.Pool) eventstore.Position {
 	t.Helper()
-	pos, err := projections.NewSubscription(pool, nil, nil).Checkpoint(ctx)
+	pos, err := eventstore.ReadSlowestCheckpoint(ctx, pool, projections.AsyncNames())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,21 +535,22 @@ func TestRebuildWhileSubscriptionBehind(t *testing.T) {
 	e.workload(6, 20, 2)
 	e.sync()
 	e.workload(6, 20, 3) // not caught up
-	// Part of the way: one small batch.
-	sub := projections.NewSubscription(poolA, nil, nil)
-	sub.BatchSize = 7
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		n, err := sub.Step(e.ctx)
-		if err != nil {
-			t.Fatal(err)
+	// Part of the way: one small batch each.
+	for _, sub := range projections.NewSubscriptions(poolA, nil) {
+		sub.BatchSize = 7
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			n, err := sub.Step(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the subscription could not take a step")
+			}
+			time.Sleep(10 * time.Millisecond) // an older transaction elsewhere on the server holds readers back
 		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the subscription could not take a step")
-		}
-		time.Sleep(10 * time.Millisecond) // an older transaction elsewhere on the server holds readers back
 	}
 	head, err := eventstore.Head(e.ctx, poolA)
 	if err != nil {
@@ -575,7 +576,7 @@ func TestRebuildWhileSubscriptionBehind(t *testing.T) {
 	ctx := e.ctx
 
 	// A: the subscription just catches up.
-	if err := projections.NewSubscription(poolA, nil, nil).CatchUpTo(ctx, head); err != nil {
+	if err := projections.CatchUp(ctx, poolA, head, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := snapshot(t, ctx, poolA)
@@ -588,7 +589,7 @@ func TestRebuildWhileSubscriptionBehind(t *testing.T) {
 	if _, err := rebuild.Run(ctx, poolB); err != nil {
 		t.Fatal(err)
 	}
-	if err := projections.NewSubscription(poolB, nil, nil).CatchUpTo(ctx, head); err != nil {
+	if err := projections.CatchUp(ctx, poolB, head, nil); err != nil {
 		t.Fatal(err)
 	}
 	compare(t, "rebuild while behind, then catch-up", want, snapshot(t, ctx, poolB))
@@ -801,13 +802,11 @@ func TestPaginationWalkWhileEntriesArrive(t *testing.T) {
 	// While the walks run, entries keep arriving and being projected.
 	ctx, cancel := context.WithCancel(e.ctx)
 	var bg sync.WaitGroup
-	bg.Add(2)
-	go func() {
-		defer bg.Done()
-		s := projections.NewSubscription(e.pool, nil, nil)
+	for _, s := range projections.NewSubscriptions(e.pool, nil) {
 		s.PollInterval = 2 * time.Millisecond
-		s.Run(ctx)
-	}()
+		bg.Go(func() { s.Run(ctx) })
+	}
+	bg.Add(1)
 	go func() {
 		defer bg.Done()
 		for i := 0; ctx.Err() == nil; i++ {
@@ -900,7 +899,7 @@ func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Rollback(context.Background())
-	if _, err := sub.Exec(e.ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, projections.SubscriptionName); err != nil {
+	if _, err := sub.Exec(e.ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, projections.LedgerSubscription); err != nil {
 		t.Fatal(err)
 	}
 

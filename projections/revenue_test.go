@@ -84,7 +84,7 @@ func TestRevenueShareByHand(t *testing.T) {
 	pay("fednow", true)
 	pay("rtp", false)
 	head, _ = eventstore.Head(ctx, pool)
-	if err := projections.NewSubscription(pool, nil, nil).CatchUpTo(ctx, head); err != nil {
+	if err := projections.CatchUp(ctx, pool, head, nil); err != nil {
 		t.Fatal(err)
 	}
 

@@ -125,9 +125,10 @@ func copyIndexes(ctx context.Context, db eventstore.DB, schema string, forReplay
 }
 
 // Replay folds events into the read models: every inline projector sees
-// every event, the asynchronous ones, as one set, those for which async
-// says so. seen is the stream cache of a replay from the start of the log.
-func Replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, async func(*eventstore.RecordedEvent) bool, seen *StreamCache) error {
+// every event, each asynchronous subscriber's projectors, as one set, the
+// events for which applied(subscriber, event) says so. seen is the stream
+// cache of a replay from the start of the log.
+func Replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, applied func(subscriber string, e *eventstore.RecordedEvent) bool, seen *StreamCache) error {
 	b, err := ProjectInline(events)
 	if err != nil {
 		return err
@@ -135,11 +136,16 @@ func Replay(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, a
 	if err := b.Send(ctx, tx); err != nil {
 		return err
 	}
-	var later []eventstore.RecordedEvent
-	for i := range events {
-		if async(&events[i]) {
-			later = append(later, events[i])
+	for _, s := range AsyncSubscribers() {
+		var later []eventstore.RecordedEvent
+		for i := range events {
+			if applied(s.Name, &events[i]) {
+				later = append(later, events[i])
+			}
+		}
+		if err := ProjectAsync(ctx, tx, later, seen, s.Projectors); err != nil {
+			return err
 		}
 	}
-	return ProjectAsync(ctx, tx, later, seen)
+	return nil
 }

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
@@ -9,9 +10,6 @@ import (
 
 	"github.com/opentreasury/treasury/eventstore"
 )
-
-// SubscriptionName is the checkpoint name of the asynchronous projections.
-const SubscriptionName = "projections"
 
 // BatchSize is the most events one batch of the subscription takes: its
 // cost is a few round trips whatever its size, so a subscriber behind
@@ -24,14 +22,17 @@ const BatchSize = 2000
 // stream is read from the log again when one of its events comes.
 const liveStreams = 20_000
 
-// NewSubscription runs the Async projectors over the log in commit order.
-func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger) *eventstore.Subscription {
-	cache := NewLiveCache(liveStreams)
+// NewSubscription runs s's projectors over the log in commit order.
+func NewSubscription(s AsyncSubscriber, pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger) *eventstore.Subscription {
+	var cache *StreamCache // only for projectors that fold streams
+	if foldsStreams(s.Projectors) {
+		cache = NewLiveCache(liveStreams)
+	}
 	return &eventstore.Subscription{
-		Name: SubscriptionName, Pool: pool, Wake: wake, Log: log, Derived: true, BatchSize: BatchSize,
+		Name: s.Name, Pool: pool, Wake: wake, Log: log, Derived: true, BatchSize: BatchSize,
 		ReadAhead: true, Decode: true,
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
-			return ProjectAsync(ctx, tx, events, cache)
+			return ProjectAsync(ctx, tx, events, cache, s.Projectors)
 		},
 	}
 }
@@ -39,3 +40,25 @@ func NewSubscription(pool *pgxpool.Pool, wake <-chan struct{}, log *slog.Logger)
 // PublicEventsFeed is the checkpoint (a public_events seq) of the webhook
 // fan-out, which follows public_events in seq order.
 const PublicEventsFeed = "webhook_fanout"
+
+// CatchUp runs every asynchronous subscriber, one after the other, until
+// each has passed pos (from eventstore.Head): for tools and tests that
+// need the read models current.
+func CatchUp(ctx context.Context, pool *pgxpool.Pool, pos eventstore.Position, log *slog.Logger) error {
+	for _, s := range NewSubscriptions(pool, log) {
+		if err := s.CatchUpTo(ctx, pos); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// NewSubscriptions are the AsyncSubscribers' subscriptions, without
+// wake-ups (they poll).
+func NewSubscriptions(pool *pgxpool.Pool, log *slog.Logger) []*eventstore.Subscription {
+	var subs []*eventstore.Subscription
+	for _, s := range AsyncSubscribers() {
+		subs = append(subs, NewSubscription(s, pool, nil, log))
+	}
+	return subs
+}

@@ -184,7 +184,7 @@ func payCheckLedger(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := projections.NewSubscription(pool, nil, nil).CatchUpTo(cctx, head); err != nil {
+	if err := projections.CatchUp(cctx, pool, head, nil); err != nil {
 		t.Fatalf("catch up projections: %v", err)
 	}
 	var debits, credits int64

@@ -56,7 +56,7 @@ func (e env) catchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := projections.NewSubscription(e.pool, nil, nil).CatchUpTo(e.ctx, head); err != nil {
+	if err := projections.CatchUp(e.ctx, e.pool, head, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -659,13 +659,10 @@ func (r *ftRig) waitProjected() {
 		r.t.Fatal(err)
 	}
 	eventually(r.t, 30*time.Second, "the projections to reach the log's head", func() error {
-		var cp eventstore.Position
-		var txid int64
-		if err := conn.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints WHERE name = $1`,
-			projections.SubscriptionName).Scan(&txid, &cp.GlobalPosition); err != nil {
+		cp, err := eventstore.ReadSlowestCheckpoint(ctx, conn, projections.AsyncNames())
+		if err != nil {
 			return err
 		}
-		cp.TransactionID = uint64(txid)
 		if cp.Less(head) {
 			return fmt.Errorf("checkpoint %+v, head %+v", cp, head)
 		}

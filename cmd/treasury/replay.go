@@ -52,14 +52,7 @@ type replayer struct {
 // replayers are the log's subscribers, constructed as serve constructs
 // them (without wake-ups: the replay steps them itself).
 func replayers() map[string]replayer {
-	var async []string
-	for _, p := range projections.Async() {
-		async = append(async, p.Tables()...)
-	}
-	return map[string]replayer{
-		projections.SubscriptionName: {tables: async, sub: func(pool *pgxpool.Pool, log *slog.Logger) *eventstore.Subscription {
-			return projections.NewSubscription(pool, nil, log)
-		}},
+	rs := map[string]replayer{
 		eventstore.ChainName: {tables: []string{"event_chain"}, sub: func(pool *pgxpool.Pool, _ *slog.Logger) *eventstore.Subscription {
 			return eventstore.ChainSubscription(pool, nil)
 		}},
@@ -74,6 +67,16 @@ func replayers() map[string]replayer {
 		}},
 		webhooks.FanoutName: {tables: []string{"webhook_deliveries", "webhook_attempts"}},
 	}
+	for _, s := range projections.AsyncSubscribers() {
+		var tables []string
+		for _, p := range s.Projectors {
+			tables = append(tables, p.Tables()...)
+		}
+		rs[s.Name] = replayer{tables: tables, sub: func(pool *pgxpool.Pool, log *slog.Logger) *eventstore.Subscription {
+			return projections.NewSubscription(s, pool, nil, log)
+		}}
+	}
+	return rs
 }
 
 func subscriptionNames() []string {

@@ -49,7 +49,7 @@ func TestReplaySubscriptions(t *testing.T) {
 	// public event, every payment completed (nothing left to append).
 	eventually(t, 60*time.Second, "the subscribers to catch up", func() error {
 		var behind []string
-		rows, err := conn.Query(ctx, `SELECT n FROM unnest(array['projections','hash_chain','sandbox','kyb_decider']) n
+		rows, err := conn.Query(ctx, `SELECT n FROM unnest(array['ledger','public_events','hash_chain','sandbox','kyb_decider']) n
             WHERE NOT EXISTS (SELECT 1 FROM subscription_checkpoints c WHERE c.name = n
                 AND NOT EXISTS (SELECT 1 FROM events e WHERE (e.transaction_id, e.global_position) > (c.transaction_id, c.global_position)))
             UNION ALL SELECT 'webhook_fanout' WHERE coalesce((SELECT max(seq) FROM public_events), 0)
@@ -83,7 +83,7 @@ func TestReplaySubscriptions(t *testing.T) {
 		}
 		return res, stderr, err
 	}
-	if _, stderr, err := replay("projections"); err == nil || !strings.Contains(stderr, "scratch copy") {
+	if _, stderr, err := replay("ledger"); err == nil || !strings.Contains(stderr, "scratch copy") {
 		t.Fatalf("replay beside the running service: want a refusal, got %v: %s", err, stderr)
 	}
 	r.proc.stop()
@@ -103,9 +103,10 @@ func TestReplaySubscriptions(t *testing.T) {
 	// What each subscriber wrote; the fan-out's delivery ids are random
 	// and its status is the sender's, so those columns are left out.
 	written := map[string][]string{
-		"projections": {`SELECT t::text FROM journal_entries t`, `SELECT t::text FROM ledger_entries t`,
-			`SELECT t::text FROM account_transactions t`, `SELECT t::text FROM public_events t`},
-		"hash_chain": {`SELECT t::text FROM event_chain t`},
+		"ledger": {`SELECT t::text FROM journal_entries t`, `SELECT t::text FROM ledger_entries t`,
+			`SELECT t::text FROM account_transactions t`},
+		"public_events": {`SELECT t::text FROM public_events t`},
+		"hash_chain":    {`SELECT t::text FROM event_chain t`},
 		// The fan-out matches today's endpoints: a replay also gives the
 		// endpoint the events older than it, which it never had.
 		"webhook_fanout": {`SELECT concat_ws('|', d.endpoint_id, d.event_id, d.event_type, d.payload::text, d.committed_at::text)
@@ -127,7 +128,7 @@ func TestReplaySubscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, name := range []string{"projections", "hash_chain", "webhook_fanout", "sandbox", "kyb_decider"} {
+	for _, name := range []string{"ledger", "public_events", "hash_chain", "webhook_fanout", "sandbox", "kyb_decider"} {
 		res, stderr, err := replay(name)
 		if err != nil {
 			t.Fatalf("replay %s: %v: %s", name, err, stderr)

@@ -86,7 +86,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	a.RoutingNumber = cfg.RoutingNumber
 	if cfg.ReadYourWritesWait > 0 {
 		a.ReadYourWritesWithin = cfg.ReadYourWritesWait
-		a.Projected = eventstore.NewProgress(bgPool, projections.SubscriptionName)
+		a.Projected = eventstore.NewProgress(bgPool, projections.AsyncNames()...)
 		go a.Projected.Run(eventstore.WithOrigin(ctx, eventstore.OriginProgress))
 	}
 	// The API's commands go at the pace the log's readers keep.
@@ -100,13 +100,18 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	bg.Pool = bgPool
 	bg.Pacer = nil
 	go runWhenReady(ctx, &ready, func() {
-		proj := projections.NewSubscription(bgPool, notifier.Subscribe(), log)
-		proj.Pacer = pacer
-		proj.OnCommit = func() {
-			a.Projected.Kick() // writes waiting to be readable
-			notifier.Notify()  // public events are there: wake the webhook fan-out
+		for _, s := range projections.AsyncSubscribers() {
+			proj := projections.NewSubscription(s, bgPool, notifier.Subscribe(), log)
+			proj.Pacer = pacer
+			proj.OnCommit = a.Projected.Kick // writes waiting to be readable
+			if s.Name == projections.PublicEventsSubscription {
+				proj.OnCommit = func() {
+					a.Projected.Kick()
+					notifier.Notify() // public events are there: wake the webhook fan-out
+				}
+			}
+			go proj.Run(eventstore.WithOrigin(ctx, eventstore.OriginProjections))
 		}
-		go proj.Run(eventstore.WithOrigin(ctx, eventstore.OriginProjections))
 		kyb := bg.KYBDecider(notifier.Subscribe())
 		kyb.Pacer = pacer
 		go kyb.Run(eventstore.WithOrigin(ctx, eventstore.OriginKYB))

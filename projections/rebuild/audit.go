@@ -22,8 +22,8 @@ type TableDiff struct {
 // schema and compares it with the live tables, row for row, in one
 // REPEATABLE READ transaction that is rolled back (nothing is kept, the
 // live tables are only read). Inline projections are rebuilt from every
-// event; asynchronous ones up to their checkpoint, which is what the live
-// ones have applied. It returns the tables that differ.
+// event; asynchronous ones up to their subscriber's checkpoint, which is
+// what the live ones have applied. It returns the tables that differ.
 func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, error) {
 	var diffs []TableDiff
 	events := 0
@@ -33,9 +33,11 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 	}
 	defer tx.Rollback(context.Background())
 
-	checkpoint, err := subscriberAt(ctx, tx)
-	if err != nil {
-		return nil, 0, err
+	checkpoints := map[string]eventstore.Position{}
+	for _, name := range projections.AsyncNames() {
+		if checkpoints[name], err = eventstore.ReadCheckpoint(ctx, tx, name); err != nil {
+			return nil, 0, err
+		}
 	}
 
 	tables := projections.AllTables()
@@ -45,7 +47,9 @@ func CompareWithLog(ctx context.Context, pool *pgxpool.Pool) ([]TableDiff, int, 
 	if _, err := tx.Exec(ctx, `SET LOCAL search_path = audit_scratch, public`); err != nil {
 		return nil, 0, err
 	}
-	applied := func(e *eventstore.RecordedEvent) bool { return !checkpoint.Less(eventstore.PositionOf(*e)) }
+	applied := func(subscriber string, e *eventstore.RecordedEvent) bool {
+		return !checkpoints[subscriber].Less(eventstore.PositionOf(*e))
+	}
 	var pos eventstore.Position
 	seen := projections.NewReplayCache()
 	var stats projections.AnalyzeAsTheyGrow

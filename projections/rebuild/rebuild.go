@@ -250,7 +250,7 @@ func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.Reco
 	if len(events) == 0 {
 		return nil
 	}
-	if err := projections.Replay(ctx, tx, events, func(*eventstore.RecordedEvent) bool { return true }, r.seen); err != nil {
+	if err := projections.Replay(ctx, tx, events, func(string, *eventstore.RecordedEvent) bool { return true }, r.seen); err != nil {
 		return err
 	}
 	r.pos = eventstore.PositionOf(events[len(events)-1])
@@ -266,10 +266,11 @@ func (r *rebuild) swap(ctx context.Context) error {
 	pos, events, changed := r.pos, r.stats.Events, r.stats.Changed
 	r.stats.SwapEvents = 0
 	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, projections.SubscriptionName); err != nil {
+		names := projections.AsyncNames()
+		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, projections.SubscriptionName); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = ANY($1) ORDER BY name FOR UPDATE`, names); err != nil {
 			return err
 		}
 		// A command that does not finish must not hold every other one
@@ -309,7 +310,7 @@ func (r *rebuild) swap(ctx context.Context) error {
 		}
 		r.stats.Changed += n
 		_, err = tx.Exec(ctx, `UPDATE subscription_checkpoints SET transaction_id = $2::text::xid8, global_position = $3,
-            updated_at = now() WHERE name = $1`, projections.SubscriptionName, fmt.Sprint(r.pos.TransactionID), r.pos.GlobalPosition)
+            updated_at = now() WHERE name = ANY($1)`, names, fmt.Sprint(r.pos.TransactionID), r.pos.GlobalPosition)
 		return err
 	})
 	if err != nil {

@@ -212,9 +212,10 @@ func (r *rebuild) waitForSubscriber(ctx context.Context) error {
 // running subscriber is not taken for a stuck one.
 const subscriberStall = 600 * time.Millisecond
 
-// subscriberAt is the asynchronous subscriber's checkpoint as db sees it.
+// subscriberAt is the slowest asynchronous subscriber's checkpoint as db
+// sees it: every asynchronous table has applied the log up to there.
 func subscriberAt(ctx context.Context, db eventstore.DB) (eventstore.Position, error) {
-	return eventstore.ReadCheckpoint(ctx, db, projections.SubscriptionName)
+	return eventstore.ReadSlowestCheckpoint(ctx, db, projections.AsyncNames())
 }
 
 // copyCandidates makes the live tables equal to the shadow, under the
