@@ -55,6 +55,17 @@ func AsyncSubscribers() []AsyncSubscriber {
 	}
 }
 
+// AsyncSubscriberNamed is the AsyncSubscriber called name (none: the
+// zero value, with no projectors).
+func AsyncSubscriberNamed(name string) AsyncSubscriber {
+	for _, s := range AsyncSubscribers() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return AsyncSubscriber{}
+}
+
 // AsyncNames are the checkpoint names of AsyncSubscribers.
 func AsyncNames() []string {
 	var names []string

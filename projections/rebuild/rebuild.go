@@ -57,15 +57,16 @@ const shadowSchema = "projections_rebuild"
 // serving:
 //
 //  1. The shadow tables are filled batch by batch, in commit order, from
-//     the events below the oldest running transaction. Nothing is locked:
+//     the events below the oldest running transaction, the public events
+//     side by side with the rest (applySideBySide). Nothing is locked:
 //     commands and reads go on against the live tables.
 //  2. In one short transaction the rebuild pauses the asynchronous
-//     subscriber (its checkpoint row), takes the writer gate that every
+//     subscribers (their checkpoint rows), takes the writer gate that every
 //     command holds shared (so in-flight commands finish and new ones
 //     wait), replays the few events committed since, and writes into the
 //     live tables only the rows that differ from the shadow. Reads never
 //     wait: they see the old rows until this transaction commits, then the
-//     new ones. The subscriber resumes after the last event.
+//     new ones. The subscribers resume after the last event.
 //
 // Only one rebuild runs at a time; a second one waits for the first.
 func Run(ctx context.Context, pool *pgxpool.Pool) (Stats, error) {
@@ -101,6 +102,14 @@ func RunWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (Stats, error
 	r := &rebuild{conn: conn.Conn(), opt: opt, seen: projections.NewReplayCache()}
 	if pool.Config().MaxConns > 1 { // the rebuild holds one connection throughout
 		r.readAhead = pool
+	}
+	if pool.Config().MaxConns > 2 { // and one for the read ahead
+		side, err := pool.Acquire(ctx)
+		if err != nil {
+			return Stats{}, err
+		}
+		defer side.Release()
+		r.side = side.Conn()
 	}
 	if err := r.replayUntilCaughtUp(ctx); err != nil {
 		return r.stats, err
@@ -160,10 +169,13 @@ type rebuild struct {
 	conn *pgx.Conn
 	// readAhead, if set, reads the next batch while one is replayed.
 	readAhead *pgxpool.Pool
-	opt       Options
-	pos       eventstore.Position // the last event replayed into the shadow
-	seen      *projections.StreamCache
-	plan      *swapPlan
+	// side, if set, replays the public events while conn replays the
+	// rest of the batch, outside the swap (see applySideBySide).
+	side *pgx.Conn
+	opt  Options
+	pos  eventstore.Position // the last event replayed into the shadow
+	seen *projections.StreamCache
+	plan *swapPlan
 	// analyze keeps the shadow's statistics as it fills.
 	analyze projections.AnalyzeAsTheyGrow
 	stats   Stats
@@ -193,7 +205,7 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 			if n == r.opt.BatchSize && r.readAhead != nil {
 				ahead = eventstore.StartReadAhead(ctx, r.readAhead, eventstore.PositionOf(events[n-1]), n, true)
 			}
-			if err := r.apply(ctx, tx, events); err != nil {
+			if err := r.applySideBySide(ctx, tx, events); err != nil {
 				return err
 			}
 			// Not in apply: the swap replays while commands wait.
@@ -251,6 +263,46 @@ func (r *rebuild) apply(ctx context.Context, tx pgx.Tx, events []eventstore.Reco
 		return nil
 	}
 	if err := projections.Replay(ctx, tx, events, func(string, *eventstore.RecordedEvent) bool { return true }, r.seen); err != nil {
+		return err
+	}
+	r.pos = eventstore.PositionOf(events[len(events)-1])
+	r.stats.Events += len(events)
+	return nil
+}
+
+// applySideBySide is apply with the public events replayed on the side
+// connection, in a transaction of their own, while tx replays the inline
+// projectors and the ledger: the two share no table, so the shadow fills
+// on two PostgreSQL backends at once. The two transactions commit one
+// after the other, so a failure may leave the shadow's tables at
+// different positions; any failure here ends the rebuild (its shadow is
+// dropped), so nothing reads them. The swap, which retries, replays on
+// one transaction (apply).
+func (r *rebuild) applySideBySide(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
+	if r.side == nil || len(events) == 0 {
+		return r.apply(ctx, tx, events)
+	}
+	// Decoded here, once: both sides then only read the events.
+	if err := eventstore.DecodeAll(events); err != nil {
+		return err
+	}
+	publicEvents := projections.AsyncSubscriberNamed(projections.PublicEventsSubscription)
+	side := make(chan error, 1)
+	go func() {
+		side <- pgx.BeginFunc(ctx, r.side, func(stx pgx.Tx) error {
+			if _, err := stx.Exec(ctx, replaySettings); err != nil {
+				return err
+			}
+			return projections.ProjectAsync(ctx, stx, events, r.seen, publicEvents.Projectors)
+		})
+	}()
+	err := projections.Replay(ctx, tx, events, func(s string, _ *eventstore.RecordedEvent) bool {
+		return s != projections.PublicEventsSubscription
+	}, r.seen)
+	if serr := <-side; err == nil {
+		err = serr
+	}
+	if err != nil {
 		return err
 	}
 	r.pos = eventstore.PositionOf(events[len(events)-1])
