@@ -170,12 +170,15 @@ func (a *App) TestWebhook(ctx context.Context, meta Meta, c Caller, id string) (
 			res.ID, id, eventID, payload, at)
 		return nil, err
 	})
+	if err == nil {
+		a.Notifier.NotifyOf(eventstore.TopicDeliveries)
+	}
 	return res, err
 }
 
 // RetryDelivery sends a delivery again now, whatever its state.
 func (a *App) RetryDelivery(ctx context.Context, meta Meta, c Caller, endpointID, deliveryID string) error {
-	return a.changeWebhook(ctx, meta, c, endpointID, func(tx pgx.Tx, _ webhook.State) ([]domain.Event, error) {
+	err := a.changeWebhook(ctx, meta, c, endpointID, func(tx pgx.Tx, _ webhook.State) ([]domain.Event, error) {
 		tag, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3
             WHERE id = $1 AND endpoint_id = $2`, deliveryID, endpointID, time.Now())
 		if err == nil && tag.RowsAffected() == 0 {
@@ -183,6 +186,10 @@ func (a *App) RetryDelivery(ctx context.Context, meta Meta, c Caller, endpointID
 		}
 		return nil, err
 	})
+	if err == nil {
+		a.Notifier.NotifyOf(eventstore.TopicDeliveries)
+	}
+	return err
 }
 
 func webhookStream(c Caller, id string) eventstore.Stream {

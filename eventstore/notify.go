@@ -13,17 +13,34 @@ import (
 // Channel is the PostgreSQL NOTIFY channel that announces new events.
 const Channel = "treasury_events"
 
-// Notifier wakes subscribers when events are committed: at once in this
-// process, and through NOTIFY (sent after commit, outside the write
-// transaction, coalesced) in every other replica.
+// Notifier wakes subscribers when something they read was committed: at
+// once in this process, only those of its topic, and through NOTIFY (sent
+// after commit, outside the write transaction, coalesced) every reader of
+// every other replica.
 type Notifier struct {
 	pool    *pgxpool.Pool
 	log     *slog.Logger
 	pending chan struct{}
 
 	mu      sync.Mutex
-	waiters []chan struct{}
+	waiters [topicCount][]chan struct{}
 }
+
+// Topic is what a wake-up is about. Each reader wakes only for what it
+// reads: under load, commands commit hundreds of times a second, and a
+// reader woken for what is not there yet spends a step (a transaction and
+// its queries) finding nothing, on a machine the others need.
+type Topic int
+
+const (
+	// TopicLog: events were appended (commands commit).
+	TopicLog Topic = iota
+	// TopicPublicEvents: public events were projected (the webhook feed).
+	TopicPublicEvents
+	// TopicDeliveries: webhook deliveries came due (the sender).
+	TopicDeliveries
+	topicCount
+)
 
 // NewNotifier makes a notifier; call Run to send and receive NOTIFYs.
 func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
@@ -34,37 +51,54 @@ func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
 }
 
 // Subscribe returns a channel that receives a value (coalesced) whenever
-// events may have been committed.
-func (n *Notifier) Subscribe() <-chan struct{} {
+// events may have been committed (SubscribeTo TopicLog).
+func (n *Notifier) Subscribe() <-chan struct{} { return n.SubscribeTo(TopicLog) }
+
+// SubscribeTo returns a channel that receives a value (coalesced) whenever
+// something of topic t may have been committed here, or anything in
+// another replica.
+func (n *Notifier) SubscribeTo(t Topic) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	n.mu.Lock()
-	n.waiters = append(n.waiters, ch)
+	n.waiters[t] = append(n.waiters[t], ch)
 	n.mu.Unlock()
 	return ch
 }
 
-// Notify is called after a commit that appended events. It never blocks.
-func (n *Notifier) Notify() {
+// Notify is called after a commit that appended events (NotifyOf
+// TopicLog). It never blocks.
+func (n *Notifier) Notify() { n.NotifyOf(TopicLog) }
+
+// NotifyOf is called after a commit of something of topic t: it wakes t's
+// subscribers here, and every reader of the other replicas. It never
+// blocks.
+func (n *Notifier) NotifyOf(t Topic) {
 	if n == nil {
 		return
 	}
-	n.wakeLocal()
+	n.wakeLocal(t)
 	select {
 	case n.pending <- struct{}{}:
 	default: // a NOTIFY is already due: this commit rides along
 	}
 }
 
-func (n *Notifier) wakeLocal() {
+func (n *Notifier) wakeLocal(topics ...Topic) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, ch := range n.waiters {
-		select {
-		case ch <- struct{}{}:
-		default:
+	for _, t := range topics {
+		for _, ch := range n.waiters[t] {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
+
+// wakeAll wakes every subscriber of every topic: a NOTIFY does not say
+// what another replica committed.
+func (n *Notifier) wakeAll() { n.wakeLocal(TopicLog, TopicPublicEvents, TopicDeliveries) }
 
 // Run sends the coalesced NOTIFYs and listens for other replicas' until ctx ends.
 func (n *Notifier) Run(ctx context.Context) {
@@ -110,11 +144,11 @@ func (n *Notifier) listenOnce(ctx context.Context) error {
 	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
 		return err
 	}
-	n.wakeLocal() // anything committed while we were not listening
+	n.wakeAll() // anything committed while we were not listening
 	for {
 		if _, err := pc.WaitForNotification(ctx); err != nil {
 			return err
 		}
-		n.wakeLocal()
+		n.wakeAll()
 	}
 }

@@ -533,6 +533,49 @@ func TestNotifierLocalWake(t *testing.T) {
 
 	var nilNotifier *eventstore.Notifier
 	nilNotifier.Notify() // a nil notifier is a no-op
+	nilNotifier.NotifyOf(eventstore.TopicDeliveries)
+}
+
+// Here, a wake-up reaches only its topic's subscribers; a NOTIFY from
+// another replica, which does not say what it committed, reaches all.
+func TestNotifierTopics(t *testing.T) {
+	pool := pgtest.Pool(t)
+	n := eventstore.NewNotifier(pool, discard)
+	log := n.Subscribe()
+	feed := n.SubscribeTo(eventstore.TopicPublicEvents)
+	sender := n.SubscribeTo(eventstore.TopicDeliveries)
+	quiet := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		if len(ch) != 0 {
+			t.Errorf("%s woken by another topic", what)
+		}
+	}
+	n.Notify()
+	recv(t, log, "log reader on an append")
+	quiet(feed, "feed")
+	quiet(sender, "sender")
+	n.NotifyOf(eventstore.TopicPublicEvents)
+	recv(t, feed, "feed on public events")
+	quiet(log, "log reader")
+	quiet(sender, "sender")
+	n.NotifyOf(eventstore.TopicDeliveries)
+	recv(t, sender, "sender on deliveries")
+	quiet(log, "log reader")
+	quiet(feed, "feed")
+
+	runNotifier(t, n)
+	for _, ch := range []<-chan struct{}{log, feed, sender} {
+		recv(t, ch, "every subscriber once listening")
+	}
+	replica := eventstore.NewNotifier(pool, discard)
+	runNotifier(t, replica)
+	for _, ch := range []<-chan struct{}{log, feed, sender} {
+		drain(ch)
+	}
+	replica.NotifyOf(eventstore.TopicDeliveries)
+	for _, ch := range []<-chan struct{}{log, feed, sender} {
+		recv(t, ch, "every subscriber on another replica's NOTIFY")
+	}
 }
 
 func TestNotifierSendsNotify(t *testing.T) {

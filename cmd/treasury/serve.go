@@ -107,7 +107,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 			if s.Name == projections.PublicEventsSubscription {
 				proj.OnCommit = func() {
 					a.Projected.Kick()
-					notifier.Notify() // public events are there: wake the webhook fan-out
+					notifier.NotifyOf(eventstore.TopicPublicEvents) // wake the webhook feed
 				}
 			}
 			go proj.Run(eventstore.WithOrigin(ctx, eventstore.OriginProjections))
@@ -272,9 +272,10 @@ func waitUntilMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger
 // startWebhooks runs the watermill fan-out (public events → deliveries)
 // and the sender.
 func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.App, notifier *eventstore.Notifier, pacer *eventstore.Pacer, log *slog.Logger) {
-	sender := &webhooks.Sender{Pool: pool, App: a, Log: log, Wake: notifier.Subscribe(), AllowPrivate: cfg.WebhookAllowPriv}
-	feed := &webhooks.FeedSubscriber{Pool: pool, Wake: notifier.Subscribe(), Log: log, Pacer: pacer}
-	router, err := webhooks.NewRouter(feed, &webhooks.Fanout{Pool: pool, Delivered: notifier.Notify}, log)
+	sender := &webhooks.Sender{Pool: pool, App: a, Log: log, Wake: notifier.SubscribeTo(eventstore.TopicDeliveries), AllowPrivate: cfg.WebhookAllowPriv}
+	feed := &webhooks.FeedSubscriber{Pool: pool, Wake: notifier.SubscribeTo(eventstore.TopicPublicEvents), Log: log, Pacer: pacer}
+	delivered := func() { notifier.NotifyOf(eventstore.TopicDeliveries) }
+	router, err := webhooks.NewRouter(feed, &webhooks.Fanout{Pool: pool, Delivered: delivered}, log)
 	if err != nil {
 		log.Error("webhook router", "error", err)
 		return
