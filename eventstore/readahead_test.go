@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -72,5 +74,40 @@ func TestSubscriptionReadAhead(t *testing.T) {
 	}
 	if want := slices.Delete(slices.Clone(wantBatches), 2, 3); !slices.EqualFunc(plainBatches, want, slices.Equal[[]string]) {
 		t.Errorf("without read ahead: batches = %v, want %v", plainBatches, want)
+	}
+}
+
+// eventReads is a pgx tracer counting the statements that read the log.
+type eventReads struct{ n atomic.Int64 }
+
+func (r *eventReads) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "FROM events") {
+		r.n.Add(1)
+	}
+	return ctx
+}
+
+func (r *eventReads) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// What a subscription reads ahead is used: a full step sends one read of
+// the log (the next batch's), not its own as well.
+func TestSubscriptionUsesWhatItReadAhead(t *testing.T) {
+	ctx := testCtx(t)
+	reads := &eventReads{}
+	pool := pgtest.TracedPool(t, reads, 2)
+	appendSome(t, ctx, pool, "used", 12)
+	readN(t, ctx, pool, eventstore.Position{}, 100, 12) // all readable: every read below sees them
+	reads.n.Store(0)
+	sub := &eventstore.Subscription{Name: "used", Pool: pool, BatchSize: 3, ReadAhead: true, Log: discard,
+		Handle: func(context.Context, pgx.Tx, []eventstore.RecordedEvent) error { return nil }}
+	if n, err := sub.CatchUp(ctx); n != 12 || err != nil {
+		t.Fatalf("catch up = %d, %v; want 12", n, err)
+	}
+	// The first step reads its batch; each of the four full steps reads
+	// the next one ahead, used by the next step; the last read ahead finds
+	// nothing (not full), so the last step reads for itself: 6. Never
+	// using what was read ahead would take 2 a full step and 1: 9.
+	if got := reads.n.Load(); got != 6 {
+		t.Errorf("%d reads of the log for 4 full batches, want 6", got)
 	}
 }
