@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/oklog/ulid/v2"
 )
 
 // Channel is the PostgreSQL NOTIFY channel that announces new events.
@@ -21,6 +22,9 @@ type Notifier struct {
 	pool    *pgxpool.Pool
 	log     *slog.Logger
 	pending chan struct{}
+	// id is this notifier's NOTIFY payload: its own NOTIFYs come back to
+	// its LISTEN, and must not wake every reader of this process.
+	id string
 
 	mu      sync.Mutex
 	waiters [topicCount][]chan struct{}
@@ -47,7 +51,7 @@ func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Notifier{pool: pool, log: log, pending: make(chan struct{}, 1)}
+	return &Notifier{pool: pool, log: log, pending: make(chan struct{}, 1), id: ulid.Make().String()}
 }
 
 // Subscribe returns a channel that receives a value (coalesced) whenever
@@ -108,7 +112,7 @@ func (n *Notifier) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-n.pending:
-			if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, Channel); err != nil && ctx.Err() == nil {
+			if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, n.id); err != nil && ctx.Err() == nil {
 				n.log.Warn("notify failed; other replicas fall back to polling", "error", err)
 			}
 		}
@@ -146,9 +150,12 @@ func (n *Notifier) listenOnce(ctx context.Context) error {
 	}
 	n.wakeAll() // anything committed while we were not listening
 	for {
-		if _, err := pc.WaitForNotification(ctx); err != nil {
+		msg, err := pc.WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		n.wakeAll()
+		if msg.Payload != n.id { // this process's own was woken by topic already
+			n.wakeAll()
+		}
 	}
 }

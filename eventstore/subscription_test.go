@@ -567,6 +567,24 @@ func TestNotifierTopics(t *testing.T) {
 	for _, ch := range []<-chan struct{}{log, feed, sender} {
 		recv(t, ch, "every subscriber once listening")
 	}
+	// Running, its own NOTIFY comes back to its LISTEN: that must not
+	// wake the other topics. Another notifier's NOTIFY wakes them once;
+	// a second wake-up of the feed, whichever came back first, is the
+	// echo of the append's.
+	probe := eventstore.NewNotifier(pool, discard)
+	runNotifier(t, probe)
+	n.Notify()
+	recv(t, log, "log reader on an append, running")
+	probe.Notify()
+	recv(t, feed, "feed on the other notifier's NOTIFY")
+	recv(t, sender, "sender on the other notifier's NOTIFY")
+	for range 3 {
+		select {
+		case <-feed:
+			t.Error("the feed was woken by its own process's NOTIFY of an append")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	replica := eventstore.NewNotifier(pool, discard)
 	runNotifier(t, replica)
 	for _, ch := range []<-chan struct{}{log, feed, sender} {
