@@ -207,3 +207,35 @@ func TestCompareWithLogLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("search_path leaked: %s", sp)
 	}
 }
+
+// The audit replays each asynchronous projector up to its own
+// subscriber's checkpoint: with the ledger caught up and the public
+// events behind, both are what the log says they should be so far.
+func TestCompareWithLogEachSubscriberAtItsOwnCheckpoint(t *testing.T) {
+	ctx, pool, va := auditSetup(t)
+	var platformID string
+	if err := pool.QueryRow(ctx, `SELECT platform_id FROM virtual_accounts WHERE id = $1`, va).Scan(&platformID); err != nil {
+		t.Fatal(err)
+	}
+	a := app.New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := app.Caller{PlatformID: platformID, Environment: domain.Sandbox}
+	if _, err := a.SimulateInboundTransfer(ctx, app.Meta{}, c, app.SimulateInboundTransfer{VirtualAccountID: va, Amount: 500, Rail: "rtp",
+		Originator: inbound.Originator{Name: "Bob", AccountNumber: "123456789", RoutingNumber: "021000021"}}); err != nil {
+		t.Fatal(err)
+	}
+	head, err := eventstore.Head(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := projections.NewSubscription(projections.AsyncSubscriberNamed(projections.LedgerSubscription), pool, nil, nil)
+	if err := ledger.CatchUpTo(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	behind, err := eventstore.ReadCheckpoint(ctx, pool, projections.PublicEventsSubscription)
+	if err != nil || !behind.Less(head) {
+		t.Fatalf("the public events should be behind: at %+v, head %+v, %v", behind, head, err)
+	}
+	if diffs, _ := auditCompare(t, ctx, pool); len(diffs) != 0 {
+		t.Fatalf("the audit compared a subscriber's tables beyond or short of its checkpoint: %+v", diffs)
+	}
+}
