@@ -893,13 +893,13 @@ func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
 	e.must(e.inbound(c, va, 1000, "rtp"))
 	e.sync()
 
-	// The subscriber is mid-batch: it holds its checkpoint row.
+	// The subscribers are mid-batch: they hold their checkpoint rows.
 	sub, err := e.pool.Begin(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Rollback(context.Background())
-	if _, err := sub.Exec(e.ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = $1 FOR UPDATE`, projections.LedgerSubscription); err != nil {
+	if _, err := sub.Exec(e.ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = ANY($1) FOR UPDATE`, projections.AsyncNames()); err != nil {
 		t.Fatal(err)
 	}
 

@@ -29,9 +29,10 @@ import (
 //   - a command that commits after S appended events after P (P is below
 //     the horizon the projections.Replay read at, so every transaction before P had
 //     ended before S), and the swap replays them into the shadow;
-//   - the asynchronous subscriber, if it had reached P at S, also applies
+//   - an asynchronous subscriber, if it had reached P at S, also applies
 //     only events after P after S. If it had not, and it moved after S,
-//     its tables are compared whole instead (swapPlan.fullAsync).
+//     its tables are compared whole instead (swapPlan.fullAsync), each
+//     subscriber judged by its own checkpoint.
 //
 // Rows edited behind the log's back after S are left to the next rebuild.
 
@@ -42,18 +43,19 @@ const touchedTable = shadowSchema + ".touched"
 // swapPlan is what the comparison before the gate found.
 type swapPlan struct {
 	keys map[string][]string // primary-key columns of each table
-	// at is the subscriber's checkpoint at the comparison's snapshot;
-	// fullAsync is set when it had not reached the shadow's position.
-	at        eventstore.Position
-	fullAsync bool
+	// at holds each asynchronous subscriber's checkpoint at the
+	// comparison's snapshot; fullAsync those that had not reached the
+	// shadow's position.
+	at        map[string]eventstore.Position
+	fullAsync map[string]bool
 	Suspects  int64 // rows that differed at the comparison
 }
 
 // prepareSwap records the primary keys, creates the (empty) candidate
 // tables, installs the touch triggers and compares live with shadow at
-// one snapshot. It first waits, briefly, for the asynchronous subscriber
-// to reach the shadow's position, so that its tables need not be compared
-// whole under the gate.
+// one snapshot. It first waits, briefly, for the asynchronous subscribers
+// to reach the shadow's position, so that their tables need not be
+// compared whole under the gate.
 func (r *rebuild) prepareSwap(ctx context.Context) error {
 	plan := &swapPlan{keys: map[string][]string{}}
 	r.plan = plan
@@ -81,24 +83,48 @@ func (r *rebuild) prepareSwap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	plan.at, plan.fullAsync = at, at.Less(r.pos)
+	plan.at, plan.fullAsync = at, behindOf(at, r.pos)
 	plan.Suspects, err = r.storeCandidates(ctx, found)
 	return err
 }
 
+// behindOf names the subscribers whose checkpoint in at is before pos.
+func behindOf(at map[string]eventstore.Position, pos eventstore.Position) map[string]bool {
+	behind := map[string]bool{}
+	for name, p := range at {
+		behind[name] = p.Less(pos)
+	}
+	return behind
+}
+
+// wholeTables lists the tables of the subscribers named in which.
+func wholeTables(which map[string]bool) map[string]bool {
+	whole := map[string]bool{}
+	for _, s := range projections.AsyncSubscribers() {
+		if which[s.Name] {
+			for _, p := range s.Projectors {
+				for _, t := range p.Tables() {
+					whole[t] = true
+				}
+			}
+		}
+	}
+	return whole
+}
+
 // compare finds, at one snapshot, the keys of the rows where live and
 // shadow differ, among the rows filter(table) selects ("" for all), and
-// the subscriber's checkpoint at that snapshot. The transaction is read
+// the asynchronous subscribers' checkpoints at that snapshot. The transaction is read
 // only: it takes no transaction id, so it does not hold back the log's
 // readers (which read below the oldest running one) however long it runs.
-// With caughtUp set it compares nothing unless the subscriber has reached
-// the shadow's position at the snapshot.
-func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table string) string) (map[string][]byte, eventstore.Position, error) {
+// With caughtUp set it compares nothing unless every subscriber has
+// reached the shadow's position at the snapshot.
+func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table string) string) (map[string][]byte, map[string]eventstore.Position, error) {
 	found := map[string][]byte{}
-	var at eventstore.Position
+	var at map[string]eventstore.Position
 	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
-		if at, err = subscriberAt(ctx, tx); err != nil || (caughtUp && at.Less(r.pos)) {
+		if at, err = subscribersAt(ctx, tx); err != nil || (caughtUp && slowest(at).Less(r.pos)) {
 			return err
 		}
 		// A merge join along both primary keys reads each table once, in
@@ -185,9 +211,9 @@ func installTouchTriggers(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// waitForSubscriber waits until the asynchronous subscriber reaches the
-// shadow's position, while it keeps moving: one that does not move in
-// subscriberStall (none runs, or it is stuck) is not waited for.
+// waitForSubscriber waits until the slowest asynchronous subscriber
+// reaches the shadow's position, while it keeps moving: one that does not
+// move in subscriberStall (none runs, or it is stuck) is not waited for.
 func (r *rebuild) waitForSubscriber(ctx context.Context) error {
 	last, moved := eventstore.Position{}, time.Now()
 	for {
@@ -218,25 +244,45 @@ func subscriberAt(ctx context.Context, db eventstore.DB) (eventstore.Position, e
 	return eventstore.ReadSlowestCheckpoint(ctx, db, projections.AsyncNames())
 }
 
+// subscribersAt is each asynchronous subscriber's checkpoint as db sees it.
+func subscribersAt(ctx context.Context, db eventstore.DB) (map[string]eventstore.Position, error) {
+	at := map[string]eventstore.Position{}
+	for _, name := range projections.AsyncNames() {
+		pos, err := eventstore.ReadCheckpoint(ctx, db, name)
+		if err != nil {
+			return nil, err
+		}
+		at[name] = pos
+	}
+	return at, nil
+}
+
+// slowest is the lowest of the positions in at.
+func slowest(at map[string]eventstore.Position) eventstore.Position {
+	var low eventstore.Position
+	first := true
+	for _, p := range at {
+		if first || p.Less(low) {
+			low, first = p, false
+		}
+	}
+	return low
+}
+
 // copyCandidates makes the live tables equal to the shadow, under the
 // gate, looking only at the candidates (or at whole tables where the plan
 // says so), rewinds the webhook feed if public_events changes, and
 // returns how many live rows it deleted or inserted.
 func (r *rebuild) copyCandidates(ctx context.Context, tx pgx.Tx) (int64, error) {
-	whole := map[string]bool{}
-	if r.plan.fullAsync {
-		now, err := subscriberAt(ctx, tx)
-		if err != nil {
-			return 0, err
-		}
-		if now != r.plan.at { // it moved after the comparison
-			for _, p := range projections.Async() {
-				for _, t := range p.Tables() {
-					whole[t] = true
-				}
-			}
-		}
+	now, err := subscribersAt(ctx, tx)
+	if err != nil {
+		return 0, err
 	}
+	moved := map[string]bool{} // behind at the comparison, and moved since
+	for name, behind := range r.plan.fullAsync {
+		moved[name] = behind && now[name] != r.plan.at[name]
+	}
+	whole := wholeTables(moved)
 	// enable_seqscan = off inflates plan costs enough to trigger JIT
 	// compilation, which would cost far more than the lookups.
 	if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
@@ -288,25 +334,19 @@ func prefixed(prefix string, cols []string) string {
 
 // refine narrows the candidates before the gate, so that the pause deals
 // only with what the final catch-up writes: at a new snapshot, once the
-// subscriber has passed the shadow's position, the candidates (suspects
+// subscribers have passed the shadow's position, the candidates (suspects
 // and rows touched since) that are now equal are dropped and the touched
 // rows forgotten. The argument of the first comparison holds again from
-// this snapshot; where the first comparison could not rely on it (the
-// subscriber was behind), the subscriber's tables are compared whole
-// here instead. It does nothing, and says so, if the subscriber has not
-// caught up.
+// this snapshot; where the first comparison could not rely on it (a
+// subscriber was behind), that subscriber's tables are compared whole
+// here instead. It does nothing, and says so, if one has not caught up.
 func (r *rebuild) refine(ctx context.Context) (bool, error) {
 	if err := r.waitForSubscriber(ctx); err != nil {
 		return false, err
 	}
-	async := map[string]bool{}
-	for _, p := range projections.Async() {
-		for _, t := range p.Tables() {
-			async[t] = true
-		}
-	}
+	whole := wholeTables(r.plan.fullAsync)
 	found, at, err := r.compare(ctx, true, func(t string) string {
-		if r.plan.fullAsync && async[t] {
+		if whole[t] {
 			return ""
 		}
 		keys := r.plan.keys[t]
@@ -315,13 +355,13 @@ func (r *rebuild) refine(ctx context.Context) (bool, error) {
             jsonb_populate_record(NULL::public.%[5]s, row) r WHERE tbl = '%[5]s')`,
 			cols, candidates(t), prefixed("r.", keys), touchedTable, t)
 	})
-	if err != nil || at.Less(r.pos) {
+	if err != nil || slowest(at).Less(r.pos) {
 		return false, err
 	}
 	if _, err := r.storeCandidates(ctx, found); err != nil {
 		return false, err
 	}
-	r.plan.at, r.plan.fullAsync = at, false
+	r.plan.at, r.plan.fullAsync = at, behindOf(at, r.pos) // none behind
 	r.stats.Refined++
 	return true, nil
 }
