@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -536,4 +537,40 @@ func chargeFees(ctx context.Context, e *env, wg *sync.WaitGroup, c app.Caller, v
 			n.Add(1)
 		}
 	})
+}
+
+// TestRebuildEndsWhenAReplayFails: the public events replayed beside the
+// rest, in a transaction of their own, may fail after the rest of the
+// batch committed; the rebuild then ends with the error, the live tables
+// untouched and the shadow (its tables at different positions) dropped.
+func TestRebuildEndsWhenAReplayFails(t *testing.T) {
+	e := newEnv(t)
+	c := e.platform("Failing")
+	va := e.openVA(c, "biz")
+	for range 10 {
+		e.must(e.inbound(c, va, 100, "rtp"))
+	}
+	e.sync()
+	before := snapshot(t, e.ctx, e.pool)
+	broken := false
+	_, err := rebuild.RunWith(e.ctx, e.pool, rebuild.Options{BatchSize: 5, AfterBatch: func(int) {
+		if broken {
+			return
+		}
+		broken = true
+		// Existing rows pass; the next public event inserted fails.
+		if _, err := e.pool.Exec(e.ctx, `ALTER TABLE projections_rebuild.public_events
+            ADD CONSTRAINT replay_fails CHECK (false) NOT VALID`); err != nil {
+			t.Error(err)
+		}
+	}})
+	if err == nil || !strings.Contains(err.Error(), "replay_fails") {
+		t.Fatalf("rebuild with a failing public events replay: %v, want the constraint's error", err)
+	}
+	compare(t, "live tables after a failed rebuild", before, snapshot(t, e.ctx, e.pool))
+	var left bool
+	if err := e.pool.QueryRow(e.ctx, `SELECT to_regnamespace('projections_rebuild') IS NOT NULL`).Scan(&left); err != nil || left {
+		t.Errorf("the shadow schema is left after a failed rebuild (%v)", err)
+	}
+	requireLogMatches(t, e)
 }
