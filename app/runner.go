@@ -286,6 +286,15 @@ const keyUsableSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM api_keys
         WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))
     THEN 1 ELSE api_key_not_usable($1) END`
 
+// QueueKeyCheck queues, in front of a pipelined read, the check that the
+// API key keyID may still be used; KeyChecked reads its result, first:
+// ErrKeyNotUsable when it refused, and then the statements queued after it
+// did not run (a pipeline stops at its first error).
+func QueueKeyCheck(b *pgx.Batch, keyID string) { b.Queue(keyUsableSQL, keyID) }
+
+// KeyChecked reads the result of QueueKeyCheck from br.
+func KeyChecked(br pgx.BatchResults) error { return keyUsable(br.QueryRow()) }
+
 // keyNotUsableCode is the SQLSTATE api_key_not_usable raises (migration
 // 00014): raising, not returning no row, stops a pipelined batch at the
 // check, before the claim and the lock queued after it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"strings"
 	"time"
 
@@ -49,10 +50,24 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // authenticateInCommand is authenticate for a route whose command checks
-// the key itself, in its first round trip (POST /v1/payments): a key found
-// in the credential cache costs no round trip here.
+// the key itself, in its first round trip (POST /v1/payments), or whose
+// handler reads through s.reads, which checks it in the read's (the hot
+// GETs): a key found in the credential cache costs no round trip here.
+// The key refused there gets the one 401 of every unusable key.
 func (s *Server) authenticateInCommand(next echo.HandlerFunc) echo.HandlerFunc {
-	return s.authenticateKeys(next, true)
+	return s.authenticateKeys(s.refuseUnusableKey(next), true)
+}
+
+// refuseUnusableKey turns app.ErrKeyNotUsable, from a command or a read
+// that checked a cached key, into the 401 of an unknown key.
+func (s *Server) refuseUnusableKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if errors.Is(err, app.ErrKeyNotUsable) {
+			return s.keyRefusedByCommand(c)
+		}
+		return err
+	}
 }
 
 func (s *Server) authenticateKeys(next echo.HandlerFunc, inCommand bool) echo.HandlerFunc {

@@ -93,3 +93,51 @@ func TestRevokedKeyIsRefusedOnTheNextPaymentByAnotherReplica(t *testing.T) {
 		t.Fatalf("%d payments, want 2", n)
 	}
 }
+
+// The hot reads on a warm key cost one API round trip: the key's check
+// travels in front of the read (it cost two: the key's lookup, then the
+// read).
+func TestReadOnAWarmKeyCostsOneRoundTrip(t *testing.T) {
+	api, trips := countedAPI(t, "")
+	platformID, key := api.newPlatform("One Trip Co")
+	va := payAccount(t, api, key, platformID, "biz_1", 1_000_000, true)
+	pay := payCreated(t, api, key, payBody(va, 100, "rtp", "123456789"))
+	for _, path := range []string{"/v1/virtual-accounts/" + va, "/v1/virtual-accounts/" + va + "/balance",
+		"/v1/payments/" + pay["id"].(string)} {
+		vaGet(t, api, key, path)
+		before := trips.Count(eventstore.OriginAPI)
+		vaGet(t, api, key, path)
+		if got := trips.Count(eventstore.OriginAPI) - before; got != 1 {
+			t.Errorf("GET %s on a warm key: %d API round trips, want 1", path, got)
+		}
+	}
+}
+
+// A key revoked through one replica is refused by another on its next
+// read of each hot route, although the other found it in its credential
+// cache (API.md §3): the read checks the key in its own round trip. The
+// refusal is the one 401 of every unusable key, and the key leaves the
+// cache (the second refusal comes from a lookup).
+func TestRevokedKeyIsRefusedOnTheNextReadByAnotherReplica(t *testing.T) {
+	url := pgtest.URL(t)
+	a, _ := countedAPI(t, url)
+	b, _ := countedAPI(t, url)
+	platformID, admin := a.newPlatform("Revoking Reads Co")
+	va := payAccount(t, a, admin, platformID, "biz_1", 1_000_000, true)
+	pay := payCreated(t, a, admin, payBody(va, 100, "rtp", "123456789"))
+	paths := []string{"/v1/virtual-accounts/" + va, "/v1/virtual-accounts/" + va + "/balance",
+		"/v1/virtual-accounts/" + va + "/balance?as_of=2030-01-01T00:00:00Z", "/v1/payments/" + pay["id"].(string)}
+	for _, path := range paths {
+		keyID, secret, _ := ktCreateKey(t, a, admin, map[string]any{"name": "reads"})
+		vaGet(t, b, secret, path) // b caches the key
+		vaGet(t, b, secret, path) // and reads from its cache
+		vaRequire(t, a.do("DELETE", "/v1/platform/api-keys/"+keyID, admin, nil), http.StatusOK)
+		for i := range 2 { // from the cache, then from a lookup
+			r := b.do("GET", path, secret, nil)
+			requireError(t, r, http.StatusUnauthorized, "unauthorized")
+			if msg := r.Str("message"); msg != "missing or invalid API key: send Authorization: Bearer <key>" {
+				t.Fatalf("GET %s, refusal %d: message %q, want the one 401 message", path, i, msg)
+			}
+		}
+	}
+}

@@ -68,7 +68,7 @@ func (s *Server) getPayment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := queries.GetPayment(c.Request().Context(), s.pool, scopeOf(c), id)
+	v, err := queries.GetPayment(c.Request().Context(), s.reads(c), scopeOf(c), id)
 	if err != nil {
 		return err
 	}

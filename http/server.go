@@ -149,8 +149,10 @@ func (s *Server) routes() {
 
 	v1.POST("/virtual-accounts", s.openVirtualAccount, platform...)
 	v1.GET("/virtual-accounts", s.listVirtualAccounts, platform...)
-	v1.GET("/virtual-accounts/:id", s.getVirtualAccount, platform...)
-	v1.GET("/virtual-accounts/:id/balance", s.getBalance, platform...)
+	// The hot reads check a cached key in their own round trip (s.reads).
+	checkedRead := []echo.MiddlewareFunc{s.authenticateInCommand, platformOnly, s.rateLimit}
+	v1.GET("/virtual-accounts/:id", s.getVirtualAccount, checkedRead...)
+	v1.GET("/virtual-accounts/:id/balance", s.getBalance, checkedRead...)
 	v1.GET("/virtual-accounts/:id/transactions", s.listTransactions, platform...)
 	v1.GET("/virtual-accounts/:id/statements/:month", s.getStatement, platform...)
 	v1.POST("/virtual-accounts/:id/freeze", s.freezeVirtualAccount, platform...)
@@ -165,7 +167,7 @@ func (s *Server) routes() {
 	// The payment's command checks the key itself (the hot path's round trips).
 	v1.POST("/payments", s.createPayment, s.authenticateInCommand, platformOnly, s.rateLimit)
 	v1.GET("/payments", s.listPayments, platform...)
-	v1.GET("/payments/:id", s.getPayment, platform...)
+	v1.GET("/payments/:id", s.getPayment, checkedRead...)
 	v1.POST("/payments/:id/cancel", s.cancelPayment, platform...)
 
 	v1.POST("/kyb", s.submitKYB, platform...)

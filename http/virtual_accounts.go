@@ -84,7 +84,7 @@ func (s *Server) getVirtualAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := queries.GetVirtualAccount(c.Request().Context(), s.pool, scopeOf(c), id)
+	v, err := queries.GetVirtualAccount(c.Request().Context(), s.reads(c), scopeOf(c), id)
 	if err != nil {
 		return err
 	}
@@ -103,13 +103,13 @@ func (s *Server) getBalance(c echo.Context) error {
 			return err
 		}
 		s.app.AwaitProjections(c.Request().Context()) // read your writes
-		v, err := queries.BalanceAsOf(c.Request().Context(), s.pool, scopeOf(c), id, asOf)
+		v, err := queries.BalanceAsOf(c.Request().Context(), s.reads(c), scopeOf(c), id, asOf)
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, v)
 	}
-	acc, err := queries.GetVirtualAccount(c.Request().Context(), s.pool, scopeOf(c), id)
+	acc, err := queries.GetVirtualAccount(c.Request().Context(), s.reads(c), scopeOf(c), id)
 	if err != nil {
 		return err
 	}
