@@ -126,7 +126,8 @@ func TestRevokedKeyIsRefusedOnTheNextReadByAnotherReplica(t *testing.T) {
 	va := payAccount(t, a, admin, platformID, "biz_1", 1_000_000, true)
 	pay := payCreated(t, a, admin, payBody(va, 100, "rtp", "123456789"))
 	paths := []string{"/v1/virtual-accounts/" + va, "/v1/virtual-accounts/" + va + "/balance",
-		"/v1/virtual-accounts/" + va + "/balance?as_of=2030-01-01T00:00:00Z", "/v1/payments/" + pay["id"].(string)}
+		"/v1/virtual-accounts/" + va + "/balance?as_of=2030-01-01T00:00:00Z", "/v1/payments/" + pay["id"].(string),
+		"/v1/payments", "/v1/virtual-accounts/" + va + "/transactions", "/v1/ledger/entries"}
 	for _, path := range paths {
 		keyID, secret, _ := ktCreateKey(t, a, admin, map[string]any{"name": "reads"})
 		vaGet(t, b, secret, path) // b caches the key

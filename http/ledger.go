@@ -56,7 +56,7 @@ func (s *Server) listLedgerEntries(c echo.Context) error {
 		return err
 	}
 	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	list, err := queries.ListLedgerEntries(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	list, err := queries.ListLedgerEntries(c.Request().Context(), s.reads(c), scopeOf(c), f, pg)
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func (s *Server) listPayments(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
-	list, err := queries.ListPayments(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	list, err := queries.ListPayments(c.Request().Context(), s.reads(c), scopeOf(c), f, pg)
 	if err != nil {
 		return err
 	}

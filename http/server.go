@@ -153,20 +153,20 @@ func (s *Server) routes() {
 	checkedRead := []echo.MiddlewareFunc{s.authenticateInCommand, platformOnly, s.rateLimit}
 	v1.GET("/virtual-accounts/:id", s.getVirtualAccount, checkedRead...)
 	v1.GET("/virtual-accounts/:id/balance", s.getBalance, checkedRead...)
-	v1.GET("/virtual-accounts/:id/transactions", s.listTransactions, platform...)
+	v1.GET("/virtual-accounts/:id/transactions", s.listTransactions, checkedRead...)
 	v1.GET("/virtual-accounts/:id/statements/:month", s.getStatement, platform...)
 	v1.POST("/virtual-accounts/:id/freeze", s.freezeVirtualAccount, platform...)
 	v1.POST("/virtual-accounts/:id/unfreeze", s.unfreezeVirtualAccount, platform...)
 	v1.POST("/virtual-accounts/:id/close", s.closeVirtualAccount, platform...)
 
 	v1.GET("/ledger/accounts", s.listLedgerAccounts, platform...)
-	v1.GET("/ledger/entries", s.listLedgerEntries, platform...)
+	v1.GET("/ledger/entries", s.listLedgerEntries, checkedRead...)
 	v1.POST("/ledger/entries", s.postJournalEntry, platform...)
 	v1.GET("/ledger/exports", s.exportLedger, platform...)
 
 	// The payment's command checks the key itself (the hot path's round trips).
 	v1.POST("/payments", s.createPayment, s.authenticateInCommand, platformOnly, s.rateLimit)
-	v1.GET("/payments", s.listPayments, platform...)
+	v1.GET("/payments", s.listPayments, checkedRead...)
 	v1.GET("/payments/:id", s.getPayment, checkedRead...)
 	v1.POST("/payments/:id/cancel", s.cancelPayment, platform...)
 

@@ -177,7 +177,7 @@ func (s *Server) listTransactions(c echo.Context) error {
 		return err
 	}
 	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	list, err := queries.ListTransactions(c.Request().Context(), s.pool, scopeOf(c), id, f, pg)
+	list, err := queries.ListTransactions(c.Request().Context(), s.reads(c), scopeOf(c), id, f, pg)
 	if err != nil {
 		return err
 	}
