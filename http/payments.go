@@ -1,13 +1,11 @@
 package http
 
 import (
-	"errors"
 	"net/http"
 	"regexp"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
@@ -42,9 +40,6 @@ func (s *Server) createPayment(c echo.Context) error {
 	res, err := s.app.CreatePayment(c.Request().Context(), meta(c), idem, callerOf(c), payment.Request{
 		VirtualAccountID: req.VirtualAccountID, Amount: req.Amount, Rail: req.Rail, Destination: req.Destination,
 		Description: req.Description, Metadata: req.Metadata})
-	if errors.Is(err, app.ErrKeyNotUsable) {
-		return s.keyRefusedByCommand(c)
-	}
 	if err != nil {
 		return err
 	}
