@@ -20,19 +20,23 @@ import (
 // with data::text, are byte for byte what a replay writes now (audit
 // verify, rebuild). Readers see what they saw before.
 func jsonbText(v any) (string, error) {
+	var b strings.Builder
+	err := appendJSONB(&b, v)
+	return b.String(), err
+}
+
+// jsonbRewrite is jsonbText the old way, which appendJSONB falls back to
+// for what it does not encode itself: encoding/json writes compact, valid
+// JSON, rewritten in one pass over its bytes, without decoding it into
+// maps (which cost as much as the parse it saves the server).
+func jsonbRewrite(v any) (string, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return "", err
 	}
-	// encoding/json writes compact, valid JSON: rewritten in one pass over
-	// its bytes, without decoding it into maps (which cost as much as the
-	// parse it saves the server).
 	var b strings.Builder
 	b.Grow(len(raw) + len(raw)/4)
-	rest, err := writeJSONB(&b, raw)
-	if err == nil && len(rest) != 0 {
-		err = errors.New("jsonb text: trailing bytes")
-	}
+	err = rewrite(&b, raw)
 	return b.String(), err
 }
 
