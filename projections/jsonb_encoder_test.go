@@ -61,9 +61,9 @@ func TestJSONBEncoderFollowsEncodingJSONRules(t *testing.T) {
 		NilIface any               `json:"nil_iface,omitempty"`
 		Struct   inner             `json:"struct,omitempty"`
 	}
-	type conflict struct {
-		A string `json:"x"`
-		B string `json:"x"`
+	type conflict struct { // two fields named X: encoding/json writes neither
+		X string
+		Y string `json:"X"`
 	}
 	s := "s"
 	cases := []any{

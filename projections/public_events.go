@@ -3,6 +3,7 @@ package projections
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/opentreasury/treasury/domain"
@@ -38,8 +39,14 @@ type publicEvent struct {
 // commit order, and inserts them with one statement.
 func (PublicEvents) Project(b *Batch) error {
 	var seq []int64
-	var ids, types, platforms, envs, datas []string
+	var ids, types, platforms, envs []string
 	var created []time.Time
+	// Every body goes into one buffer, cut into strings at the end: one
+	// allocation for the batch's bodies instead of one (and its growing)
+	// per event.
+	var bodies strings.Builder
+	bodies.Grow(len(b.Events) * 600)
+	var ends []int
 	for i := range b.Events {
 		r := &b.Events[i]
 		out, err := publicEventsOf(b.streams, r)
@@ -47,20 +54,23 @@ func (PublicEvents) Project(b *Batch) error {
 			return fmt.Errorf("event %s: %w", r.EventID, err)
 		}
 		for _, p := range out {
-			data, err := jsonbText(eventData{Object: p.object})
-			if err != nil {
+			if err := appendJSONB(&bodies, eventData{Object: p.object}); err != nil {
 				return fmt.Errorf("event %s: %w", r.EventID, err)
 			}
+			ends = append(ends, bodies.Len())
 			seq = append(seq, b.nextSeq("public_events"))
 			ids = append(ids, p.id)
 			types = append(types, p.typ)
 			platforms = append(platforms, r.PlatformID)
 			envs = append(envs, r.Environment)
 			created = append(created, r.RecordedAt)
-			datas = append(datas, data)
 		}
 	}
 	if len(ids) > 0 {
+		all, datas, start := bodies.String(), make([]string, len(ends)), 0
+		for i, end := range ends {
+			datas[i], start = all[start:end], end
+		}
 		b.Queue(`INSERT INTO public_events (seq, id, type, platform_id, environment, created_at, data)
             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])`,
 			seq, ids, types, platforms, envs, created, datas)
