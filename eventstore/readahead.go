@@ -23,20 +23,31 @@ type ReadAhead struct {
 
 type readAheadResult struct {
 	events []RecordedEvent
+	last   Position
 	err    error
 }
 
 // StartReadAhead reads up to limit events after from through db (a pool:
-// not the connection the reader holds), decoded if decode is set, in the
-// background.
-func StartReadAhead(ctx context.Context, db DB, from Position, limit int, decode bool) *ReadAhead {
+// not the connection the reader holds), only those of the given types if
+// any (see readTypes), decoded if decode is set, in the background.
+func StartReadAhead(ctx context.Context, db DB, from Position, limit int, decode bool, types []string) *ReadAhead {
 	ra := &ReadAhead{from: from, began: time.Now(), done: make(chan readAheadResult, 1)}
 	go func() {
-		events, err := ReadAll(ctx, db, from, limit)
+		var events []RecordedEvent
+		var last Position
+		var err error
+		if len(types) == 0 {
+			events, err = ReadAll(ctx, db, from, limit)
+			if len(events) > 0 {
+				last = PositionOf(events[len(events)-1])
+			}
+		} else {
+			events, last, err = readTypes(ctx, db, from, limit, types)
+		}
 		if err == nil && decode {
 			err = DecodeAll(events)
 		}
-		ra.done <- readAheadResult{events, err}
+		ra.done <- readAheadResult{events, last, err}
 	}()
 	return ra
 }
@@ -46,6 +57,7 @@ type ReadAheadBatch struct {
 	From   Position        // where the read began: the reader uses it only from there
 	Began  time.Time       // when it was sent
 	Events []RecordedEvent // decoded if asked
+	Last   Position        // where the checkpoint may move: the last event, or past skipped ones (Types)
 }
 
 // Await waits for the read; ok is false when it failed (the reader then
@@ -58,7 +70,7 @@ func (ra *ReadAhead) Await(ctx context.Context) (b ReadAheadBatch, ok bool) {
 	}
 	select {
 	case r := <-ra.done:
-		return ReadAheadBatch{ra.from, ra.began, r.events}, r.err == nil
+		return ReadAheadBatch{ra.from, ra.began, r.events, r.last}, r.err == nil
 	case <-ctx.Done():
 		return b, false
 	}

@@ -44,7 +44,7 @@ type Subscription struct {
 	// the API's commands back while it is too far (see Pacer).
 	Pacer *Pacer
 	// ReadAhead reads the next batch while the handler works on a full
-	// one (see ReadAhead). Not with Types.
+	// one (see ReadAhead).
 	ReadAhead bool
 	// Decode hands the handler its events decoded (Event set), decoded
 	// while the previous batch is handled when read ahead: for a handler
@@ -118,15 +118,27 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		}
 		last = PositionOf(events[len(events)-1])
 		if s.ReadAhead && len(events) == batch {
-			s.ahead = StartReadAhead(ctx, s.Pool, last, batch, s.Decode)
+			s.ahead = StartReadAhead(ctx, s.Pool, last, batch, s.Decode, nil)
 		}
 	} else {
-		events, last, err = readTypes(ctx, tx, pos, batch, s.Types)
+		// As above: a full page read ahead is what this step would read.
+		if aheadOK && ahead.From == pos && len(ahead.Events) == batch {
+			events, last = ahead.Events, ahead.Last
+			start = ahead.Began
+		} else {
+			events, last, err = readTypes(ctx, tx, pos, batch, s.Types)
+			if err == nil && s.Decode {
+				err = DecodeAll(events)
+			}
+		}
 		if err == nil && len(events) == 0 && !pos.Less(last) {
 			s.Pacer.Read(s.Name, start, true)
 		}
 		if err != nil || (len(events) == 0 && !pos.Less(last)) {
 			return 0, err
+		}
+		if s.ReadAhead && len(events) == batch {
+			s.ahead = StartReadAhead(ctx, s.Pool, last, batch, s.Decode, s.Types)
 		}
 	}
 	if len(events) > 0 {
@@ -159,10 +171,10 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 // events of other types before it are skipped); a short one to the
 // horizon, past the skipped events after it but never past an event not
 // yet readable. pos itself comes back when nothing is readable past it.
-func readTypes(ctx context.Context, tx pgx.Tx, pos Position, limit int, types []string) ([]RecordedEvent, Position, error) {
+func readTypes(ctx context.Context, db DB, pos Position, limit int, types []string) ([]RecordedEvent, Position, error) {
 	var horizon Position
 	var txid int64
-	err := tx.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM events
+	err := db.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM events
         WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
         ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1`).Scan(&txid, &horizon.GlobalPosition)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -175,7 +187,7 @@ func readTypes(ctx context.Context, tx pgx.Tx, pos Position, limit int, types []
 	if !pos.Less(horizon) {
 		return nil, pos, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT `+SelectColumns+` FROM events
+	rows, err := db.Query(ctx, `SELECT `+SelectColumns+` FROM events
         WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
           AND (transaction_id, global_position) <= ($3::text::xid8, $4)
           AND event_type = ANY($6)

@@ -182,6 +182,23 @@ func setTables(ps []Projector) []string {
 	return tables
 }
 
+// typedProjector reads only some event types.
+type typedProjector interface{ EventTypes() []string }
+
+// eventTypes are the only event types ps read, or nil when one of them
+// reads every type.
+func eventTypes(ps []Projector) []string {
+	var types []string
+	for _, p := range ps {
+		t, ok := p.(typedProjector)
+		if !ok {
+			return nil
+		}
+		types = append(types, t.EventTypes()...)
+	}
+	return types
+}
+
 // streamFolder is a projector that folds streams of the log (b.streams).
 type streamFolder interface{ foldsStreams() }
 

@@ -18,6 +18,13 @@ func (Ledger) Tables() []string {
 	return []string{"journal_entries", "ledger_entries", "account_transactions"}
 }
 
+// EventTypes are the only events Project reads (its switch): its
+// subscriber leaves the others in the database, some three fifths of the
+// log, undecoded.
+func (Ledger) EventTypes() []string {
+	return []string{ledger.Recorded{}.EventType(), ledger.Posted{}.EventType(), ledger.Archived{}.EventType()}
+}
+
 // TransactionID is the id of the account transaction of a ledger entry.
 func TransactionID(entryID string) string { return "txn_" + entryID[len("le_"):] }
 

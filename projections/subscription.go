@@ -30,7 +30,7 @@ func NewSubscription(s AsyncSubscriber, pool *pgxpool.Pool, wake <-chan struct{}
 	}
 	return &eventstore.Subscription{
 		Name: s.Name, Pool: pool, Wake: wake, Log: log, Derived: true, BatchSize: BatchSize,
-		ReadAhead: true, Decode: true,
+		ReadAhead: true, Decode: true, Types: eventTypes(s.Projectors),
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
 			return ProjectAsync(ctx, tx, events, cache, s.Projectors)
 		},

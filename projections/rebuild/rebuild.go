@@ -203,7 +203,7 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 			}
 			n = len(events)
 			if n == r.opt.BatchSize && r.readAhead != nil {
-				ahead = eventstore.StartReadAhead(ctx, r.readAhead, eventstore.PositionOf(events[n-1]), n, true)
+				ahead = eventstore.StartReadAhead(ctx, r.readAhead, eventstore.PositionOf(events[n-1]), n, true, nil)
 			}
 			if err := r.applySideBySide(ctx, tx, events); err != nil {
 				return err
