@@ -38,9 +38,7 @@ type publicEvent struct {
 // Project turns the batch's domain events into public events, numbered in
 // commit order, and inserts them with one statement.
 func (PublicEvents) Project(b *Batch) error {
-	var seq []int64
-	var ids, types, platforms, envs []string
-	var created []time.Time
+	var rows []publicEventRow
 	// Every body goes into one buffer, cut into strings at the end: one
 	// allocation for the batch's bodies instead of one (and its growing)
 	// per event.
@@ -58,24 +56,38 @@ func (PublicEvents) Project(b *Batch) error {
 				return fmt.Errorf("event %s: %w", r.EventID, err)
 			}
 			ends = append(ends, bodies.Len())
-			seq = append(seq, b.nextSeq("public_events"))
-			ids = append(ids, p.id)
-			types = append(types, p.typ)
-			platforms = append(platforms, r.PlatformID)
-			envs = append(envs, r.Environment)
-			created = append(created, r.RecordedAt)
+			rows = append(rows, publicEventRow{seq: b.nextSeq("public_events"), id: p.id, typ: p.typ,
+				platform: r.PlatformID, env: r.Environment, created: r.RecordedAt})
 		}
 	}
-	if len(ids) > 0 {
-		all, datas, start := bodies.String(), make([]string, len(ends)), 0
+	if len(rows) > 0 {
+		all, start := bodies.String(), 0
 		for i, end := range ends {
-			datas[i], start = all[start:end], end
+			rows[i].data, start = all[start:end], end
 		}
-		b.Queue(`INSERT INTO public_events (seq, id, type, platform_id, environment, created_at, data)
-            SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])`,
-			seq, ids, types, platforms, envs, created, datas)
+		b.Copy("public_events", []string{"seq", "id", "type", "platform_id", "environment", "created_at", "data"},
+			&publicEventRows{rows: rows})
 	}
 	return nil
+}
+
+type publicEventRow struct {
+	seq                          int64
+	id, typ, platform, env, data string
+	created                      time.Time
+}
+
+// publicEventRows hands the rows to COPY.
+type publicEventRows struct {
+	rows []publicEventRow
+	next int
+}
+
+func (r *publicEventRows) Next() bool { r.next++; return r.next <= len(r.rows) }
+func (r *publicEventRows) Err() error { return nil }
+func (r *publicEventRows) Values() ([]any, error) {
+	e := &r.rows[r.next-1]
+	return []any{e.seq, e.id, e.typ, e.platform, e.env, e.created, e.data}, nil
 }
 
 // publicEventsOf is what one domain event shows the platform: its resource
