@@ -50,6 +50,31 @@ func (b *Batch) Copy(table string, columns []string, rows pgx.CopyFromSource) {
 	b.copies = append(b.copies, copyWrite{b.writes.Len(), table, columns, rows})
 }
 
+// manyRows is the number of new rows from which Insert writes them with
+// COPY: a COPY costs a round trip of its own, worth it for a replay's or a
+// reader's large batch, not for a live batch of a few events.
+const manyRows = 64
+
+// Insert queues n new rows of table, given as columns (arrays, one per
+// column, of the SQL types given) and as rows (row(i), the same values in
+// the same order): from manyRows on with COPY, else one INSERT … SELECT
+// FROM unnest in the batch's round trip.
+func (b *Batch) Insert(table string, columns, types []string, n int, arrays []any, row func(i int) []any) {
+	if n == 0 {
+		return
+	}
+	if n >= manyRows {
+		b.Copy(table, columns, pgx.CopyFromSlice(n, func(i int) ([]any, error) { return row(i), nil }))
+		return
+	}
+	params := make([]string, len(types))
+	for i, t := range types {
+		params[i] = fmt.Sprintf("$%d::%s[]", i+1, t)
+	}
+	b.Queue(`INSERT INTO `+table+` (`+strings.Join(columns, ", ")+`) SELECT * FROM unnest(`+strings.Join(params, ", ")+`)`,
+		arrays...)
+}
+
 // Send sends the queued writes: the statements in one round trip, and
 // each COPY in one more.
 func (b *Batch) Send(ctx context.Context, tx pgx.Tx) error {

@@ -2,6 +2,7 @@ package projections_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -58,4 +59,76 @@ func TestBatchSendKeepsTheOrderOfStatementsAndCopies(t *testing.T) {
 	if err := b.Send(ctx, tx); err == nil {
 		t.Error("a COPY of a duplicate key was sent without an error")
 	}
+}
+
+// Given the same rows inserted once a few at a time (INSERT … unnest) and
+// once all together (COPY, from 64 rows on), the two tables hold the same
+// values, NULLs, jsonb and timestamps included.
+func TestBatchInsertWritesTheSameRowsEitherWay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool := pgtest.Pool(t)
+	for _, table := range []string{"few", "many"} {
+		if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (n bigint PRIMARY KEY, s text, meta jsonb NOT NULL,
+            at timestamptz)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const total = 100
+	var n []int64
+	var s []*string
+	var meta []string
+	var at []*time.Time
+	for i := range total {
+		n = append(n, int64(i))
+		var sv *string
+		var tv *time.Time
+		if i%3 != 0 {
+			v, tt := fmt.Sprintf("row %d é \"q\"", i), time.Date(2026, 11, 27, 7, 0, i, 123456000, time.UTC)
+			sv, tv = &v, &tt
+		}
+		s, at = append(s, sv), append(at, tv)
+		meta = append(meta, fmt.Sprintf(`{"k": "v%d", "n": %d}`, i, i))
+	}
+	cols, types := []string{"n", "s", "meta", "at"}, []string{"bigint", "text", "jsonb", "timestamptz"}
+	insert := func(b *projections.Batch, table string, from, to int) {
+		b.Insert(table, cols, types, to-from, []any{n[from:to], s[from:to], meta[from:to], at[from:to]},
+			func(i int) []any { return []any{n[from+i], s[from+i], meta[from+i], at[from+i]} })
+	}
+	var b projections.Batch
+	for from := 0; from < total; from += 7 {
+		insert(&b, "few", from, min(from+7, total))
+	}
+	insert(&b, "many", 0, total)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dump := func(table string) []string {
+		rows, _ := pool.Query(ctx, `SELECT t::text FROM `+table+` t ORDER BY n`)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	few, many := dump("few"), dump("many")
+	if len(many) != total || !slices.Equal(few, many) {
+		t.Errorf("%d rows by COPY, %d by INSERT; first differing:\n%v\n%v", len(many), len(few), firstDiff(few, many), firstDiff(many, few))
+	}
+}
+
+func firstDiff(a, b []string) string {
+	for i := range a {
+		if i >= len(b) || a[i] != b[i] {
+			return a[i]
+		}
+	}
+	return ""
 }

@@ -222,27 +222,38 @@ func insertJournals(b *Batch, added []*journalRow) {
 			tx.posted = append(tx.posted, j.postedAt)
 		}
 	}
-	b.Queue(`INSERT INTO journal_entries (seq, id, platform_id, environment, type, description, status, source_type,
-            source_id, metadata, reverses, reversed_by, effective_at, created_at)
-        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-            $8::text[], $9::text[], $10::jsonb[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[])`,
-		je.seq, je.id, je.platform, je.env, je.typ, je.desc, je.status, je.srcType, je.srcID, je.meta,
-		je.reverses, je.reversedBy, je.effective, je.created)
-	b.Queue(`INSERT INTO ledger_entries (seq, amount, id, journal_entry_id, platform_id, environment, ledger_account_id,
-            direction, type, status, description, virtual_account_id, effective_at, created_at, posted_at, archived_at)
-        SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-            $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[],
-            $15::timestamptz[], $16::timestamptz[])`,
-		le.seq, le.amount, le.id, le.journal, le.platform, le.env, le.account, le.direction, le.typ, le.status,
-		le.desc, le.va, le.effective, le.created, le.posted, le.archived)
-	if len(tx.id) > 0 {
-		b.Queue(`INSERT INTO account_transactions (seq, amount, id, platform_id, environment, virtual_account_id, type,
-                status, description, source_type, source_id, created_at, posted_at)
-            SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[])`,
-			tx.seq, tx.amount, tx.id, tx.platform, tx.env, tx.va, tx.typ, tx.status, tx.desc, tx.srcType, tx.srcID,
-			tx.created, tx.posted)
-	}
+	b.Insert("journal_entries", []string{"seq", "id", "platform_id", "environment", "type", "description", "status",
+		"source_type", "source_id", "metadata", "reverses", "reversed_by", "effective_at", "created_at"},
+		[]string{"bigint", "text", "text", "text", "text", "text", "text", "text", "text", "jsonb", "text", "text",
+			"timestamptz", "timestamptz"}, len(je.id),
+		[]any{je.seq, je.id, je.platform, je.env, je.typ, je.desc, je.status, je.srcType, je.srcID, je.meta,
+			je.reverses, je.reversedBy, je.effective, je.created},
+		func(i int) []any {
+			return []any{je.seq[i], je.id[i], je.platform[i], je.env[i], je.typ[i], je.desc[i], je.status[i],
+				je.srcType[i], je.srcID[i], je.meta[i], je.reverses[i], je.reversedBy[i], je.effective[i], je.created[i]}
+		})
+	b.Insert("ledger_entries", []string{"seq", "amount", "id", "journal_entry_id", "platform_id", "environment",
+		"ledger_account_id", "direction", "type", "status", "description", "virtual_account_id", "effective_at",
+		"created_at", "posted_at", "archived_at"},
+		[]string{"bigint", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "text", "text",
+			"timestamptz", "timestamptz", "timestamptz", "timestamptz"}, len(le.id),
+		[]any{le.seq, le.amount, le.id, le.journal, le.platform, le.env, le.account, le.direction, le.typ, le.status,
+			le.desc, le.va, le.effective, le.created, le.posted, le.archived},
+		func(i int) []any {
+			return []any{le.seq[i], le.amount[i], le.id[i], le.journal[i], le.platform[i], le.env[i], le.account[i],
+				le.direction[i], le.typ[i], le.status[i], le.desc[i], le.va[i], le.effective[i], le.created[i],
+				le.posted[i], le.archived[i]}
+		})
+	b.Insert("account_transactions", []string{"seq", "amount", "id", "platform_id", "environment", "virtual_account_id",
+		"type", "status", "description", "source_type", "source_id", "created_at", "posted_at"},
+		[]string{"bigint", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "text",
+			"timestamptz", "timestamptz"}, len(tx.id),
+		[]any{tx.seq, tx.amount, tx.id, tx.platform, tx.env, tx.va, tx.typ, tx.status, tx.desc, tx.srcType, tx.srcID,
+			tx.created, tx.posted},
+		func(i int) []any {
+			return []any{tx.seq[i], tx.amount[i], tx.id[i], tx.platform[i], tx.env[i], tx.va[i], tx.typ[i],
+				tx.status[i], tx.desc[i], tx.srcType[i], tx.srcID[i], tx.created[i], tx.posted[i]}
+		})
 }
 
 // updateJournals changes entries written before the batch: one UPDATE per
