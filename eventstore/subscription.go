@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -58,27 +59,89 @@ type Subscription struct {
 var ErrNotOwner = errors.New("eventstore: subscription is owned by another process")
 
 // Step processes at most one batch and returns how many events it handled.
+//
+// A step takes three round trips besides its handler's: BEGIN, the lock of
+// the checkpoint row and the read of the batch (when none was read ahead)
+// travel together; the handler does its work; the new checkpoint and
+// COMMIT travel together. (Seven before: each went on its own.)
 func (s *Subscription) Step(ctx context.Context) (int, error) {
-	var opts pgx.TxOptions
-	if s.Derived {
-		opts.BeginQuery = "BEGIN; SET LOCAL synchronous_commit = off" // one round trip
-	}
 	start := time.Now()
 	ahead, aheadOK := s.ahead.Await(ctx)
 	s.ahead = nil
-	tx, err := s.Pool.BeginTx(ctx, opts)
+	batch := s.BatchSize
+	if batch <= 0 {
+		batch = 500
+	}
+	// Only a full batch read ahead is used: the read ran beside this
+	// step's open transaction, which held its horizon back, so a short one
+	// may lack events readable now.
+	useAhead := aheadOK && len(ahead.Events) == batch
+
+	pc, err := s.Pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) // even once ctx ends; keeps its values (the round trips' origin)
+	committed := false
+	defer func() { endStep(ctx, pc, committed) }()
+	conn := pc.Conn()
 
-	var pos Position
-	var txid int64
+	first := &pgx.Batch{}
+	first.BeginTx(pgx.TxOptions{})
+	if s.Derived {
+		first.Queue(`SET LOCAL synchronous_commit = off`)
+	}
 	// SKIP LOCKED: with several replicas, one owns the subscription at a
 	// time and the others wait their turn instead of double-processing.
-	err = tx.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints
-        WHERE name = $1 FOR UPDATE SKIP LOCKED`, s.Name).Scan(&txid, &pos.GlobalPosition)
-	if errors.Is(err, pgx.ErrNoRows) {
+	first.Queue(`SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints
+        WHERE name = $1 FOR UPDATE SKIP LOCKED`, s.Name)
+	readHere := len(s.Types) == 0 && !useAhead
+	if readHere {
+		// ReadAll from the checkpoint, read in SQL (the row just locked,
+		// or another owner's: then the events are thrown away).
+		first.Queue(`SELECT `+SelectColumns+` FROM events
+            WHERE (transaction_id, global_position) >
+                (SELECT transaction_id, global_position FROM subscription_checkpoints WHERE name = $1)
+              AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY events.transaction_id, events.global_position
+            LIMIT $2`, s.Name, batch)
+	}
+	br := conn.SendBatch(ctx, first)
+	var tx pgx.Tx
+	var pos Position
+	var events []RecordedEvent
+	owned, err := func() (bool, error) {
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return false, err
+		}
+		tx = br.Tx()
+		if s.Derived {
+			if _, err := br.Exec(); err != nil {
+				return false, err
+			}
+		}
+		var txid int64
+		err := br.QueryRow().Scan(&txid, &pos.GlobalPosition)
+		pos.TransactionID = uint64(txid)
+		owned := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return false, err
+		}
+		if readHere {
+			rows, err := br.Query()
+			if err != nil {
+				return false, err
+			}
+			if events, err = ScanEvents(rows); err != nil {
+				return false, err
+			}
+		}
+		return owned, br.Close()
+	}()
+	if err != nil {
+		return 0, err
+	}
+	if !owned {
 		tag, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, s.Name)
 		if err != nil {
 			return 0, err
@@ -86,29 +149,21 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		if tag.RowsAffected() == 0 {
 			return 0, ErrNotOwner
 		}
-	} else if err != nil {
-		return 0, err
+		readHere = false // the read above found no checkpoint: read from the start
 	}
-	pos.TransactionID = uint64(txid)
 
-	batch := s.BatchSize
-	if batch <= 0 {
-		batch = 500
-	}
-	var events []RecordedEvent
 	var last Position
 	if len(s.Types) == 0 {
-		// Only a full batch read ahead: the read ran beside this step's
-		// open transaction, which held its horizon back, so a short one may
-		// lack events readable now.
-		if aheadOK && ahead.From == pos && len(ahead.Events) == batch {
+		switch {
+		case useAhead && ahead.From == pos:
 			events = ahead.Events
 			start = ahead.Began // the log it saw is the log as of then (see Pacer)
-		} else {
+		case readHere:
+		default:
 			events, err = ReadAll(ctx, tx, pos, batch)
-			if err == nil && s.Decode {
-				err = DecodeAll(events)
-			}
+		}
+		if err == nil && s.Decode && (!useAhead || ahead.From != pos) {
+			err = DecodeAll(events)
 		}
 		if err == nil && len(events) == 0 {
 			s.Pacer.Read(s.Name, start, true)
@@ -122,7 +177,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		}
 	} else {
 		// As above: a full page read ahead is what this step would read.
-		if aheadOK && ahead.From == pos && len(ahead.Events) == batch {
+		if useAhead && ahead.From == pos {
 			events, last = ahead.Events, ahead.Last
 			start = ahead.Began
 		} else {
@@ -146,20 +201,49 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE subscription_checkpoints
+	end := &pgx.Batch{}
+	end.Queue(`UPDATE subscription_checkpoints
         SET transaction_id = $2::text::xid8, global_position = $3, updated_at = now() WHERE name = $1`,
-		s.Name, strconv.FormatUint(last.TransactionID, 10), last.GlobalPosition); err != nil {
+		s.Name, strconv.FormatUint(last.TransactionID, 10), last.GlobalPosition)
+	end.Queue(`COMMIT`)
+	br = conn.SendBatch(ctx, end)
+	_, err = br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && tag.String() != "COMMIT" {
+		err = pgx.ErrTxCommitRollback
+	}
+	if err != nil {
 		return 0, err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, err
-	}
+	committed = true
 	// A short batch was everything readable when the step began.
 	s.Pacer.Read(s.Name, start, len(events) < batch)
 	if s.OnCommit != nil && len(events) > 0 {
 		s.OnCommit()
 	}
 	return len(events), nil
+}
+
+// endStep rolls back a step that did not commit and gives its connection
+// back. A connection whose ROLLBACK fails is closed: the pool never hands
+// out one left in a transaction.
+func endStep(ctx context.Context, pc *pgxpool.Conn, committed bool) {
+	defer pc.Release()
+	conn := pc.Conn()
+	if committed || conn.IsClosed() || conn.PgConn().TxStatus() == 'I' {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
+		_ = conn.Close(rctx)
+	}
 }
 
 // readTypes is ReadAll of the events of the given types only, and the
