@@ -134,18 +134,39 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 	// public_events bumps it even when the position stays, so a batch read
 	// before the change cannot move the feed past what it corrected.
 	start := time.Now()
-	var cp int64
-	var version time.Time
-	if err := f.Pool.QueryRow(ctx, `SELECT global_position, updated_at FROM subscription_checkpoints WHERE name = $1`,
-		FanoutName).Scan(&cp, &version); err != nil {
-		return 0, err
-	}
-	rows, err := f.Pool.Query(ctx, `SELECT seq, id, type, platform_id, environment, created_at
-        FROM public_events WHERE seq > $1 ORDER BY seq LIMIT $2`, cp, FeedBatch)
+	// The checkpoint and the batch after it in one round trip: a row per
+	// event, or one row without an event when none follows.
+	rows, err := f.Pool.Query(ctx, `SELECT c.global_position, c.updated_at, p.seq, p.id, p.type, p.platform_id,
+            p.environment, p.created_at
+        FROM subscription_checkpoints c
+        LEFT JOIN LATERAL (SELECT seq, id, type, platform_id, environment, created_at FROM public_events
+            WHERE seq > c.global_position ORDER BY seq LIMIT $2) p ON true
+        WHERE c.name = $1`, FanoutName, FeedBatch)
 	if err != nil {
 		return 0, err
 	}
-	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[feedEvent])
+	var cp int64
+	var version time.Time
+	var events []feedEvent
+	found := false
+	_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
+		var seq *int64
+		var e feedEvent
+		var id, typ, platform, env *string
+		var created *time.Time
+		if err := r.Scan(&cp, &version, &seq, &id, &typ, &platform, &env, &created); err != nil {
+			return struct{}{}, err
+		}
+		found = true
+		if seq != nil {
+			e = feedEvent{Seq: *seq, ID: *id, Type: *typ, PlatformID: *platform, Environment: *env, CreatedAt: *created}
+			events = append(events, e)
+		}
+		return struct{}{}, nil
+	})
+	if err == nil && !found {
+		err = errors.New("webhooks: the feed's checkpoint is gone")
+	}
 	if err == nil && len(events) == 0 {
 		f.Pacer.Read(FanoutName, start, true)
 	}
