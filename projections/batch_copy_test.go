@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections"
@@ -30,16 +31,7 @@ func TestBatchSendKeepsTheOrderOfStatementsAndCopies(t *testing.T) {
 	b.Copy("scratch", cols, pgx.CopyFromRows([][]any{{2, "copied"}, {3, "copied"}}))
 	b.Queue(`UPDATE scratch SET v = v || ', updated'`)
 	b.Copy("scratch", cols, pgx.CopyFromRows([][]any{{4, "copied last"}}))
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Send(ctx, tx); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sendAndCommit(t, ctx, pool, &b)
 	rows, _ := pool.Query(ctx, `SELECT n::text || ' ' || v FROM scratch ORDER BY n`)
 	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
@@ -51,7 +43,7 @@ func TestBatchSendKeepsTheOrderOfStatementsAndCopies(t *testing.T) {
 	}
 
 	b.Copy("scratch", cols, pgx.CopyFromRows([][]any{{4, "again"}}))
-	tx, err = pool.Begin(ctx)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,16 +92,7 @@ func TestBatchInsertWritesTheSameRowsEitherWay(t *testing.T) {
 		insert(&b, "few", from, min(from+7, total))
 	}
 	insert(&b, "many", 0, total)
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Send(ctx, tx); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sendAndCommit(t, ctx, pool, &b)
 	dump := func(table string) []string {
 		rows, _ := pool.Query(ctx, `SELECT t::text FROM `+table+` t ORDER BY n`)
 		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -131,4 +114,19 @@ func firstDiff(a, b []string) string {
 		}
 	}
 	return ""
+}
+
+// sendAndCommit sends b's writes in a transaction of their own.
+func sendAndCommit(t *testing.T, ctx context.Context, pool *pgxpool.Pool, b *projections.Batch) {
+	t.Helper()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
