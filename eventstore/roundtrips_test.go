@@ -180,3 +180,49 @@ func TestOriginOfDerivedContext(t *testing.T) {
 		t.Errorf("Origin(200).String() = %q, want other", got)
 	}
 }
+
+// Given a subscription with a prelude whose handler reads and writes
+// nothing, when it steps over new events, then the step costs two round
+// trips (BEGIN, the checkpoint's lock, the prelude and the read; the new
+// checkpoint and COMMIT), the handler sees the prelude's row scanned in
+// the same step, and a step with nothing to read costs its first round
+// trip and a ROLLBACK.
+func TestSubscriptionStepRoundTrips(t *testing.T) {
+	ctx := testCtx(t)
+	rt, pool := tracedPool(t, 1)
+	var prelude, seen []int64
+	sub := &eventstore.Subscription{Name: "trips", Pool: pool, BatchSize: 100, Derived: true, Log: discard,
+		Prelude: &eventstore.Prelude{SQL: `SELECT count(*) FROM events`, Scan: func(row pgx.Row) error {
+			var n int64
+			err := row.Scan(&n)
+			prelude = append(prelude, n)
+			return err
+		}},
+		Handle: func(_ context.Context, _ pgx.Tx, evs []eventstore.RecordedEvent) error {
+			seen = append(seen, prelude[len(prelude)-1])
+			return nil
+		}}
+	step := func(want int) int64 {
+		t.Helper()
+		before := rt.Count(eventstore.OriginChain)
+		n, err := sub.Step(eventstore.WithOrigin(ctx, eventstore.OriginChain))
+		if err != nil || n != want {
+			t.Fatalf("step = %d, %v; want %d", n, err, want)
+		}
+		return rt.Count(eventstore.OriginChain) - before
+	}
+	appendSome(t, ctx, pool, "trips", 3)
+	readN(t, ctx, pool, eventstore.Position{}, 100, 3)
+	step(3) // the first step: its statements are prepared, its checkpoint made
+	appendSome(t, ctx, pool, "trips-more", 2)
+	readN(t, ctx, pool, eventstore.Position{}, 100, 5)
+	if got := step(2); got != 2 {
+		t.Errorf("a step over new events took %d round trips, want 2", got)
+	}
+	if got := step(0); got != 2 {
+		t.Errorf("a step with nothing to read took %d round trips, want 2 (the first, then ROLLBACK)", got)
+	}
+	if len(seen) != 2 || seen[0] != 3 || seen[1] != 5 {
+		t.Errorf("the handler saw the preludes %v, want [3 5]: each step's own", seen)
+	}
+}

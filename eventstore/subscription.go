@@ -51,8 +51,20 @@ type Subscription struct {
 	// while the previous batch is handled when read ahead: for a handler
 	// that decodes every event.
 	Decode bool
+	// Prelude, if set, is a query of one row (no arguments) sent with the
+	// step's first round trip, after the checkpoint's lock, and scanned by
+	// Prelude.Scan before the handler runs: what the handler would
+	// otherwise read in a round trip of its own (the projections' last
+	// seq numbers).
+	Prelude *Prelude
 
 	ahead *ReadAhead
+}
+
+// Prelude is a subscription's own read in its step's first round trip.
+type Prelude struct {
+	SQL  string
+	Scan func(pgx.Row) error
 }
 
 // ErrNotOwner means another process holds this subscription's checkpoint.
@@ -94,6 +106,9 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	// time and the others wait their turn instead of double-processing.
 	first.Queue(`SELECT transaction_id::text::bigint, global_position FROM subscription_checkpoints
         WHERE name = $1 FOR UPDATE SKIP LOCKED`, s.Name)
+	if s.Prelude != nil {
+		first.Queue(s.Prelude.SQL)
+	}
 	readHere := len(s.Types) == 0 && !useAhead
 	if readHere {
 		// ReadAll from the checkpoint, read in SQL (the row just locked,
@@ -126,6 +141,11 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		owned := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return false, err
+		}
+		if s.Prelude != nil {
+			if err := s.Prelude.Scan(br.QueryRow()); err != nil {
+				return false, err
+			}
 		}
 		if readHere {
 			rows, err := br.Query()

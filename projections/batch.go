@@ -285,17 +285,47 @@ func foldsStreams(ps []Projector) bool {
 // folds streams, those that cache does not hold (all of them without a
 // cache), the other sends every write.
 func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache *StreamCache, ps []Projector) error {
-	if len(events) == 0 {
-		return nil
-	}
-	b := &Batch{Events: events, seq: map[string]int64{}}
-	tables := setTables(ps)
+	return projectAsync(ctx, tx, events, cache, ps, nil)
+}
+
+// lastSeqsSQL reads the last seq of each table, in the order given.
+func lastSeqsSQL(tables []string) string {
 	var maxes []string
 	for _, t := range tables {
 		maxes = append(maxes, fmt.Sprintf(`(SELECT coalesce(max(seq), 0) FROM %s)`, t))
 	}
+	return `SELECT ` + strings.Join(maxes, ", ")
+}
+
+// scanLastSeqs scans lastSeqsSQL's row.
+func scanLastSeqs(row pgx.Row, tables []string) (map[string]int64, error) {
+	vals := make([]int64, len(tables))
+	dest := make([]any, len(tables))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	seqs := make(map[string]int64, len(tables))
+	for i, t := range tables {
+		seqs[t] = vals[i]
+	}
+	return seqs, nil
+}
+
+// projectAsync is ProjectAsync with the tables' last seqs already read
+// in the same transaction (seqs), or not (nil).
+func projectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent, cache *StreamCache, ps []Projector,
+	seqs map[string]int64) error {
+	if len(events) == 0 {
+		return nil
+	}
+	tables := setTables(ps)
 	reads := &pgx.Batch{}
-	reads.Queue(`SELECT ` + strings.Join(maxes, ", "))
+	if seqs == nil {
+		reads.Queue(lastSeqsSQL(tables))
+	}
 	// Decoded once, before the cache copies them: every fold of a stream
 	// the cache holds then reuses the decoded value.
 	if err := eventstore.DecodeAll(events); err != nil {
@@ -327,18 +357,16 @@ func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 		reads.Queue(`SELECT `+eventstore.SelectColumns+` FROM events WHERE stream_id = ANY($1)
             ORDER BY stream_id, stream_version`, missing)
 	}
+	if reads.Len() == 0 { // the seqs came with the step, every stream from the cache
+		return projectAndSend(ctx, tx, &Batch{Events: events, seq: seqs, streams: streams}, ps)
+	}
 	br := tx.SendBatch(ctx, reads)
-	last := make([]any, len(tables))
-	vals := make([]int64, len(tables))
-	for i := range vals {
-		last[i] = &vals[i]
-	}
-	if err := br.QueryRow().Scan(last...); err != nil {
-		br.Close()
-		return err
-	}
-	for i, t := range tables {
-		b.seq[t] = vals[i]
+	if seqs == nil {
+		var err error
+		if seqs, err = scanLastSeqs(br.QueryRow(), tables); err != nil {
+			br.Close()
+			return err
+		}
 	}
 	if len(missing) > 0 {
 		rows, err := br.Query()
@@ -362,7 +390,11 @@ func ProjectAsync(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEv
 	if err := br.Close(); err != nil {
 		return err
 	}
-	b.streams = streams
+	return projectAndSend(ctx, tx, &Batch{Events: events, seq: seqs, streams: streams}, ps)
+}
+
+// projectAndSend runs the projectors over the batch and sends its writes.
+func projectAndSend(ctx context.Context, tx pgx.Tx, b *Batch, ps []Projector) error {
 	for _, p := range ps {
 		if err := p.Project(b); err != nil {
 			return fmt.Errorf("%s: %w", p.Name(), err)

@@ -28,11 +28,21 @@ func NewSubscription(s AsyncSubscriber, pool *pgxpool.Pool, wake <-chan struct{}
 	if foldsStreams(s.Projectors) {
 		cache = NewLiveCache(liveStreams)
 	}
+	// The tables' last seqs are read in the step's first round trip, with
+	// the checkpoint's lock (under which nothing else writes them), not in
+	// one of their own: a live batch whose streams the cache holds then
+	// costs the step one round trip, its writes.
+	tables := setTables(s.Projectors)
+	var seqs map[string]int64
 	return &eventstore.Subscription{
 		Name: s.Name, Pool: pool, Wake: wake, Log: log, Derived: true, BatchSize: BatchSize,
 		ReadAhead: true, Decode: true, Types: eventTypes(s.Projectors),
+		Prelude: &eventstore.Prelude{SQL: lastSeqsSQL(tables), Scan: func(row pgx.Row) (err error) {
+			seqs, err = scanLastSeqs(row, tables)
+			return err
+		}},
 		Handle: func(ctx context.Context, tx pgx.Tx, events []eventstore.RecordedEvent) error {
-			return ProjectAsync(ctx, tx, events, cache, s.Projectors)
+			return projectAsync(ctx, tx, events, cache, s.Projectors, seqs)
 		},
 	}
 }
