@@ -124,7 +124,7 @@ func TestReadYourWritesWaitSetting(t *testing.T) {
 // pacing) to 10 s is taken; anything else is refused, naming the variable.
 func TestPaceMaxLagSetting(t *testing.T) {
 	checkDurationSetting(t, "TREASURY_PACE_MAX_LAG", func(c config) time.Duration { return c.PaceMaxLag },
-		[]durationCase{{"", 200 * time.Millisecond, false}, {"0s", 0, false}, {"0", 0, false}, {"1s", time.Second, false},
+		[]durationCase{{"", 150 * time.Millisecond, false}, {"0s", 0, false}, {"0", 0, false}, {"1s", time.Second, false},
 			{"10s", 10 * time.Second, false}, {"11s", 0, true}, {"-1ms", 0, true}, {"200", 0, true}, {"off", 0, true}})
 }
 
