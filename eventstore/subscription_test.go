@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -852,3 +853,62 @@ func TestDerivedSubscriptionsCommitWithoutWaitingForTheFlush(t *testing.T) {
 		}
 	}
 }
+
+// Given a burst of commits notified for 200 ms, the notifier sends at most
+// one NOTIFY per NotifyEvery (plus the first); and a commit notified right
+// after a NOTIFY went out still gets one of its own, once the interval is
+// over.
+func TestNotifierSpacesItsNotifies(t *testing.T) {
+	ctx := testCtx(t)
+	notifies := &statementCount{contains: "pg_notify"}
+	pool := pgtest.TracedPool(t, notifies, 4)
+	n := eventstore.NewNotifier(pool, discard)
+	nctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go n.Run(nctx)
+	sent := func() int64 { return notifies.n.Load() }
+	waitSent := func(want int64, what string) {
+		t.Helper()
+		deadline := time.Now().Add(waitFor)
+		for sent() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d NOTIFYs sent, want %d", what, sent(), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	start := time.Now()
+	for time.Since(start) < 200*time.Millisecond {
+		n.Notify()
+		time.Sleep(time.Millisecond) // a commit a millisecond
+	}
+	elapsed := time.Since(start)
+	waitSent(1, "the burst")
+	time.Sleep(2 * eventstore.NotifyEvery) // the last of the burst's is out
+	if got, most := sent(), int64(elapsed/eventstore.NotifyEvery)+2; got > most {
+		t.Errorf("%d NOTIFYs for a %v burst of commits, want at most %d (one per %v)", got, elapsed, most, eventstore.NotifyEvery)
+	}
+
+	before := sent()
+	n.Notify()
+	waitSent(before+1, "a lone commit")
+	n.Notify() // within the interval after that NOTIFY
+	waitSent(before+2, "a commit right after a NOTIFY")
+}
+
+// statementCount is a pgx tracer counting the statements whose SQL
+// contains a string (executions, not their first Prepare).
+type statementCount struct {
+	contains string
+	n        atomic.Int64
+}
+
+func (c *statementCount) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, c.contains) {
+		c.n.Add(1)
+	}
+	return ctx
+}
+
+func (c *statementCount) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
