@@ -1,6 +1,8 @@
 package http
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -115,7 +117,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		defer s.recordAbort(c, start) // an aborted stream panics past the log line below
+		defer s.recordAbort(c, start)   // an aborted stream panics past the log line below
+		client := c.Request().Context() // inner middleware replace the request with derived contexts, ended by then
 		err := next(c)
 		if err != nil {
 			c.Error(err)
@@ -126,14 +129,24 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := strconv.Itoa(c.Response().Status)
 		elapsed := time.Since(start)
-		s.metrics.requests.WithLabelValues(c.Request().Method, route, status).Inc()
-		s.metrics.latency.WithLabelValues(c.Request().Method, route, status).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
-		if c.Response().Status >= 500 {
+		// A client that went away before its answer (a tab closed, a load
+		// generator stopping) gets a 503 nobody reads: no failure of the
+		// service, so neither an error in the log nor a 5xx in the metrics.
+		gone := c.Response().Status >= 500 && errors.Is(client.Err(), context.Canceled)
+		switch {
+		case gone:
+			status = "canceled"
+		case c.Response().Status >= 500:
 			level = slog.LevelError
 		}
+		s.metrics.requests.WithLabelValues(c.Request().Method, route, status).Inc()
+		s.metrics.latency.WithLabelValues(c.Request().Method, route, status).Observe(elapsed.Seconds())
 		attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "route", route,
 			"status", c.Response().Status, "duration_ms", float64(elapsed.Microseconds()) / 1000}
+		if gone {
+			attrs = append(attrs, "canceled_by_client", true)
+		}
 		if p := principalOf(c); p != nil && p.platformID != "" {
 			attrs = append(attrs, "platform_id", p.platformID, "environment", p.env.String())
 		}

@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -58,4 +59,63 @@ func TestOverflowIsABadRequest(t *testing.T) {
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"invalid_request"`) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
+}
+
+// TestClientGoneIsNoServerError: a request whose client went away (its
+// context canceled) while the handler failed for it answers 503 as
+// before, but logs at INFO with canceled_by_client and counts as
+// status="canceled", not as a 5xx; a 503 the service gave a client still
+// there stays an error.
+func TestClientGoneIsNoServerError(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	s := New(app.New(pgtest.Pool(t), nil, log), Config{})
+	s.echo.GET("/v1/gone", func(c echo.Context) error { return c.Request().Context().Err() })
+	s.echo.GET("/v1/down", func(echo.Context) error { return &pgconn.PgError{Code: "57P01", Message: "shutdown"} })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/gone", nil).WithContext(ctx))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503: %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/down", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503: %s", rec.Code, rec.Body)
+	}
+
+	lines := map[string]map[string]any{}
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err == nil && m["msg"] == "request" {
+			lines[m["route"].(string)] = m
+		}
+	}
+	if g := lines["/v1/gone"]; g["level"] != "INFO" || g["canceled_by_client"] != true {
+		t.Errorf("the canceled request's log line: %v", g)
+	}
+	if d := lines["/v1/down"]; d["level"] != "ERROR" || d["canceled_by_client"] != nil {
+		t.Errorf("the unavailable database's log line: %v", d)
+	}
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	metrics := rec.Body.String()
+	if !strings.Contains(metrics, `route="/v1/gone",status="canceled"`) || strings.Contains(metrics, `route="/v1/gone",status="503"`) {
+		t.Errorf("the canceled request is not counted as status=\"canceled\":\n%s", grepLines(metrics, "/v1/gone"))
+	}
+	if !strings.Contains(metrics, `route="/v1/down",status="503"`) {
+		t.Errorf("the unavailable database's 503 is not counted:\n%s", grepLines(metrics, "/v1/down"))
+	}
+}
+
+func grepLines(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
