@@ -138,8 +138,12 @@ func (tx *commandTx) appendProjectReadAndCommit(ctx context.Context, meta Meta, 
 	if err != nil {
 		return err
 	}
-	last := &lastBatch{tx: tx, b: b}
-	last.writes = b.Len() + p.MoveWritesTo(b)
+	queued := b.Len()
+	moved, err := p.MoveWritesTo(b)
+	if err != nil {
+		return err
+	}
+	last := &lastBatch{tx: tx, b: b, writes: queued + moved}
 	if read == nil {
 		return last.send(ctx)
 	}

@@ -72,10 +72,12 @@ var ErrNotOwner = errors.New("eventstore: subscription is owned by another proce
 
 // Step processes at most one batch and returns how many events it handled.
 //
-// A step takes three round trips besides its handler's: BEGIN, the lock of
-// the checkpoint row and the read of the batch (when none was read ahead)
-// travel together; the handler does its work; the new checkpoint and
-// COMMIT travel together. (Seven before: each went on its own.)
+// A step takes two round trips besides its handler's: BEGIN, the lock of
+// the checkpoint row, the prelude and the read of the batch (when none was
+// read ahead) travel together, then, after the handler, the new checkpoint
+// and COMMIT. (Five before: each went on its own.) A COMMIT that fails (a
+// deferred constraint, the connection lost) moves nothing: the batch is
+// handled again by the next step.
 func (s *Subscription) Step(ctx context.Context) (int, error) {
 	start := time.Now()
 	ahead, aheadOK := s.ahead.Await(ctx)
@@ -174,15 +176,16 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 
 	var last Position
 	if len(s.Types) == 0 {
+		decoded := false
 		switch {
 		case useAhead && ahead.From == pos:
-			events = ahead.Events
-			start = ahead.Began // the log it saw is the log as of then (see Pacer)
+			events, decoded = ahead.Events, s.Decode // decoded as it was read, if asked
+			start = ahead.Began                      // the log it saw is the log as of then (see Pacer)
 		case readHere:
 		default:
 			events, err = ReadAll(ctx, tx, pos, batch)
 		}
-		if err == nil && s.Decode && (!useAhead || ahead.From != pos) {
+		if err == nil && s.Decode && !decoded {
 			err = DecodeAll(events)
 		}
 		if err == nil && len(events) == 0 {

@@ -912,3 +912,53 @@ func (c *statementCount) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx
 }
 
 func (c *statementCount) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Given a handler whose writes break a deferred constraint, which only
+// COMMIT finds, when the subscription steps, then the step fails, its
+// checkpoint and writes stay as they were, and on a pool of one
+// connection the next step (the handler mended) handles the same events
+// and commits: the failed COMMIT left the connection usable.
+func TestSubscriptionCommitFailureMovesNothing(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.SizedPool(t, 1)
+	if _, err := pool.Exec(ctx, `CREATE TABLE deferred_scratch (event_id text NOT NULL,
+        CONSTRAINT one_row_per_event UNIQUE (event_id) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	want := appendSome(t, ctx, pool, "commit-fails", 3)
+	readN(t, ctx, pool, eventstore.Position{}, 100, len(want))
+	twice := true
+	var handled [][]string
+	sub := &eventstore.Subscription{Name: "commit-fails", Pool: pool, BatchSize: 10, Derived: true, Log: discard,
+		Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+			handled = append(handled, eventIDs(evs))
+			b := &pgx.Batch{}
+			for _, e := range evs {
+				b.Queue(`INSERT INTO deferred_scratch VALUES ($1)`, e.EventID)
+				if twice {
+					b.Queue(`INSERT INTO deferred_scratch VALUES ($1)`, e.EventID)
+				}
+			}
+			return tx.SendBatch(ctx, b).Close()
+		}}
+	if n, err := sub.Step(ctx); err == nil || !eventstore.ViolatesConstraint(err, "one_row_per_event") {
+		t.Fatalf("step = %d, %v; want the deferred constraint's violation at COMMIT", n, err)
+	}
+	if cp, _ := checkpoint(t, ctx, pool, "commit-fails"); cp != (eventstore.Position{}) {
+		t.Errorf("the checkpoint moved to %+v with a failed COMMIT", cp)
+	}
+	var rows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM deferred_scratch`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("%d rows (%v) left by the failed COMMIT, want 0", rows, err)
+	}
+	twice = false
+	if n, err := sub.Step(ctx); n != 3 || err != nil {
+		t.Fatalf("step after the failure = %d, %v; want 3", n, err)
+	}
+	if !slices.EqualFunc(handled, [][]string{want, want}, slices.Equal[[]string]) {
+		t.Errorf("handled %v, want the same batch twice", handled)
+	}
+	if cp, _ := checkpoint(t, ctx, pool, "commit-fails"); cp.GlobalPosition == 0 {
+		t.Error("the checkpoint did not move after the step committed")
+	}
+}

@@ -103,19 +103,9 @@ func TestClientGoneIsNoServerError(t *testing.T) {
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	metrics := rec.Body.String()
 	if !strings.Contains(metrics, `route="/v1/gone",status="canceled"`) || strings.Contains(metrics, `route="/v1/gone",status="503"`) {
-		t.Errorf("the canceled request is not counted as status=\"canceled\":\n%s", grepLines(metrics, "/v1/gone"))
+		t.Errorf(`the canceled request is not counted as status="canceled"`)
 	}
 	if !strings.Contains(metrics, `route="/v1/down",status="503"`) {
-		t.Errorf("the unavailable database's 503 is not counted:\n%s", grepLines(metrics, "/v1/down"))
+		t.Errorf("the unavailable database's 503 is not counted")
 	}
-}
-
-func grepLines(text, substr string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,18 +101,22 @@ func (b *Batch) Send(ctx context.Context, tx pgx.Tx) error {
 	return sendUpTo(w.Len())
 }
 
+// ErrCopyInPipeline is MoveWritesTo's refusal of a batch with COPY writes.
+var ErrCopyInPipeline = errors.New("projections: a batch with COPY writes cannot join a pipeline")
+
 // MoveWritesTo appends the queued writes to dst, for a caller that sends
 // them in its own pipeline (the payment's last round trip, with COMMIT),
 // and returns how many there were: the caller reads that many results.
-// Only the inline projectors' batches come here, and they queue no COPY.
-func (b *Batch) MoveWritesTo(dst *pgx.Batch) int {
+// Only the inline projectors' batches come here, and they queue no COPY
+// (a COPY cannot join a pipeline: ErrCopyInPipeline).
+func (b *Batch) MoveWritesTo(dst *pgx.Batch) (int, error) {
 	if len(b.copies) > 0 {
-		panic("projections: a batch with COPY writes cannot join a pipeline")
+		return 0, ErrCopyInPipeline
 	}
 	n := b.writes.Len()
 	dst.QueuedQueries = append(dst.QueuedQueries, b.writes.QueuedQueries...)
 	b.writes = pgx.Batch{}
-	return n
+	return n, nil
 }
 
 // Reader reads through tx after the queued writes: a single-row query

@@ -2,6 +2,7 @@ package projections_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -128,5 +129,22 @@ func sendAndCommit(t *testing.T, ctx context.Context, pool *pgxpool.Pool, b *pro
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A batch's statements join a caller's pipeline; a batch with a COPY
+// refuses to (a COPY has a round trip of its own) and moves nothing.
+func TestMoveWritesToRefusesCopies(t *testing.T) {
+	var b projections.Batch
+	b.Queue(`SELECT 1`)
+	b.Queue(`SELECT 2`)
+	var dst pgx.Batch
+	if n, err := b.MoveWritesTo(&dst); n != 2 || err != nil || dst.Len() != 2 {
+		t.Fatalf("moved %d (%v), pipeline has %d; want 2, nil, 2", n, err, dst.Len())
+	}
+	b.Queue(`SELECT 3`)
+	b.Copy("t", []string{"a"}, pgx.CopyFromRows([][]any{{1}}))
+	if n, err := b.MoveWritesTo(&dst); !errors.Is(err, projections.ErrCopyInPipeline) || n != 0 || dst.Len() != 2 {
+		t.Fatalf("a batch with a COPY moved %d (%v), pipeline has %d; want 0, ErrCopyInPipeline, 2", n, err, dst.Len())
 	}
 }
