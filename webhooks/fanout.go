@@ -212,7 +212,9 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 	last := events[len(events)-1].Seq
 	// Compare and set: a rebuild may have rewound the feed meanwhile, and
 	// its position wins (what this batch emitted is fanned out idempotently).
-	if _, err := f.Pool.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = clock_timestamp()
+	// Not flushed at commit (see eventstore.ExecDerived): a crash that
+	// loses it emits the batch again, which the fan-out absorbs.
+	if _, err := eventstore.ExecDerived(ctx, f.Pool, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = clock_timestamp()
         WHERE name = $1 AND global_position = $3 AND updated_at = $4`, FanoutName, last, cp, version); err != nil {
 		return 0, err
 	}
@@ -334,8 +336,12 @@ func (h *Fanout) Handle(msg *message.Message) error {
 	// makes a second handling of the batch insert nothing. Rows go in
 	// (seq, endpoint id) order, so two fan-outs of overlapping batches at
 	// once (say two processes on one database) take the unique index's
-	// locks in the same order and cannot deadlock.
-	if _, err := h.Pool.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
+	// locks in the same order and cannot deadlock. The commit does not wait
+	// for the WAL flush (eventstore.ExecDerived): the sender's claim, which
+	// does, flushes these rows before any of them is sent, and a crash that
+	// loses them before that loses the feed's checkpoint after them too, so
+	// the feed emits the batch again.
+	if _, err := eventstore.ExecDerived(ctx, h.Pool, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
             next_attempt_at, committed_at, created_at)
         SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.payload::jsonb, 'pending', now(), d.committed_at, now()
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])

@@ -319,7 +319,13 @@ func (s *Sender) record(ctx context.Context, jobs []job, attempts []attempt) err
 			bodies[i] = &body
 		}
 	}
+	// The round commits without waiting for the WAL flush (the next
+	// claim, which does, flushes it): a crash that loses it sends the
+	// round's deliveries again, with the same ids, as a crash between a
+	// request and its record always could.
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SET LOCAL synchronous_commit = off`)
 	b.Queue(`INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, duration_ms, error, response_body)
         SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::int[], $5::text[], $6::text[])
         ON CONFLICT DO NOTHING`, ids, ats, codes, durations, errTexts, bodies)
@@ -329,6 +335,7 @@ func (s *Sender) record(ctx context.Context, jobs []job, attempts []attempt) err
 	b.Queue(`UPDATE webhook_deliveries d SET status = u.status, attempt_count = u.count, next_attempt_at = u.next
         FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[]) u(id, status, count, next, prior)
         WHERE d.id = u.id AND d.status = 'pending' AND d.attempt_count = u.prior`, ids, statuses, counts, nexts, prior)
+	b.Queue(`COMMIT`)
 	if err := s.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
