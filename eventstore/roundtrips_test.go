@@ -183,7 +183,7 @@ func TestOriginOfDerivedContext(t *testing.T) {
 
 // Given a subscription with a prelude whose handler reads and writes
 // nothing, when it steps over new events, then the step costs two round
-// trips (BEGIN, the checkpoint's lock, the prelude and the read; the new
+// trips (BEGIN, the subscription's lock, the checkpoint, the prelude and the read; the new
 // checkpoint and COMMIT), the handler sees the prelude's row scanned in
 // the same step, and a step with nothing to read costs its first round
 // trip and a ROLLBACK.

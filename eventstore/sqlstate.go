@@ -24,6 +24,10 @@ func sqlState(err error) (*pgconn.PgError, bool) {
 // moved (QueueAppend; raised by migration 00013's function).
 const VersionConflictState = "TR409"
 
+// CheckpointMovedState is the SQLSTATE of a subscription step whose
+// checkpoint moved under it (raised by migration 00018's function).
+const CheckpointMovedState = "TR412"
+
 // Retryable reports whether a command that failed with err lost a race
 // and may simply run again: a stream moved under it, a serialization
 // failure, a deadlock.

@@ -327,7 +327,7 @@ func TestSubscriptionNotOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(context.Background())
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = 'owned' FOR UPDATE`); err != nil {
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, eventstore.SubscriptionLock("owned")); err != nil {
 		t.Fatal(err)
 	}
 	stepCtx, cancel := context.WithTimeout(ctx, waitFor)
@@ -960,5 +960,102 @@ func TestSubscriptionCommitFailureMovesNothing(t *testing.T) {
 	}
 	if cp, _ := checkpoint(t, ctx, pool, "commit-fails"); cp.GlobalPosition == 0 {
 		t.Error("the checkpoint did not move after the step committed")
+	}
+}
+
+// A reader in the middle of its step — its batch read, its handler folding
+// it, nothing written yet — holds no transaction id, so it does not hold
+// back the other readers of the log (each reads only below the oldest
+// transaction still running). It used to: its checkpoint's row lock took
+// one at the start of the step.
+func TestAStepUnderWayDoesNotHoldBackOtherReaders(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	createScratch(t, ctx, pool, false)
+	appendSome(t, ctx, pool, "before", 1)
+	// A subscription that has run before (its first step inserts its row).
+	if _, err := pool.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ('slow')`); err != nil {
+		t.Fatal(err)
+	}
+
+	folding, release := make(chan bool, 1), make(chan struct{})
+	slow := &eventstore.Subscription{Name: "slow", Pool: pool,
+		Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+			var noXID bool
+			if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id_if_assigned() IS NULL`).Scan(&noXID); err != nil {
+				return err
+			}
+			folding <- noXID
+			<-release
+			return insertScratch(ctx, tx, "slow", evs)
+		}}
+	stepped := make(chan error, 1)
+	go func() {
+		_, err := slow.Step(ctx)
+		stepped <- err
+	}()
+	if noXID := <-folding; !noXID {
+		t.Error("the step held a transaction id before its handler wrote anything")
+	}
+
+	appendSome(t, ctx, pool, "during", 1) // committed while the slow step is under way
+	fast := &eventstore.Subscription{Name: "fast", Pool: pool,
+		Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+			return insertScratch(ctx, tx, "fast", evs)
+		}}
+	stepCtx, cancel := context.WithTimeout(ctx, waitFor)
+	defer cancel()
+	n, err := fast.CatchUp(stepCtx)
+	close(release)
+	if err != nil || n != 2 {
+		t.Errorf("another reader, while a step is under way, read %d events (%v); want both committed", n, err)
+	}
+	if err := <-stepped; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A step whose checkpoint moved while it ran (a process that does not take
+// the subscription's lock: one of an earlier release, which locked the row)
+// commits none of its writes and says it is not the owner; the next step
+// starts from where the checkpoint now is.
+func TestAStepWhoseCheckpointMovedCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	createScratch(t, ctx, pool, false)
+	appendSome(t, ctx, pool, "cas", 3)
+
+	moveOnce := true
+	sub := &eventstore.Subscription{Name: "cas", Pool: pool,
+		Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+			if err := insertScratch(ctx, tx, "cas", evs); err != nil {
+				return err
+			}
+			if moveOnce { // another writer of the checkpoint, committed meanwhile
+				moveOnce = false
+				last := evs[len(evs)-1]
+				_, err := pool.Exec(ctx, `INSERT INTO subscription_checkpoints (name, transaction_id, global_position)
+                    VALUES ('cas', $1::text::xid8, $2) ON CONFLICT (name) DO UPDATE
+                    SET transaction_id = excluded.transaction_id, global_position = excluded.global_position`,
+					fmt.Sprint(last.TransactionID), last.GlobalPosition)
+				return err
+			}
+			return nil
+		}}
+	// The first step ever inserts the checkpoint row, committed at once by
+	// the writer above; take a row in place first so the move is a move.
+	if _, err := pool.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ('cas')`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sub.Step(ctx); !errors.Is(err, eventstore.ErrNotOwner) || n != 0 {
+		t.Fatalf("step whose checkpoint moved = %d, %v; want 0, ErrNotOwner", n, err)
+	}
+	if got := scratchCount(t, ctx, pool); got != 0 {
+		t.Fatalf("the step's writes committed: scratch holds %d rows, want 0", got)
+	}
+	appendSome(t, ctx, pool, "cas", 1)
+	waitCatchUp(t, ctx, sub, 1) // only the event after the moved checkpoint
+	if got := scratchCount(t, ctx, pool); got != 1 {
+		t.Fatalf("scratch = %d rows, want 1", got)
 	}
 }

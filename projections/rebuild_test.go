@@ -883,7 +883,7 @@ func TestPaginationWalkWhileEntriesArrive(t *testing.T) {
 
 // The window the test above stumbles on, made certain: the rebuild has
 // begun (its snapshot is taken) and waits for the asynchronous subscriber,
-// which holds its checkpoint row mid-batch; meanwhile commands commit. The
+// which holds its subscription's lock mid-batch; meanwhile commands commit. The
 // rebuild must not lose them: once it is done, the inline projections hold
 // every committed event.
 func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
@@ -893,14 +893,16 @@ func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
 	e.must(e.inbound(c, va, 1000, "rtp"))
 	e.sync()
 
-	// The subscribers are mid-batch: they hold their checkpoint rows.
+	// The subscribers are mid-batch: they hold their subscriptions' locks.
 	sub, err := e.pool.Begin(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Rollback(context.Background())
-	if _, err := sub.Exec(e.ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = ANY($1) FOR UPDATE`, projections.AsyncNames()); err != nil {
-		t.Fatal(err)
+	for _, name := range projections.AsyncNames() {
+		if _, err := sub.Exec(e.ctx, `SELECT pg_advisory_xact_lock($1)`, eventstore.SubscriptionLock(name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	done := make(chan error, 1)
@@ -908,12 +910,13 @@ func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
 		_, err := rebuild.Run(e.ctx, e.pool)
 		done <- err
 	}()
-	// Wait (bounded) until the rebuild blocks on the checkpoint row.
+	// Wait (bounded) until the rebuild blocks on the subscribers' locks.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var waiting bool
 		if err := e.pool.QueryRow(e.ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%subscription_checkpoints%FOR UPDATE%')`).Scan(&waiting); err != nil {
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'
+              AND query LIKE '%pg_advisory_xact_lock(k)%')`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting {

@@ -28,8 +28,8 @@ func NewSubscription(s AsyncSubscriber, pool *pgxpool.Pool, wake <-chan struct{}
 	if foldsStreams(s.Projectors) {
 		cache = NewLiveCache(liveStreams)
 	}
-	// The tables' last seqs are read in the step's first round trip, with
-	// the checkpoint's lock (under which nothing else writes them), not in
+	// The tables' last seqs are read in the step's first round trip, after
+	// the subscription's lock (under which nothing else writes them), not in
 	// one of their own: a live batch whose streams the cache holds then
 	// costs the step one round trip, its writes.
 	tables := setTables(s.Projectors)

@@ -36,6 +36,10 @@ type Stats struct {
 	// Refined counts the rounds that narrowed the candidates before the
 	// pause (none when the subscriber was not running).
 	Refined int
+	// Where the time went: the replay into the shadow (before the first
+	// comparison), building its list indexes, and the first comparison
+	// of live and shadow.
+	Replay, Indexes, Compare time.Duration
 }
 
 // Options tune a rebuild; the zero value is the default.
@@ -61,7 +65,7 @@ const shadowSchema = "projections_rebuild"
 //     side by side with the rest (applySideBySide). Nothing is locked:
 //     commands and reads go on against the live tables.
 //  2. In one short transaction the rebuild pauses the asynchronous
-//     subscribers (their checkpoint rows), takes the writer gate that every
+//     subscribers (their locks and checkpoint rows), takes the writer gate that every
 //     command holds shared (so in-flight commands finish and new ones
 //     wait), replays the few events committed since, and writes into the
 //     live tables only the rows that differ from the shadow. Reads never
@@ -111,15 +115,19 @@ func RunWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (Stats, error
 		defer side.Release()
 		r.side = side.Conn()
 	}
+	phase := time.Now()
 	if err := r.replayUntilCaughtUp(ctx); err != nil {
 		return r.stats, err
 	}
+	r.stats.Replay, phase = time.Since(phase), time.Now()
 	if err := projections.CreateListIndexes(ctx, conn, shadowSchema); err != nil {
 		return r.stats, err
 	}
+	r.stats.Indexes, phase = time.Since(phase), time.Now()
 	if err := r.prepareSwap(ctx); err != nil {
 		return r.stats, err
 	}
+	r.stats.Compare = time.Since(phase)
 	r.stats.Suspects = r.plan.Suspects
 	if opt.AfterCompare != nil {
 		opt.AfterCompare()
@@ -310,8 +318,8 @@ func (r *rebuild) applySideBySide(ctx context.Context, tx pgx.Tx, events []event
 	return nil
 }
 
-// swap is the short transaction of step 2. It takes the subscriber's
-// checkpoint row before the writer gate: the subscriber never waits for
+// swap is the short transaction of step 2. It takes the subscribers'
+// locks and checkpoint rows before the writer gate: the subscriber never waits for
 // the gate, so waiting for it while holding the gate would only stall
 // commands for longer.
 func (r *rebuild) swap(ctx context.Context) error {
@@ -320,6 +328,19 @@ func (r *rebuild) swap(ctx context.Context) error {
 	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		names := projections.AsyncNames()
 		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names); err != nil {
+			return err
+		}
+		// A subscriber owns its subscription by an advisory lock for each
+		// step (eventstore.SubscriptionLock): taking them waits for the
+		// steps under way and keeps the next ones out. Then the rows, for
+		// a process of an earlier release, which locked those; never in
+		// the other order, or a step waiting for its row at its end would
+		// deadlock with the rebuild waiting for its lock.
+		var locks []int64
+		for _, name := range names {
+			locks = append(locks, eventstore.SubscriptionLock(name))
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM (SELECT unnest($1::bigint[]) AS k ORDER BY 1) l`, locks); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = ANY($1) ORDER BY name FOR UPDATE`, names); err != nil {
