@@ -45,6 +45,7 @@ type Sender struct {
 
 	mu         sync.Mutex
 	slow       map[string]int // endpoint → its requests outstanding past their round
+	inFlight   map[string]int // endpoint → its requests sent and not yet answered
 	stragglers sync.WaitGroup // those requests
 }
 
@@ -59,6 +60,7 @@ func (s *Sender) init() {
 		s.live = NewClient(false)
 		s.sandbox = NewClient(s.AllowPrivate)
 		s.slow = map[string]int{}
+		s.inFlight = map[string]int{}
 		if s.RoundWait <= 0 {
 			s.RoundWait = DefaultRoundWait
 		}
@@ -73,15 +75,35 @@ func (s *Sender) init() {
 
 // Run sends due deliveries until ctx ends, woken by new deliveries and
 // polling every 100 ms for retries that came due.
+//
+// A round's requests and its record go on beside the next claims, up to
+// MaxRounds rounds at once: a delivery that comes due while a round waits
+// for its answers is claimed and sent at once, not after them (a round
+// took a few milliseconds, and every delivery behind it waited for all of
+// them).
 func (s *Sender) Run(ctx context.Context) {
 	s.init()
+	var rounds sync.WaitGroup
+	slots := make(chan struct{}, MaxRounds)
 	for ctx.Err() == nil {
-		n, err := s.SendDue(ctx)
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		jobs, err := s.claim(ctx)
+		if err == nil && len(jobs) > 0 {
+			rounds.Go(func() {
+				defer func() { <-slots }()
+				if err := s.finish(ctx, jobs); err != nil && ctx.Err() == nil {
+					s.Log.Warn("webhook sender", "error", err)
+				}
+			})
+			continue
+		}
+		<-slots
 		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("webhook sender", "error", err)
-		}
-		if n > 0 {
-			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -89,8 +111,12 @@ func (s *Sender) Run(ctx context.Context) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	rounds.Wait()
 	s.stragglers.Wait()
 }
+
+// MaxRounds is how many rounds Run keeps going at once.
+const MaxRounds = 4
 
 type job struct {
 	id, endpointID, eventType, url, platformID, environment string
@@ -114,6 +140,15 @@ const DefaultRoundWait = time.Second
 // after RoundWait, once they have all answered (see DefaultRoundWait).
 func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	s.init()
+	jobs, err := s.claim(ctx)
+	if err != nil || len(jobs) == 0 {
+		return 0, err
+	}
+	return len(jobs), s.finish(ctx, jobs)
+}
+
+// claim leases the deliveries due now (up to a round's) to this sender.
+func (s *Sender) claim(ctx context.Context) ([]job, error) {
 	// The due deliveries are taken in the order of the partial index on
 	// next_attempt_at, the endpoint checked row by row (a subquery the
 	// planner cannot turn into a join), and the statement is planned at
@@ -133,9 +168,9 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
             ARRAY(SELECT secret FROM webhook_secrets w WHERE w.endpoint_id = c.endpoint_id
                 AND (w.expires_at IS NULL OR w.expires_at > now()) ORDER BY w.created_at DESC)
         FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`, pgx.QueryExecModeExec,
-		Lease.String(), s.Concurrency*2, s.slowEndpoints())
+		Lease.String(), s.Concurrency*2, s.heldBackEndpoints())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
 		var j job
@@ -143,9 +178,16 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 			&j.policy, &j.secrets)
 		return j, err
 	})
-	if err != nil || len(jobs) == 0 {
-		return 0, err
+	s.mu.Lock()
+	for _, j := range jobs {
+		s.inFlight[j.endpointID]++
 	}
+	s.mu.Unlock()
+	return jobs, err
+}
+
+// finish sends a claimed round and records it (see SendDue).
+func (s *Sender) finish(ctx context.Context, jobs []job) error {
 	// Every request of the round at once (a round is 2×Concurrency): a
 	// slot held by a slow endpoint must not keep the others from starting.
 	attempts := make([]attempt, len(jobs))
@@ -155,6 +197,11 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 		go func() {
 			defer close(answered[i])
 			attempts[i] = s.post(ctx, jobs[i])
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.inFlight[jobs[i].endpointID]--; s.inFlight[jobs[i].endpointID] <= 0 {
+				delete(s.inFlight, jobs[i].endpointID)
+			}
 		}()
 	}
 	deadline := time.NewTimer(s.RoundWait)
@@ -182,13 +229,13 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 		s.straggle(ctx, lateJobs, late, answered, attempts)
 	}
 	if len(doneJobs) == 0 {
-		return len(jobs), nil
+		return nil
 	}
 	// Requests that went out are recorded even when the sender is
 	// stopping, or they would be sent again.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return len(jobs), s.record(rctx, doneJobs, doneAttempts)
+	return s.record(rctx, doneJobs, doneAttempts)
 }
 
 // straggle records a round's requests that outlived it (jobs, at the
@@ -221,14 +268,22 @@ func (s *Sender) straggle(ctx context.Context, jobs []job, late []int, answered 
 	})
 }
 
-// slowEndpoints are the endpoints with a request outstanding past its
-// round.
-func (s *Sender) slowEndpoints() []string {
+// heldBackEndpoints are the endpoints the next claim leaves out: those
+// with a request outstanding past its round, and those with a whole
+// round's requests (2×Concurrency) unanswered, so that rounds going on at
+// once never put more than about a round's requests on one endpoint that
+// hangs.
+func (s *Sender) heldBackEndpoints() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := make([]string, 0, len(s.slow))
 	for id := range s.slow {
 		ids = append(ids, id)
+	}
+	for id, n := range s.inFlight {
+		if n >= 2*s.Concurrency && s.slow[id] == 0 {
+			ids = append(ids, id)
+		}
 	}
 	return ids
 }

@@ -560,3 +560,50 @@ func TestSlowEndpointDoesNotHoldTheOthers(t *testing.T) {
 		return true
 	})
 }
+
+// TestRoundsOverlap: a delivery that comes due while a round waits for its
+// answers goes out at once, in a round of its own, not after the waiting
+// round (Run keeps up to MaxRounds rounds going).
+func TestRoundsOverlap(t *testing.T) {
+	e := setup(t)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	waiting := make(chan struct{}, 1)
+	waits := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		waiting <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer waits.Close()
+	fast := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer fast.Close()
+	waitsWH, fastWH := e.createWebhook(t, waits.URL, nil), e.createWebhook(t, fast.URL, nil)
+	first := e.test(t, waitsWH.ID)
+
+	s := e.sender(true)
+	s.RoundWait = time.Minute // a round that waits, for longer than the test
+	wake := make(chan struct{}, 1)
+	s.Wake = wake
+	ctx, cancel := context.WithCancel(e.ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); s.Run(ctx) }()
+	defer func() { unblock(); cancel(); <-stopped }()
+
+	<-waiting // the first round's request is out, unanswered
+	second := e.test(t, fastWH.ID)
+	wake <- struct{}{}
+	waitFor(t, 5*time.Second, "the delivery that came due during the waiting round to succeed", func() bool {
+		return e.delivery(t, fastWH.ID, second).Status == "succeeded"
+	})
+	if st := e.delivery(t, waitsWH.ID, first).Status; st != "pending" {
+		t.Errorf("the waiting round's delivery is %s before its endpoint answered", st)
+	}
+	unblock()
+	waitFor(t, 5*time.Second, "the waiting round's delivery to succeed once answered", func() bool {
+		return e.delivery(t, waitsWH.ID, first).Status == "succeeded"
+	})
+}
