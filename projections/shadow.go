@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -42,12 +43,51 @@ func CreateTables(ctx context.Context, db eventstore.DB, schema string) error {
 }
 
 // CreateListIndexes adds to schema's tables the indexes CreateTables left
-// out, and refreshes their statistics.
-func CreateListIndexes(ctx context.Context, db eventstore.DB, schema string) error {
-	if err := copyIndexes(ctx, db, schema, false); err != nil {
+// out, and refreshes their statistics, spread over the connections dbs
+// (at least one), which work at once: building an index keeps one backend
+// busy, so a second connection puts the other core to work. Each
+// connection takes the next statement when it is done with one, the
+// biggest tables' first; the statistics come after every index.
+func CreateListIndexes(ctx context.Context, schema string, dbs ...eventstore.DB) error {
+	builds, err := indexDefinitions(ctx, dbs[0], schema, false)
+	if err != nil {
 		return err
 	}
-	return Analyze(ctx, db, schema)
+	if err := runSpread(ctx, dbs, builds); err != nil {
+		return err
+	}
+	var analyze []string
+	for _, t := range AllTables() {
+		analyze = append(analyze, `ANALYZE `+schema+`.`+t)
+	}
+	return runSpread(ctx, dbs, analyze)
+}
+
+// runSpread runs the statements on the connections dbs at once, each
+// connection taking the next statement as it finishes one.
+func runSpread(ctx context.Context, dbs []eventstore.DB, statements []string) error {
+	next := make(chan string, len(statements))
+	for _, stmt := range statements {
+		next <- stmt
+	}
+	close(next)
+	errs := make(chan error, len(dbs))
+	for _, db := range dbs {
+		go func() {
+			for stmt := range next {
+				if _, err := db.Exec(ctx, stmt); err != nil {
+					errs <- fmt.Errorf("%s: %w", stmt, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var all []error
+	for range dbs {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }
 
 // Analyze refreshes the statistics of schema's projection tables. A
@@ -90,12 +130,29 @@ var replayIndexes = map[string]bool{
 // copyIndexes creates in schema the indexes of the public projection
 // tables that a replay needs (forReplay) or the others.
 func copyIndexes(ctx context.Context, db eventstore.DB, schema string, forReplay bool) error {
-	rows, err := db.Query(ctx, `SELECT c.relname, x.relname, i.indisunique, pg_get_indexdef(i.indexrelid)
-        FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
-        WHERE c.relnamespace = 'public'::regnamespace AND c.relname = ANY($1)
-        ORDER BY c.relname, x.relname`, AllTables())
+	defs, err := indexDefinitions(ctx, db, schema, forReplay)
 	if err != nil {
 		return err
+	}
+	for _, def := range defs {
+		if _, err := db.Exec(ctx, def); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexDefinitions are the statements that create in schema the indexes
+// of the public projection tables that a replay needs (forReplay) or the
+// others, those of the biggest tables (in schema) first.
+func indexDefinitions(ctx context.Context, db eventstore.DB, schema string, forReplay bool) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT c.relname, x.relname, i.indisunique, pg_get_indexdef(i.indexrelid)
+        FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
+        LEFT JOIN pg_class s ON s.relname = c.relname AND s.relnamespace = to_regnamespace($2)
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relname = ANY($1)
+        ORDER BY pg_relation_size(s.oid) DESC NULLS LAST, c.relname, x.relname`, AllTables(), schema)
+	if err != nil {
+		return nil, err
 	}
 	type index struct {
 		table, name, def string
@@ -107,21 +164,20 @@ func copyIndexes(ctx context.Context, db eventstore.DB, schema string, forReplay
 		return ix, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var defs []string
 	for _, ix := range indexes {
 		if (ix.unique || replayIndexes[ix.name]) != forReplay {
 			continue
 		}
 		on := " ON public." + ix.table + " "
 		if !strings.Contains(ix.def, on) {
-			return fmt.Errorf("index %s: unexpected definition %q", ix.name, ix.def)
+			return nil, fmt.Errorf("index %s: unexpected definition %q", ix.name, ix.def)
 		}
-		if _, err := db.Exec(ctx, strings.Replace(ix.def, on, " ON "+schema+"."+ix.table+" ", 1)); err != nil {
-			return fmt.Errorf("index %s: %w", ix.name, err)
-		}
+		defs = append(defs, strings.Replace(ix.def, on, " ON "+schema+"."+ix.table+" ", 1))
 	}
-	return nil
+	return defs, nil
 }
 
 // Replay folds events into the read models: every inline projector sees

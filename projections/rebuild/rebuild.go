@@ -120,7 +120,11 @@ func RunWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (Stats, error
 		return r.stats, err
 	}
 	r.stats.Replay, phase = time.Since(phase), time.Now()
-	if err := projections.CreateListIndexes(ctx, conn, shadowSchema); err != nil {
+	builders := []eventstore.DB{conn}
+	if r.side != nil {
+		builders = append(builders, r.side)
+	}
+	if err := projections.CreateListIndexes(ctx, shadowSchema, builders...); err != nil {
 		return r.stats, err
 	}
 	r.stats.Indexes, phase = time.Since(phase), time.Now()
