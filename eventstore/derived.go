@@ -5,12 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// Batcher sends a pgx batch: a pool, a connection or a transaction.
-type Batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
 
 // ExecDerived runs one statement that writes only what can be derived
 // again (a reader's position, rows made from the log), in a transaction
@@ -20,7 +16,11 @@ type Batcher interface {
 // loses at most the last such writes, which are made again. Everything
 // that commits synchronously after it (a command, a webhook's claim)
 // flushes it too: the WAL is flushed in order.
-func ExecDerived(ctx context.Context, db Batcher, sql string, args ...any) (pgconn.CommandTag, error) {
+//
+// It takes a pool, not a connection or a transaction: its COMMIT would end
+// a caller's transaction, and a connection it left in a failed one would
+// not be reset (a pool does not reuse such a connection).
+func ExecDerived(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (pgconn.CommandTag, error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SET LOCAL synchronous_commit = off`)
@@ -30,8 +30,6 @@ func ExecDerived(ctx context.Context, db Batcher, sql string, args ...any) (pgco
 		return nil
 	})
 	b.Queue(`COMMIT`)
-	// On a failure the connection is left in its failed transaction; a
-	// pool does not reuse such a connection.
-	err := db.SendBatch(ctx, b).Close()
+	err := pool.SendBatch(ctx, b).Close()
 	return tag, err
 }

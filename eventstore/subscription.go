@@ -103,7 +103,9 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	conn := pc.Conn()
 
 	first := &pgx.Batch{}
-	first.BeginTx(pgx.TxOptions{})
+	// READ COMMITTED whatever the server's default: the checkpoint's read
+	// must take its snapshot after the lock, not at the first statement.
+	first.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if s.Derived {
 		first.Queue(`SET LOCAL synchronous_commit = off`)
 	}

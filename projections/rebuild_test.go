@@ -974,3 +974,68 @@ func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
 	e.sync()
 	compare(t, "quiet rebuild", snapshot(t, e.ctx, e.pool), live)
 }
+
+// A subscription's first step ever inserts its checkpoint row while it
+// holds the subscription's lock. A rebuild swapping meanwhile must wait
+// for the lock before it makes the missing rows (it made them first, then
+// waited for the lock: the step's insert waited for the rebuild's, and
+// PostgreSQL broke the deadlock by failing one of them).
+func TestRebuildWaitsForAFirstStepWithoutDeadlock(t *testing.T) {
+	e := newEnv(t)
+	c := e.platform("First step")
+	va := e.openVA(c, "biz")
+	e.must(e.inbound(c, va, 1000, "rtp"))
+	e.sync()
+	name := projections.LedgerSubscription
+	if _, err := e.pool.Exec(e.ctx, `DELETE FROM subscription_checkpoints WHERE name = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	step, err := e.pool.Begin(e.ctx) // a first step, under way: it holds the lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer step.Rollback(context.Background())
+	if _, err := step.Exec(e.ctx, `SELECT pg_advisory_xact_lock($1)`, eventstore.SubscriptionLock(name)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var stats rebuild.Stats
+	go func() {
+		var err error
+		stats, err = rebuild.Run(e.ctx, e.pool)
+		done <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for { // bounded: until the rebuild waits for the step's lock
+		var waiting bool
+		if err := e.pool.QueryRow(e.ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%pg_advisory_xact_lock(k)%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the rebuild never waited for the step")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The step makes its row and commits; neither side may fail.
+	if _, err := step.Exec(e.ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, name); err != nil {
+		t.Fatalf("the first step's insert: %v", err)
+	}
+	if err := step.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("rebuild: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the rebuild did not finish")
+	}
+	if stats.SwapAttempts != 1 {
+		t.Errorf("the swap took %d attempts, want 1: it deadlocked with the step and tried again", stats.SwapAttempts)
+	}
+}

@@ -38,15 +38,18 @@ type Sender struct {
 	// RoundWait bounds how long a round waits for its requests; default
 	// DefaultRoundWait.
 	RoundWait time.Duration
+	// HoldBackAfter: an endpoint with a request unanswered for longer gets
+	// no new deliveries until it answers; default DefaultHoldBackAfter.
+	HoldBackAfter time.Duration
 
 	once    sync.Once
 	live    *http.Client
 	sandbox *http.Client
 
 	mu         sync.Mutex
-	slow       map[string]int // endpoint → its requests outstanding past their round
-	inFlight   map[string]int // endpoint → its requests sent and not yet answered
-	stragglers sync.WaitGroup // those requests
+	slow       map[string]int                  // endpoint → its requests outstanding past their round
+	inFlight   map[string]map[string]time.Time // endpoint → its requests sent and not yet answered → when claimed
+	stragglers sync.WaitGroup                  // those requests
 }
 
 // Lease is how long a claimed delivery is reserved for its sender.
@@ -60,7 +63,10 @@ func (s *Sender) init() {
 		s.live = NewClient(false)
 		s.sandbox = NewClient(s.AllowPrivate)
 		s.slow = map[string]int{}
-		s.inFlight = map[string]int{}
+		s.inFlight = map[string]map[string]time.Time{}
+		if s.HoldBackAfter <= 0 {
+			s.HoldBackAfter = DefaultHoldBackAfter
+		}
 		if s.RoundWait <= 0 {
 			s.RoundWait = DefaultRoundWait
 		}
@@ -178,9 +184,13 @@ func (s *Sender) claim(ctx context.Context) ([]job, error) {
 			&j.policy, &j.secrets)
 		return j, err
 	})
+	at := time.Now()
 	s.mu.Lock()
 	for _, j := range jobs {
-		s.inFlight[j.endpointID]++
+		if s.inFlight[j.endpointID] == nil {
+			s.inFlight[j.endpointID] = map[string]time.Time{}
+		}
+		s.inFlight[j.endpointID][j.id] = at
 	}
 	s.mu.Unlock()
 	return jobs, err
@@ -199,8 +209,9 @@ func (s *Sender) finish(ctx context.Context, jobs []job) error {
 			attempts[i] = s.post(ctx, jobs[i])
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.inFlight[jobs[i].endpointID]--; s.inFlight[jobs[i].endpointID] <= 0 {
-				delete(s.inFlight, jobs[i].endpointID)
+			ep := jobs[i].endpointID
+			if delete(s.inFlight[ep], jobs[i].id); len(s.inFlight[ep]) == 0 {
+				delete(s.inFlight, ep)
 			}
 		}()
 	}
@@ -269,10 +280,12 @@ func (s *Sender) straggle(ctx context.Context, jobs []job, late []int, answered 
 }
 
 // heldBackEndpoints are the endpoints the next claim leaves out: those
-// with a request outstanding past its round, and those with a whole
-// round's requests (2×Concurrency) unanswered, so that rounds going on at
-// once never put more than about a round's requests on one endpoint that
-// hangs.
+// with a request outstanding past its round, those with a round's worth
+// of requests (2×Concurrency) unanswered, and those with a request
+// unanswered for longer than HoldBackAfter. So an endpoint that hangs gets
+// into at most the rounds claimed in its first HoldBackAfter, with fewer
+// than four rounds' worth of requests: rounds going on at once do not all
+// end up waiting for it.
 func (s *Sender) heldBackEndpoints() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -280,13 +293,26 @@ func (s *Sender) heldBackEndpoints() []string {
 	for id := range s.slow {
 		ids = append(ids, id)
 	}
-	for id, n := range s.inFlight {
-		if n >= 2*s.Concurrency && s.slow[id] == 0 {
+	now := time.Now()
+	for id, requests := range s.inFlight {
+		if s.slow[id] > 0 {
+			continue
+		}
+		held := len(requests) >= 2*s.Concurrency
+		for _, at := range requests {
+			held = held || now.Sub(at) > s.HoldBackAfter
+		}
+		if held {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
+
+// DefaultHoldBackAfter is how long a request may go unanswered before its
+// endpoint gets no new deliveries (Sender.HoldBackAfter): far above what
+// an endpoint that keeps up takes, far below the round's wait.
+const DefaultHoldBackAfter = 100 * time.Millisecond
 
 // attempt is the outcome of one POST.
 type attempt struct {

@@ -607,3 +607,55 @@ func TestRoundsOverlap(t *testing.T) {
 		return e.delivery(t, waitsWH.ID, first).Status == "succeeded"
 	})
 }
+
+// TestAHangingEndpointIsHeldBack: an endpoint whose request has gone
+// unanswered for longer than HoldBackAfter gets no new deliveries while
+// rounds go on at once, so the rounds do not all end up waiting for it;
+// the other endpoints' deliveries still go out at once.
+func TestAHangingEndpointIsHeldBack(t *testing.T) {
+	e := setup(t)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	var requests atomic.Int32
+	out := make(chan struct{}, 10)
+	hangs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		out <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hangs.Close()
+	fast := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer fast.Close()
+	hangsWH, fastWH := e.createWebhook(t, hangs.URL, nil), e.createWebhook(t, fast.URL, nil)
+	first := e.test(t, hangsWH.ID)
+
+	s := e.sender(true)
+	s.RoundWait = time.Minute
+	s.HoldBackAfter = time.Millisecond
+	wake := make(chan struct{}, 1)
+	s.Wake = wake
+	ctx, cancel := context.WithCancel(e.ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); s.Run(ctx) }()
+	defer func() { unblock(); cancel(); <-stopped }()
+
+	<-out // the first request hangs; it is older than HoldBackAfter by the time the next claims run
+	second := e.test(t, hangsWH.ID)
+	other := e.test(t, fastWH.ID)
+	wake <- struct{}{}
+	waitFor(t, 5*time.Second, "the other endpoint's delivery to succeed", func() bool {
+		return e.delivery(t, fastWH.ID, other).Status == "succeeded"
+	})
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests reached the hanging endpoint, want 1 while its first is unanswered", n)
+	}
+	unblock()
+	waitFor(t, 5*time.Second, "the hanging endpoint's deliveries to succeed once it answers", func() bool {
+		return e.delivery(t, hangsWH.ID, first).Status == "succeeded" && e.delivery(t, hangsWH.ID, second).Status == "succeeded"
+	})
+}

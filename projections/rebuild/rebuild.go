@@ -36,6 +36,9 @@ type Stats struct {
 	// Refined counts the rounds that narrowed the candidates before the
 	// pause (none when the subscriber was not running).
 	Refined int
+	// SwapAttempts counts the tries of the swap's transaction (it gives
+	// way and tries again when a lock is contended or a deadlock broken).
+	SwapAttempts int
 	// Where the time went: the replay into the shadow (before the first
 	// comparison), building its list indexes, and the first comparison
 	// of live and shadow.
@@ -155,6 +158,7 @@ func RunWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (Stats, error
 		}
 	}
 	for attempt := 1; ; attempt++ {
+		r.stats.SwapAttempts = attempt
 		err = r.swap(ctx)
 		if err == nil || !eventstore.LockContended(err) || attempt >= maxSwapAttempts {
 			break
@@ -331,20 +335,23 @@ func (r *rebuild) swap(ctx context.Context) error {
 	r.stats.SwapEvents = 0
 	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		names := projections.AsyncNames()
-		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names); err != nil {
-			return err
-		}
 		// A subscriber owns its subscription by an advisory lock for each
 		// step (eventstore.SubscriptionLock): taking them waits for the
-		// steps under way and keeps the next ones out. Then the rows, for
-		// a process of an earlier release, which locked those; never in
-		// the other order, or a step waiting for its row at its end would
-		// deadlock with the rebuild waiting for its lock.
+		// steps under way and keeps the next ones out. Then the rows (made
+		// if missing), for a process of an earlier release, which locked
+		// those; never in the other order, or a step waiting for its row
+		// at its end would deadlock with the rebuild waiting for its lock.
 		var locks []int64
 		for _, name := range names {
 			locks = append(locks, eventstore.SubscriptionLock(name))
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM (SELECT unnest($1::bigint[]) AS k ORDER BY 1) l`, locks); err != nil {
+			return err
+		}
+		// After the locks: a step of a subscription without a row yet
+		// inserts it under its lock, and would wait for this insert while
+		// this transaction waited for its lock.
+		if _, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM subscription_checkpoints WHERE name = ANY($1) ORDER BY name FOR UPDATE`, names); err != nil {
