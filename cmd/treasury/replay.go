@@ -183,6 +183,12 @@ func replaySubscription(ctx context.Context, dbURL, name string, force bool) (*r
 	// Reset: the checkpoint back to the start, what the subscriber wrote gone.
 	t := time.Now()
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// The subscription's lock, as its steps hold it: a step under way
+		// finishes first, and none moves the checkpoint from where it read
+		// it to a position the reset has taken back.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, eventstore.SubscriptionLock(name)); err != nil {
+			return err
+		}
 		if len(r.tables) > 0 {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(r.tables, ", ")); err != nil {
 				return err
