@@ -910,23 +910,7 @@ func TestRebuildKeepsCommandsThatCommitWhileItWaits(t *testing.T) {
 		_, err := rebuild.Run(e.ctx, e.pool)
 		done <- err
 	}()
-	// Wait (bounded) until the rebuild blocks on the subscribers' locks.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting bool
-		if err := e.pool.QueryRow(e.ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'
-              AND query LIKE '%pg_advisory_xact_lock(k)%')`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the rebuild never waited for the subscriber")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	e.waitForSwapToWaitForSubscribers(t)
 
 	// Commands commit while the rebuild waits.
 	fee := e.must(e.manual(c, ledger.TypeFee, va, "debit", 300))
@@ -1005,21 +989,7 @@ func TestRebuildWaitsForAFirstStepWithoutDeadlock(t *testing.T) {
 		stats, err = rebuild.Run(e.ctx, e.pool)
 		done <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for { // bounded: until the rebuild waits for the step's lock
-		var waiting bool
-		if err := e.pool.QueryRow(e.ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%pg_advisory_xact_lock(k)%')`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the rebuild never waited for the step")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	e.waitForSwapToWaitForSubscribers(t)
 	// The step makes its row and commits; neither side may fail.
 	if _, err := step.Exec(e.ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, name); err != nil {
 		t.Fatalf("the first step's insert: %v", err)
@@ -1037,5 +1007,27 @@ func TestRebuildWaitsForAFirstStepWithoutDeadlock(t *testing.T) {
 	}
 	if stats.SwapAttempts != 1 {
 		t.Errorf("the swap took %d attempts, want 1: it deadlocked with the step and tried again", stats.SwapAttempts)
+	}
+}
+
+// waitForSwapToWaitForSubscribers waits (bounded) until a rebuild's swap
+// is blocked on the subscribers' locks.
+func (e *env) waitForSwapToWaitForSubscribers(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting bool
+		if err := e.pool.QueryRow(e.ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'
+              AND query LIKE '%pg_advisory_xact_lock(k)%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the rebuild never waited for the subscribers' locks")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -502,19 +502,8 @@ func TestSenderKeepsAnotherSendersOutcome(t *testing.T) {
 // client's 10 s).
 func TestSlowEndpointDoesNotHoldTheOthers(t *testing.T) {
 	e := setup(t)
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	defer unblock()
-	var slowRequests atomic.Int32
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		slowRequests.Add(1)
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer slow.Close()
+	slow := newHangingEndpoint(t)
+	unblock, slowRequests := slow.release, &slow.requests
 	fast := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer fast.Close()
 	slowWH, fastWH := e.createWebhook(t, slow.URL, nil), e.createWebhook(t, fast.URL, nil)
@@ -566,19 +555,8 @@ func TestSlowEndpointDoesNotHoldTheOthers(t *testing.T) {
 // round (Run keeps up to MaxRounds rounds going).
 func TestRoundsOverlap(t *testing.T) {
 	e := setup(t)
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	defer unblock()
-	waiting := make(chan struct{}, 1)
-	waits := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		waiting <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer waits.Close()
+	waits := newHangingEndpoint(t)
+	unblock, waiting := waits.release, waits.arrived
 	fast := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer fast.Close()
 	waitsWH, fastWH := e.createWebhook(t, waits.URL, nil), e.createWebhook(t, fast.URL, nil)
@@ -614,21 +592,8 @@ func TestRoundsOverlap(t *testing.T) {
 // the other endpoints' deliveries still go out at once.
 func TestAHangingEndpointIsHeldBack(t *testing.T) {
 	e := setup(t)
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	defer unblock()
-	var requests atomic.Int32
-	out := make(chan struct{}, 10)
-	hangs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		out <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer hangs.Close()
+	hangs := newHangingEndpoint(t)
+	unblock, requests, out := hangs.release, &hangs.requests, hangs.arrived
 	fast := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer fast.Close()
 	hangsWH, fastWH := e.createWebhook(t, hangs.URL, nil), e.createWebhook(t, fast.URL, nil)
@@ -658,4 +623,34 @@ func TestAHangingEndpointIsHeldBack(t *testing.T) {
 	waitFor(t, 5*time.Second, "the hanging endpoint's deliveries to succeed once it answers", func() bool {
 		return e.delivery(t, hangsWH.ID, first).Status == "succeeded" && e.delivery(t, hangsWH.ID, second).Status == "succeeded"
 	})
+}
+
+// hangingEndpoint is a webhook receiver whose requests wait until release
+// is called (or their request ends). It counts them, and signals each on
+// arrived (buffered; one past its room is not signalled).
+type hangingEndpoint struct {
+	*httptest.Server
+	requests atomic.Int32
+	arrived  chan struct{}
+	release  func()
+}
+
+func newHangingEndpoint(t *testing.T) *hangingEndpoint {
+	h := &hangingEndpoint{arrived: make(chan struct{}, 64)}
+	released := make(chan struct{})
+	var once sync.Once
+	h.release = func() { once.Do(func() { close(released) }) }
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.requests.Add(1)
+		select {
+		case h.arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-released:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { h.release(); h.Server.Close() })
+	return h
 }
