@@ -116,9 +116,9 @@ func TestSubscriptionUsesWhatItReadAhead(t *testing.T) {
 	if n, err := sub.CatchUp(ctx); n != 12 || err != nil {
 		t.Fatalf("catch up = %d, %v; want 12", n, err)
 	}
-	// The first step reads its batch (twice: its read beside the lock of
-	// the checkpoint finds no checkpoint yet, as only a subscription's
-	// first step does); each of the four full steps reads the next one
+	// The first step reads its batch (twice: the read in its first round
+	// trip finds no checkpoint yet, as only a subscription's first step
+	// does); each of the four full steps reads the next one
 	// ahead, used by the next step; the last read ahead finds nothing
 	// (not full), so the last step reads for itself: 7. Never using what
 	// was read ahead would take 2 a full step and 1: 10.
