@@ -103,3 +103,42 @@ func TestCommandRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxBatchRoundTrips pins the sandbox rail's batch at three round
+// trips whatever its size: BEGIN with the payments' streams, the journal
+// entries, and the appends, projections and COMMIT in one batch (6 before
+// it was pipelined: BEGIN, the loads, the appends, the projections and
+// COMMIT each on their own). Its transaction takes an id only in the last.
+func TestSandboxBatchRoundTrips(t *testing.T) {
+	tr := &roundTripTracer{}
+	pool := pgtest.TracedPool(t, tr, 4)
+	e := &env{t: t, ctx: testCtx(t), pool: pool, a: app.New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	c, va := payReady(e, 1_000_000)
+
+	batch := func(n int) []app.SandboxPaymentAction {
+		var acts []app.SandboxPaymentAction
+		for range n {
+			res, err := payCreate(e, c, payRequest(va, 100, "rtp"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			acts = append(acts, app.SandboxPaymentAction{PaymentID: res.ID, Submit: true},
+				app.SandboxPaymentAction{PaymentID: res.ID})
+		}
+		return acts
+	}
+	warm := batch(1)
+	tr.count(t, func() error { return e.a.RunSandboxPaymentActions(e.ctx, warm) }) // prepares the statements
+	for _, n := range []int{1, 20} {
+		acts := batch(n)
+		got := tr.count(t, func() error { return e.a.RunSandboxPaymentActions(e.ctx, acts) })
+		if got != 3 {
+			t.Errorf("a batch of %d payments: %d round trips, want 3", n, got)
+		}
+		for _, act := range acts {
+			if s := payStatus(e, act.PaymentID); s != "completed" {
+				t.Fatalf("payment %s is %s after the batch, want completed", act.PaymentID, s)
+			}
+		}
+	}
+}

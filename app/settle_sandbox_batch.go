@@ -29,9 +29,12 @@ type SandboxPaymentAction struct {
 // Each action appends, with its own metadata, exactly the events
 // SubmitPayment or SettleSandboxPayment would append on its own, and the
 // inline projections apply them alike; one payment's actions run in the
-// order given. The payments' streams and journal entries are read in two
-// statements, and the events of all actions appended in one round trip
-// (AppendAll, each action with its own metadata). No balance row is locked
+// order given. The command is pipelined, in three round trips: BEGIN with
+// the payments' streams, the journal entries, and then the events of all
+// actions (each with its own metadata), the inline projections and COMMIT
+// in one batch. The transaction takes its id at its first append, so it
+// holds back the log's readers (which read below the oldest transaction
+// still running) for one round trip, not three. No balance row is locked
 // up front (see below); a deadlock or a stream that moved meanwhile is
 // retried by the runner, the whole batch.
 //
@@ -49,7 +52,7 @@ func (a *App) RunSandboxPaymentActions(ctx context.Context, actions []SandboxPay
 			ids = append(ids, act.PaymentID)
 		}
 	}
-	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+	_, err := a.execute(ctx, command{pipelined: true}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		return Result{}, runSandboxPaymentActions(ctx, tx, actions, ids)
 	})
 	return err
@@ -136,7 +139,7 @@ func runSandboxPaymentActions(ctx context.Context, tx *commandTx, actions []Sand
 		return nil
 	}
 	// Each request carries its action's metadata (AppendRequest.Meta).
-	return appendAndProjectAll(ctx, tx, Meta{}, reqs...)
+	return tx.appendProjectReadAndCommit(ctx, Meta{}, nil, reqs...)
 }
 
 // sandboxVerdict is SettleSandboxPayment's command: the magic destination
@@ -165,10 +168,24 @@ type batchEntry struct {
 	err     error
 }
 
-// loadPayments folds the payments' streams, read in one statement, as
-// loadStream folds one.
-func loadPayments(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*batchPayment, error) {
-	recs, err := loadStreams(ctx, tx, payments, ids)
+// loadPayments folds the payments' streams, read in one statement (the
+// command's first batch), as loadStream folds one.
+func loadPayments(ctx context.Context, tx *commandTx, ids []string) (map[string]*batchPayment, error) {
+	b := &pgx.Batch{}
+	b.Queue(loadStreamsSQL, streamIDs(payments, ids))
+	br, err := tx.sendFirst(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	recs, err := scanStreams(rows)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -221,15 +238,20 @@ const loadStreamsSQL = `SELECT stream_id, stream_version, event_type, coalesce(p
 
 // loadStreams reads the streams of the aggregates ids of one kind.
 func loadStreams[S any](ctx context.Context, tx pgx.Tx, g aggregate[S], ids []string) (map[string][]eventstore.RecordedEvent, error) {
-	streams := make([]string, len(ids))
-	for i, id := range ids {
-		streams[i] = g.streamID(id)
-	}
-	rows, err := tx.Query(ctx, loadStreamsSQL, streams)
+	rows, err := tx.Query(ctx, loadStreamsSQL, streamIDs(g, ids))
 	if err != nil {
 		return nil, err
 	}
 	return scanStreams(rows)
+}
+
+// streamIDs are the streams of the aggregates ids of one kind.
+func streamIDs[S any](g aggregate[S], ids []string) []string {
+	streams := make([]string, len(ids))
+	for i, id := range ids {
+		streams[i] = g.streamID(id)
+	}
+	return streams
 }
 
 func scanStreams(rows pgx.Rows) (map[string][]eventstore.RecordedEvent, error) {
