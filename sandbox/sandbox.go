@@ -307,6 +307,9 @@ const (
 type job struct {
 	id, action, object string
 	due                time.Time
+	// account is a payment's virtual account (empty for other objects):
+	// the balance row its settlement updates.
+	account string
 }
 
 // step orders one object's actions: a payment is submitted before it
@@ -449,23 +452,47 @@ func paymentGroup(g []job) bool {
 
 // units splits the claimed groups into what one worker performs at a
 // time: a batch of payment groups, or one other group alone. Payments go
-// in batches of at most PaymentBatch, but spread over the workers rather
-// than left to one of them.
+// in batches of about PaymentBatch, spread over the workers rather than
+// left to one of them, and grouped by account: a batch locks the balance
+// rows of its accounts at its end, and batches that shared accounts (say,
+// ten hot ones) queued for each row behind the API's payments while
+// holding the rows they had locked already, which the API's payments then
+// waited for in turn (a convoy). Now two batches share an account only
+// when it alone has more than a batch due, and then those batches lock its
+// row only.
 func (s *Simulator) units(groups [][]job) [][][]job {
 	var units [][][]job
-	var pays [][]job
+	byAccount := map[string][][]job{}
+	var accounts []string // in the order of their oldest group
+	pays := 0
 	for _, g := range groups {
-		if paymentGroup(g) {
-			pays = append(pays, g)
-		} else {
+		if !paymentGroup(g) {
 			units = append(units, [][]job{g})
+			continue
+		}
+		a := g[0].account
+		if _, ok := byAccount[a]; !ok {
+			accounts = append(accounts, a)
+		}
+		byAccount[a] = append(byAccount[a], g)
+		pays++
+	}
+	size := min(s.paymentBatch(), max(1, (pays+s.workers()-1)/s.workers()))
+	var unit [][]job
+	for _, a := range accounts {
+		gs := byAccount[a]
+		for len(gs) > size { // one account's backlog: batches of it alone, one row each
+			units = append(units, gs[:size:size])
+			gs = gs[size:]
+		}
+		unit = append(unit, gs...)
+		if len(unit) >= size {
+			units = append(units, unit)
+			unit = nil
 		}
 	}
-	size := min(s.paymentBatch(), max(1, (len(pays)+s.workers()-1)/s.workers()))
-	for len(pays) > 0 {
-		n := min(size, len(pays))
-		units = append(units, pays[:n:n])
-		pays = pays[n:]
+	if len(unit) > 0 {
+		units = append(units, unit)
 	}
 	return units
 }
@@ -504,13 +531,15 @@ func (s *Simulator) claim(ctx context.Context) (groups [][]job, short bool, err 
                 WHERE p.id = $4::text || ':' || substr(c.id, length($3::text) + 2) AND p.due_at > c.due_at))
             ORDER BY due_at, action <> $4::text LIMIT $2 FOR UPDATE OF c SKIP LOCKED)
         UPDATE sandbox_schedule s SET due_at = now() + $1::interval FROM due WHERE s.id = due.id
-        RETURNING s.id, s.action, due.due_at`, Lease.String(), batch, actionSettlePayment, actionSubmitPayment)
+        RETURNING s.id, s.action, due.due_at, coalesce((SELECT virtual_account_id FROM payments
+            WHERE s.action IN ($3, $4) AND id = substr(s.id, strpos(s.id, ':') + 1)), '')`,
+		Lease.String(), batch, actionSettlePayment, actionSubmitPayment)
 	if err != nil {
 		return nil, false, err
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
 		var j job
-		err := r.Scan(&j.id, &j.action, &j.due)
+		err := r.Scan(&j.id, &j.action, &j.due, &j.account)
 		_, j.object, _ = strings.Cut(j.id, ":")
 		return j, err
 	})

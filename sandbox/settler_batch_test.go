@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
@@ -336,5 +338,64 @@ func TestSchedulingWakesTheSettler(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+}
+
+// Given payments of four accounts created in turn, when one round settles
+// them over four workers, then no two of its transactions share an
+// account: a batch holding some accounts' balance rows never queues for
+// another's behind the API's payments (the convoy that held ten hot
+// accounts' payments back). Each account's payments settle together.
+func TestSettlerBatchesDoNotShareAccounts(t *testing.T) {
+	s := newSetup(t, pgtest.URL(t), 1, 1)
+	ctx := s.ctx
+	s.payApprove()
+	const accounts, perAccount = 4, 6
+	var vas []string
+	for range accounts {
+		vas = append(vas, s.payOpen(100_000))
+	}
+	var ids []string
+	for range perAccount {
+		for _, va := range vas {
+			ids = append(ids, s.payCreate(va, 1_000, "rtp", "123456789"))
+		}
+	}
+	sim := &sandbox.Simulator{App: s.a, Pool: s.pool, Workers: accounts}
+	catchUp(t, ctx, sim)
+	settlerAllDue(t, ctx, s.pool)
+	if n, err := sim.SettleDue(ctx); n != len(ids) || err != nil {
+		t.Fatalf("SettleDue = %d, %v; want all %d payments settled", n, err, len(ids))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT e.transaction_id::text, array_agg(DISTINCT p.virtual_account_id ORDER BY p.virtual_account_id)
+        FROM events e JOIN payments p ON 'payment-' || p.id = e.stream_id
+        WHERE e.event_type = 'payment.completed' AND p.id = ANY($1) GROUP BY 1`, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txAccounts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]string, error) {
+		var tx string
+		var acc []string
+		err := r.Scan(&tx, &acc)
+		return acc, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, acc := range txAccounts {
+		for _, a := range acc {
+			seen[a]++
+		}
+	}
+	for _, acc := range txAccounts {
+		for _, a := range acc {
+			if seen[a] > 1 {
+				t.Errorf("account %s settled in %d transactions, one of them with accounts %v", a, seen[a], acc)
+			}
+		}
+	}
+	if len(seen) != accounts {
+		t.Errorf("%d accounts settled, want %d", len(seen), accounts)
 	}
 }
