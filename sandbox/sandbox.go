@@ -481,9 +481,13 @@ func (s *Simulator) units(groups [][]job) [][][]job {
 	var unit [][]job
 	for _, a := range accounts {
 		gs := byAccount[a]
-		for len(gs) > size { // one account's backlog: batches of it alone, one row each
-			units = append(units, gs[:size:size])
-			gs = gs[size:]
+		if len(gs) > size { // one account's backlog: batches of it alone, one row each
+			for len(gs) > 0 {
+				n := min(size, len(gs))
+				units = append(units, gs[:n:n])
+				gs = gs[n:]
+			}
+			continue
 		}
 		unit = append(unit, gs...)
 		if len(unit) >= size {
