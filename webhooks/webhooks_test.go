@@ -590,6 +590,13 @@ func TestRoundsOverlap(t *testing.T) {
 // unanswered for longer than HoldBackAfter gets no new deliveries while
 // rounds go on at once, so the rounds do not all end up waiting for it;
 // the other endpoints' deliveries still go out at once.
+//
+// The claim that follows the first one's at once may still take the
+// hanging endpoint's deliveries (its request is not yet HoldBackAfter
+// old), so the second delivery is made only after a delivery to the other
+// endpoint went out: claims run one after the other, so that one is over
+// by then. A delivery made after the second and sent proves that a later
+// claim has looked at the second.
 func TestAHangingEndpointIsHeldBack(t *testing.T) {
 	e := setup(t)
 	hangs := newHangingEndpoint(t)
@@ -601,7 +608,7 @@ func TestAHangingEndpointIsHeldBack(t *testing.T) {
 
 	s := e.sender(true)
 	s.RoundWait = time.Minute
-	s.HoldBackAfter = time.Millisecond
+	s.HoldBackAfter = time.Nanosecond
 	wake := make(chan struct{}, 1)
 	s.Wake = wake
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -609,13 +616,21 @@ func TestAHangingEndpointIsHeldBack(t *testing.T) {
 	go func() { defer close(stopped); s.Run(ctx) }()
 	defer func() { unblock(); cancel(); <-stopped }()
 
-	<-out // the first request hangs; it is older than HoldBackAfter by the time the next claims run
+	sendToFast := func(what string) {
+		t.Helper()
+		id := e.test(t, fastWH.ID)
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+		waitFor(t, 5*time.Second, what, func() bool {
+			return e.delivery(t, fastWH.ID, id).Status == "succeeded"
+		})
+	}
+	<-out // the first request hangs
+	sendToFast("the other endpoint's delivery to succeed while the first request hangs")
 	second := e.test(t, hangsWH.ID)
-	other := e.test(t, fastWH.ID)
-	wake <- struct{}{}
-	waitFor(t, 5*time.Second, "the other endpoint's delivery to succeed", func() bool {
-		return e.delivery(t, fastWH.ID, other).Status == "succeeded"
-	})
+	sendToFast("the other endpoint's next delivery to succeed")
 	if n := requests.Load(); n != 1 {
 		t.Errorf("%d requests reached the hanging endpoint, want 1 while its first is unanswered", n)
 	}
