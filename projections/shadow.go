@@ -49,6 +49,9 @@ func CreateTables(ctx context.Context, db eventstore.DB, schema string) error {
 // connection takes the next statement when it is done with one, the
 // biggest tables' first; the statistics come after every index.
 func CreateListIndexes(ctx context.Context, schema string, dbs ...eventstore.DB) error {
+	if len(dbs) == 0 {
+		return errors.New("projections: CreateListIndexes needs a connection")
+	}
 	builds, err := indexDefinitions(ctx, dbs[0], schema, false)
 	if err != nil {
 		return err

@@ -64,3 +64,11 @@ func TestCreateListIndexesOnTwoConnections(t *testing.T) {
 		t.Errorf("%d shadow tables have no statistics", unanalyzed)
 	}
 }
+
+// CreateListIndexes with no connection to build on is an error, not a
+// panic.
+func TestCreateListIndexesWithoutAConnection(t *testing.T) {
+	if err := projections.CreateListIndexes(context.Background(), "shadow_test"); err == nil {
+		t.Fatal("CreateListIndexes with no connection succeeded")
+	}
+}
