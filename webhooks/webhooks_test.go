@@ -564,12 +564,8 @@ func TestRoundsOverlap(t *testing.T) {
 
 	s := e.sender(true)
 	s.RoundWait = time.Minute // a round that waits, for longer than the test
-	wake := make(chan struct{}, 1)
-	s.Wake = wake
-	ctx, cancel := context.WithCancel(e.ctx)
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); s.Run(ctx) }()
-	defer func() { unblock(); cancel(); <-stopped }()
+	wake, stop := runSender(e, s)
+	defer func() { unblock(); stop() }()
 
 	<-waiting // the first round's request is out, unanswered
 	second := e.test(t, fastWH.ID)
@@ -609,12 +605,8 @@ func TestAHangingEndpointIsHeldBack(t *testing.T) {
 	s := e.sender(true)
 	s.RoundWait = time.Minute
 	s.HoldBackAfter = time.Nanosecond
-	wake := make(chan struct{}, 1)
-	s.Wake = wake
-	ctx, cancel := context.WithCancel(e.ctx)
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); s.Run(ctx) }()
-	defer func() { unblock(); cancel(); <-stopped }()
+	wake, stop := runSender(e, s)
+	defer func() { unblock(); stop() }()
 
 	sendToFast := func(what string) {
 		t.Helper()
@@ -638,6 +630,16 @@ func TestAHangingEndpointIsHeldBack(t *testing.T) {
 	waitFor(t, 5*time.Second, "the hanging endpoint's deliveries to succeed once it answers", func() bool {
 		return e.delivery(t, hangsWH.ID, first).Status == "succeeded" && e.delivery(t, hangsWH.ID, second).Status == "succeeded"
 	})
+}
+
+// runSender runs s until stop, woken by sends on wake.
+func runSender(e env, s *webhooks.Sender) (wake chan struct{}, stop func()) {
+	wake = make(chan struct{}, 1)
+	s.Wake = wake
+	ctx, cancel := context.WithCancel(e.ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); s.Run(ctx) }()
+	return wake, func() { cancel(); <-stopped }
 }
 
 // hangingEndpoint is a webhook receiver whose requests wait until release
