@@ -452,7 +452,7 @@ func paymentGroup(g []job) bool {
 
 // units splits the claimed groups into what one worker performs at a
 // time: a batch of payment groups, or one other group alone. Payments go
-// in batches of about PaymentBatch, spread over the workers rather than
+// in batches of at most PaymentBatch, spread over the workers rather than
 // left to one of them, and grouped by account: a batch locks the balance
 // rows of its accounts at its end, and batches that shared accounts (say,
 // ten hot ones) queued for each row behind the API's payments while
@@ -489,11 +489,11 @@ func (s *Simulator) units(groups [][]job) [][][]job {
 			}
 			continue
 		}
-		unit = append(unit, gs...)
-		if len(unit) >= size {
+		if len(unit)+len(gs) > size { // never more than a batch
 			units = append(units, unit)
 			unit = nil
 		}
+		unit = append(unit, gs...)
 	}
 	if len(unit) > 0 {
 		units = append(units, unit)

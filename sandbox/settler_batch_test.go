@@ -409,3 +409,42 @@ func TestSettlerBatchesDoNotShareAccounts(t *testing.T) {
 		t.Errorf("the account with %d payments due settled in %d transactions: the test wants it split", heavy, seen[vas[accounts]])
 	}
 }
+
+// Given four accounts with three payments due each, when one worker
+// settles them in batches of at most five, then no transaction settles
+// more than five: accounts are kept whole, but never past the batch.
+func TestSettlerBatchesKeepToPaymentBatch(t *testing.T) {
+	s := newSetup(t, pgtest.URL(t), 1, 1)
+	ctx := s.ctx
+	s.payApprove()
+	var vas, ids []string
+	for range 4 {
+		vas = append(vas, s.payOpen(100_000))
+	}
+	for range 3 {
+		for _, va := range vas {
+			ids = append(ids, s.payCreate(va, 1_000, "rtp", "123456789"))
+		}
+	}
+	sim := &sandbox.Simulator{App: s.a, Pool: s.pool, Workers: 1, PaymentBatch: 5}
+	catchUp(t, ctx, sim)
+	settlerAllDue(t, ctx, s.pool)
+	if n, err := sim.SettleDue(ctx); n != len(ids) || err != nil {
+		t.Fatalf("SettleDue = %d, %v; want all %d payments settled", n, err, len(ids))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT count(*) FROM events
+        WHERE event_type = 'payment.completed' AND stream_id = ANY(SELECT 'payment-' || unnest($1::text[]))
+        GROUP BY transaction_id`, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range sizes {
+		if n > 5 {
+			t.Errorf("a transaction settled %d payments, more than PaymentBatch (5); all: %v", n, sizes)
+		}
+	}
+}
