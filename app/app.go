@@ -117,15 +117,23 @@ func appendProjectAndRead(ctx context.Context, tx pgx.Tx, meta Meta, read func(e
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // appendProjectReadAndCommit is appendProjectAndRead for a pipelined
-// command's last round trip: the appends (which fail on a conflict, so
-// that nothing after them runs), the inline projections' writes, read's
+// command's last round trip: what beforeAppend queued, the appends (which
+// fail on a conflict, so that nothing after them runs), the inline projections' writes, read's
 // single-row query and COMMIT, in one batch. Not pipelined, it is
 // appendProjectAndRead and the runner commits.
 func (tx *commandTx) appendProjectReadAndCommit(ctx context.Context, meta Meta, read func(eventstore.DB) error, reqs ...eventstore.AppendRequest) error {
 	if !tx.cmd.pipelined {
+		if tx.head != nil {
+			if err := tx.SendBatch(ctx, tx.head).Close(); err != nil {
+				return err
+			}
+		}
 		return appendProjectAndRead(ctx, tx, meta, read, reqs...)
 	}
 	b := &pgx.Batch{}
+	if tx.head != nil {
+		b.QueuedQueries = append(b.QueuedQueries, tx.head.QueuedQueries...)
+	}
 	var all []eventstore.RecordedEvent
 	for _, r := range reqs {
 		recs, err := eventstore.QueueAppend(b, r, meta)

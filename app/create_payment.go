@@ -9,25 +9,31 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/kyb"
+	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
-// CreatePayment accepts a payment and holds amount + fee, in one
-// transaction under the account's balance lock. The rules and their
-// order are payment.DecideCreate's; this loads their inputs and appends
-// what it decides.
+// CreatePayment accepts a payment and holds amount + fee. The rules and
+// their order are payment.DecideCreate's; this loads their inputs and
+// appends what it decides.
 //
-// It is the hot path, so it runs pipelined, in two round trips: one batch
-// with BEGIN, the writer gate, the check of a cached API key, the claim
-// of the idempotency key (with the new payment's id, so no second write
-// is needed), the lock of the balance row and the reads the rules need;
-// then, the decision made in Go, one batch with the two appends, the
-// inline projections' writes, the read of the payment to answer with and
-// COMMIT. The balance row is locked for one round trip. Only a daily
-// limit (its sum) or a platform with no chart yet costs more; a refusal
-// costs a ROLLBACK.
+// It is the hot path, so it runs pipelined, in two round trips, and holds
+// nothing while it decides. The first batch (BEGIN, the writer gate, the
+// check of a cached API key, then the look-up of the idempotency key and
+// the reads the rules need) writes and locks nothing, so the transaction
+// takes no id: the log's readers, which wait for every older transaction
+// id to end, never wait for a payment's decision. The second batch claims
+// the key, locks the account's balance row, checks that what the decision
+// relied on still holds (payment.DecidedOn: funds for the hold, the
+// account's status, its business's KYB status, the daily limit), then
+// appends, writes the inline projections, reads the payment to answer
+// with, and commits. The balance row is locked only for that one round
+// trip. When the check fails (another payment took the funds, the account
+// was frozen), nothing was written: the command reads and decides again.
+// Only a daily limit (its sum) or a platform with no chart yet costs a
+// round trip more; a refusal costs a ROLLBACK.
 func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c Caller, req payment.Request) (Result, error) {
 	// Validated before the idempotency key is looked at: a malformed
 	// request is a 400 whatever key it carries.
@@ -39,11 +45,11 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 	}
 	meta = withIdempotencyKey(meta, idem)
 	id := domain.NewID(domain.PrefixPayment)
-	cmd := command{idem: idem, resourceID: id, claimInBatch: true, pipelined: true, verifyKeyID: c.VerifyKeyID}
+	cmd := command{idem: idem, resourceID: id, claimAtCommit: true, pipelined: true, verifyKeyID: c.VerifyKeyID}
 	return a.execute(ctx, cmd, func(ctx context.Context, tx *commandTx) (Result, error) {
-		in, err := loadPaymentInputs(ctx, tx, c, idem, id, req.VirtualAccountID)
-		if err != nil || !in.claimed {
-			return Result{}, err // not claimed: the runner replays the earlier result
+		in, err := loadPaymentInputs(ctx, tx, c, req.VirtualAccountID)
+		if err != nil || !in.keyFree {
+			return Result{}, err // the key is taken: the runner replays the earlier result
 		}
 		decision := in.decisionInputs(c, idem, req, id, now())
 		// The parties' rules need nothing more: a payment they refuse makes
@@ -66,7 +72,9 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		if err != nil {
 			return Result{}, err
 		}
-		created, recorded := events[0], events[1]
+		created, recorded := events[0], events[1].(ledger.Recorded)
+		tx.claimAtCommit()
+		queueStillStands(tx, payment.DecidedOn(decision, recorded))
 		res := Result{ID: id}
 		// The answer is read in the same batch as the inline writes: no
 		// read-back after the commit, on another connection.
@@ -92,36 +100,26 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 
 // paymentInputs is what CreatePayment's rules read.
 type paymentInputs struct {
-	claimed   bool // false: the idempotency key was used before
-	account   lockedAccount
+	keyFree   bool // false: the idempotency key was used before
+	account   payment.Sender
 	kybStatus string
 	settings  queries.SettingsView
 	fees      map[string]int64
 	chart     map[string]string
 }
 
-// loadPaymentInputs claims the idempotency key for paymentID, locks the
-// account's balance row and reads the rules' inputs, in one batch. The
-// statements run in order, each with its own snapshot, so the account's
-// status is read after its lock was granted (a close committed by the
-// lock's previous holder is seen).
-func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, idem *Idempotency, paymentID, accountID string) (paymentInputs, error) {
+// loadPaymentInputs looks the idempotency key up and reads the rules'
+// inputs, in one batch that locks and writes nothing: what the decision
+// relies on is checked again under the balance lock (queueStillStands).
+func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, accountID string) (paymentInputs, error) {
 	var in paymentInputs
 	env := c.Environment.String()
 	b := &pgx.Batch{}
-	tx.queueClaim(b)
-	// Only a request that claimed the key locks the row: a replay must not
-	// queue behind the account's payments in flight.
-	b.Queue(`SELECT b.posted, b.pending_inbound, b.pending_outbound
+	tx.queueKeyLookup(b)
+	b.Queue(`SELECT b.posted, b.pending_inbound, b.pending_outbound, v.status, v.ledger_account_id, coalesce(k.status, $4)
         FROM account_balances b JOIN virtual_accounts v ON v.id = b.virtual_account_id
-        WHERE b.virtual_account_id = $1 AND v.platform_id = $2 AND v.environment = $3
-          AND EXISTS (SELECT 1 FROM idempotency_keys
-                      WHERE scope = $4 AND environment = $5 AND key = $6 AND resource_id = $7)
-        FOR UPDATE OF b`, accountID, c.PlatformID, env, idem.Scope, idem.Environment, idem.Key, paymentID)
-	b.Queue(`SELECT v.status, v.entity_ref, v.ledger_account_id, coalesce(k.status, $2)
-        FROM virtual_accounts v LEFT JOIN kyb_entities k
-          ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref
-        WHERE v.id = $1`, accountID, kyb.StatusNotStarted)
+          LEFT JOIN kyb_entities k ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref
+        WHERE b.virtual_account_id = $1 AND v.platform_id = $2 AND v.environment = $3`, accountID, c.PlatformID, env, kyb.StatusNotStarted)
 	b.Queue(queries.SettingsQuery, c.PlatformID, env)
 	b.Queue(`SELECT fee_schedule FROM platforms WHERE id = $1`, c.PlatformID)
 	b.Queue(`SELECT code, id FROM ledger_accounts WHERE platform_id = $1 AND environment = $2 AND virtual_account_id IS NULL`,
@@ -132,20 +130,17 @@ func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, idem *Idemp
 	}
 	defer br.Close()
 
-	if in.claimed, err = tx.claimed(br); err != nil {
-		return in, err
-	}
-	in.account.ID = accountID
-	bal := &in.account.Balance
-	if err := br.QueryRow().Scan(&bal.Posted, &bal.PendingInbound, &bal.PendingOutbound); errors.Is(err, pgx.ErrNoRows) {
-		if in.claimed {
-			return in, domain.NotFound("virtual_account", accountID)
-		}
-	} else if err != nil {
+	if in.keyFree, err = tx.keyFree(br); err != nil || !in.keyFree {
 		return in, err
 	}
 	acc := &in.account
-	if err := br.QueryRow().Scan(&acc.Status, &acc.EntityRef, &acc.LedgerAccountID, &in.kybStatus); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	acc.ID = accountID
+	bal := &acc.Balance
+	err = br.QueryRow().Scan(&bal.Posted, &bal.PendingInbound, &bal.PendingOutbound, &acc.Status, &acc.LedgerAccountID, &in.kybStatus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return in, domain.NotFound("virtual_account", accountID)
+	}
+	if err != nil {
 		return in, err
 	}
 	if in.settings, err = queries.ScanSettings(br.QueryRow(), c.PlatformID, c.Environment); err != nil {
@@ -173,28 +168,48 @@ func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, idem *Idemp
 	return in, br.Close()
 }
 
+// queueStillStands queues, at the head of the command's last batch, the
+// lock of the account's balance row and then, in a statement of its own
+// (so that it reads what the lock's previous holder committed), the check
+// of s: it raises decision_inputs_changed (eventstore.InputsChangedState,
+// retried by the runner) unless the row still has the hold's funds, the
+// account and its business the statuses decided on, and the day's
+// payments room within the limit. Its funds arithmetic is
+// ledger.Balance.Available's, in SQL.
+func queueStillStands(tx *commandTx, s payment.StandsIf) {
+	tx.beforeAppend(`SELECT 1 FROM account_balances WHERE virtual_account_id = $1 FOR UPDATE`, s.AccountID)
+	tx.beforeAppend(`SELECT CASE WHEN b.posted - b.pending_outbound >= $4 AND v.status = $5 AND coalesce(k.status, $6) = $7
+            AND ($8::bigint IS NULL OR (`+spentTodaySQL+`) <= $8)
+        THEN 1 ELSE decision_inputs_changed($1) END
+        FROM account_balances b JOIN virtual_accounts v ON v.id = b.virtual_account_id
+          LEFT JOIN kyb_entities k ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref
+        WHERE b.virtual_account_id = $1`,
+		s.AccountID, s.DayStart, s.DayEnd, s.MinAvailable, s.AccountStatus, kyb.StatusNotStarted, s.KYBStatus, s.MaxSpentToday)
+}
+
 // decisionInputs are the rules' inputs as loaded, for DecideCreate; the
 // daily sum and a new chart are filled in later, when needed.
 func (in paymentInputs) decisionInputs(c Caller, idem *Idempotency, req payment.Request, paymentID string, at time.Time) payment.CreateInputs {
-	acc := in.account
 	return payment.CreateInputs{Request: req, PlatformID: c.PlatformID, Environment: c.Environment, IdempotencyKey: idem.Key,
-		Account:   payment.Sender{ID: acc.ID, Status: acc.Status, LedgerAccountID: acc.LedgerAccountID, Balance: acc.Balance},
-		KYBStatus: in.kybStatus, Settings: in.settings.Settings, FeeSchedule: in.fees, Chart: in.chart, Now: at,
+		Account: in.account, KYBStatus: in.kybStatus, Settings: in.settings.Settings, FeeSchedule: in.fees, Chart: in.chart, Now: at,
 		IDs: payment.NewIDs{Payment: paymentID, JournalEntry: domain.NewID(domain.PrefixJournalEntry),
 			LedgerEntry: func() string { return domain.NewID(domain.PrefixLedgerEntry) }}}
 }
 
 // spentToday sums the account's payments of the day that count toward the
-// daily limit (failed and canceled ones do not). It runs under the
-// account's balance lock, so concurrent payments see each other.
+// daily limit. Read without the balance lock, the sum is checked again
+// under it (queueStillStands).
 func spentToday(ctx context.Context, tx pgx.Tx, accountID string, at time.Time) (int64, error) {
 	start, end := payment.DailyWindow(at)
 	var spent int64
-	err := tx.QueryRow(ctx, `SELECT coalesce(sum(amount), 0) FROM payments
-        WHERE virtual_account_id = $1 AND created_at >= $2 AND created_at < $3 AND status NOT IN ('failed', 'canceled')`,
-		accountID, start, end).Scan(&spent)
+	err := tx.QueryRow(ctx, spentTodaySQL, accountID, start, end).Scan(&spent)
 	return spent, err
 }
+
+// spentTodaySQL sums the payments of account $1 in [$2, $3) that count
+// toward the daily limit (failed and canceled ones do not).
+const spentTodaySQL = `SELECT coalesce(sum(amount), 0) FROM payments
+    WHERE virtual_account_id = $1 AND created_at >= $2 AND created_at < $3 AND status NOT IN ('failed', 'canceled')`
 
 func paymentStream(c Caller, id string) eventstore.Stream {
 	return payments.stream(c, id)

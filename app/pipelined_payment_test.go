@@ -190,11 +190,12 @@ func (l *tripLog) len() int {
 	return len(l.trips)
 }
 
-// Item 4 of issue #15: the balance row is locked in the payment's first
-// round trip and released by the COMMIT of the next one: held across one
-// round trip (it was four: the appends, the projections and COMMIT came
-// each in one of their own).
-func TestPaymentHoldsTheBalanceLockForOneRoundTrip(t *testing.T) {
+// Item 4 of issue #15: a payment locks and writes only in the round trip
+// that commits. Its first round trip (the reads its decision needs) takes
+// no lock and writes nothing, so its transaction takes no id while it
+// decides: the balance row is held across one round trip, and the log's
+// readers never wait for a payment's decision.
+func TestPaymentLocksAndWritesOnlyInTheRoundTripThatCommits(t *testing.T) {
 	log := &tripLog{}
 	pool := pgtest.TracedPool(t, log, 2)
 	e := &env{t: t, ctx: testCtx(t), pool: pool, a: newApp(t, pool)}
@@ -206,14 +207,19 @@ func TestPaymentHoldsTheBalanceLockForOneRoundTrip(t *testing.T) {
 	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil {
 		t.Fatal(err)
 	}
+	writes := func(sql string) bool {
+		return strings.Contains(sql, "FOR UPDATE") || strings.HasPrefix(sql, "INSERT") || strings.HasPrefix(sql, "UPDATE") ||
+			strings.HasPrefix(sql, "WITH") || strings.HasPrefix(sql, "DELETE") || strings.HasPrefix(sql, "COPY")
+	}
+	first := log.find(from, writes)
 	lock := log.find(from, func(sql string) bool { return strings.Contains(sql, "FOR UPDATE") })
 	commit := log.find(from, func(sql string) bool { return sql == "COMMIT" })
 	if lock < 0 || commit < 0 {
 		t.Fatalf("no lock (%d) or no COMMIT (%d) in the payment's round trips", lock, commit)
 	}
-	if commit-lock != 1 || commit != log.len()-1 {
-		t.Fatalf("the lock is taken in round trip %d and released by COMMIT in %d (of %d): want the next one, the last",
-			lock-from+1, commit-from+1, log.len()-from)
+	if trips := log.len() - from; trips != 2 || first != commit || lock != commit {
+		t.Fatalf("of %d round trips, the first write is in %d, the lock in %d and COMMIT in %d: want all three in the last of 2",
+			trips, first-from+1, lock-from+1, commit-from+1)
 	}
 }
 
@@ -333,5 +339,119 @@ func TestRevokedCachedKeyStopsBeforeTheLock(t *testing.T) {
 	_, err = e.a.CreatePayment(ctx, app.Meta{}, payIdem(c, "revoked-locked", "revoked-locked"), c, payRequest(va, 100, "rtp"))
 	if !errors.Is(err, app.ErrKeyNotUsable) {
 		t.Fatalf("payment with a revoked key while its account is locked: %v, want unauthorized at once", err)
+	}
+}
+
+// holdBalanceRow locks va's balance row in a transaction of the test's own
+// and waits until n statements queue behind it: payments that have read
+// and decided and now wait, in the round trip that commits, for the lock.
+// change then runs in that transaction, which commits when it returns.
+func holdBalanceRow(e *env, va string, n int, change func(tx pgx.Tx)) {
+	e.t.Helper()
+	tx, err := e.pool.Begin(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer tx.Rollback(e.ctx)
+	if _, err := tx.Exec(e.ctx, `SELECT 1 FROM account_balances WHERE virtual_account_id = $1 FOR UPDATE`, va); err != nil {
+		e.t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
+			e.t.Fatal(err)
+		}
+		if waiting >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d of %d payments wait for the balance lock after 30 s", waiting, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if change != nil {
+		change(tx)
+	}
+	if err := tx.Commit(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// A payment decides on reads made without the balance lock, so what it
+// read may change before its last round trip takes the lock. It must then
+// decide again, on what the change left: each case changes one input of
+// the rules (in the projections the payment reads, behind the log's back:
+// only the check is under test) while the payment waits for the lock.
+func TestAPaymentDecidesAgainWhenItsInputsChangedBeforeTheLock(t *testing.T) {
+	cases := []struct {
+		name   string
+		change string
+		want   domain.Code
+	}{
+		{"the funds were spent", `UPDATE account_balances SET pending_outbound = posted - 149 WHERE virtual_account_id = $1`, domain.CodeInsufficientFunds},
+		{"the account was frozen", `UPDATE virtual_accounts SET status = 'frozen' WHERE id = $1`, domain.CodeAccountNotActive},
+		{"the business was rejected", `UPDATE kyb_entities k SET status = 'rejected' FROM virtual_accounts v
+            WHERE v.id = $1 AND k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref`, domain.CodeKYBNotApproved},
+		{"nothing it relied on (money came in)", `UPDATE account_balances SET posted = posted + 1 WHERE virtual_account_id = $1`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			cl, va := payReady(e, 10_000)
+			done := make(chan error, 1)
+			go func() { _, err := payCreate(e, cl, payRequest(va, 100, "rtp")); done <- err }() // holds 100 + 50
+			holdBalanceRow(e, va, 1, func(tx pgx.Tx) {
+				if _, err := tx.Exec(e.ctx, c.change, va); err != nil {
+					t.Fatal(err)
+				}
+			})
+			err := <-done
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("the payment failed: %v", err)
+				}
+				return
+			}
+			wantCode(t, err, c.want)
+			var n int
+			if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM payments WHERE virtual_account_id = $1`, va).Scan(&n); err != nil || n != 0 {
+				t.Fatalf("%d payments stored (%v): want none", n, err)
+			}
+		})
+	}
+}
+
+// Two identical requests both find their key free in their first round
+// trip; the one whose claim comes second in the last round trip waits for
+// the first to commit, rolls back, and answers with the first's payment.
+func TestIdenticalPaymentsRacingPastTheKeyLookUpMakeOnePayment(t *testing.T) {
+	e := newEnv(t)
+	cl, va := payReady(e, 10_000)
+	idem := payIdem(cl, "same-key", "same-request")
+	results := make(chan app.Result, 2)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			r, err := e.a.CreatePayment(e.ctx, app.Meta{}, idem, cl, payRequest(va, 100, "rtp"))
+			results <- r
+			errs <- err
+		}()
+	}
+	// One waits for the balance lock, the other for the first's claim.
+	holdBalanceRow(e, va, 2, nil)
+	a, b := <-results, <-results
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.ID != b.ID || a.Replayed == b.Replayed {
+		t.Fatalf("results %s (replayed %v) and %s (replayed %v): want one payment, once made and once replayed", a.ID, a.Replayed, b.ID, b.Replayed)
+	}
+	var n int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM payments WHERE virtual_account_id = $1`, va).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d payments stored (%v): want 1", n, err)
 	}
 }

@@ -32,16 +32,18 @@ type command struct {
 	// it runs: the claim then records it in the same statement. Left
 	// empty, the claim records the handler's Result.ID afterwards.
 	resourceID string
-	// claimInBatch says that the handler queues the claim in its own first
-	// batch (commandTx.queueClaim), saving the claim a round trip; it
-	// needs resourceID.
-	claimInBatch bool
+	// claimAtCommit says that the handler looks the key up in its first
+	// batch (commandTx.queueKeyLookup) and, if it is free, claims it in the
+	// batch that commits (commandTx.claimAtCommit): the first round trip
+	// then writes nothing, so the transaction takes no id and no lock until
+	// its last. A concurrent request that claimed the key in between wins;
+	// this one answers with its result. It needs pipelined and resourceID.
+	claimAtCommit bool
 	// pipelined runs the command in two round trips (the payment's hot
-	// path): BEGIN, the writer gate, the key check and the claim travel in
-	// front of the handler's first batch (commandTx.sendFirst), and COMMIT
-	// after its last (commandTx.appendProjectReadAndCommit). It needs
-	// claimInBatch when the command has a key. The transaction then holds
-	// its row locks across one round trip, not four.
+	// path): BEGIN, the writer gate and the key check travel in front of
+	// the handler's first batch (commandTx.sendFirst), and COMMIT after
+	// its last (commandTx.appendProjectReadAndCommit). It needs
+	// claimAtCommit when the command has a key.
 	pipelined bool
 	// verifyKeyID, if set, is the API key the request authenticated with,
 	// found in the API's credential cache: the command checks in its
@@ -68,6 +70,9 @@ type commandTx struct {
 	// the handler's last batch committed it.
 	conn      *pgx.Conn
 	committed bool
+	// head is what runs first in the handler's last batch, before its
+	// appends: a claim at commit and the checks queued by beforeAppend.
+	head *pgx.Batch
 }
 
 // claim is one attempt's claim of an idempotency key.
@@ -88,7 +93,7 @@ const (
 const claimSQL = `INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
     VALUES ($1, $2, $3, $4, $5, $6, 201) ON CONFLICT DO NOTHING`
 
-// errClaimNotMade is a bug: a command that claims its key in its batch
+// errClaimNotMade is a bug: a command that claims its key at commit
 // returned without doing so.
 var errClaimNotMade = errors.New("app: the command did not claim its idempotency key")
 
@@ -100,11 +105,11 @@ var errClaimNotMade = errors.New("app: the command did not claim its idempotency
 // the log's readers. A failed command rolls back with its claim: nothing
 // is stored for it.
 func (a *App) execute(ctx context.Context, cmd command, fn handler) (Result, error) {
-	if cmd.claimInBatch && (cmd.idem == nil || cmd.resourceID == "") {
-		return Result{}, errors.New("app: a claim in the command's batch needs an idempotency key and a resource id")
+	if cmd.pipelined && cmd.idem != nil && !cmd.claimAtCommit {
+		return Result{}, errors.New("app: a pipelined command claims its key at commit")
 	}
-	if cmd.pipelined && cmd.idem != nil && !cmd.claimInBatch {
-		return Result{}, errors.New("app: a pipelined command claims its key in its first batch")
+	if cmd.claimAtCommit && (cmd.idem == nil || cmd.resourceID == "" || !cmd.pipelined) {
+		return Result{}, errors.New("app: a claim at commit needs a pipelined command, an idempotency key and a resource id")
 	}
 	if err := a.Pacer.Wait(ctx); err != nil {
 		return Result{}, err
@@ -153,7 +158,26 @@ func (a *App) retry(ctx context.Context, try func() error) error {
 // its own: the handler's batches begin and commit the transaction; a
 // command that returns without committing (a replay) commits here, and
 // one that fails rolls back here, the only extra round trip.
-func (a *App) attemptPipelined(ctx context.Context, cmd command, fn handler) (res Result, err error) {
+func (a *App) attemptPipelined(ctx context.Context, cmd command, fn handler) (Result, error) {
+	res, err := a.tryPipelined(ctx, cmd, fn)
+	if err != nil && cmd.claimAtCommit && eventstore.ViolatesConstraint(err, idempotencyKeyConstraint) {
+		// The key was free when the first batch looked, and an identical
+		// request claimed it and committed before this one's last batch:
+		// this one rolled back and answers as a replay of that one.
+		if earlier, found, lerr := lookupIdempotency(ctx, a.Pool, cmd.idem); found || lerr != nil {
+			return earlier, lerr
+		}
+	}
+	return res, err
+}
+
+// idempotencyKeyConstraint is the primary key of idempotency_keys, which
+// a claim at commit breaks when another request holds the key.
+const idempotencyKeyConstraint = "idempotency_keys_pkey"
+
+// tryPipelined is attemptPipelined without the replay of a lost claim at
+// commit.
+func (a *App) tryPipelined(ctx context.Context, cmd command, fn handler) (res Result, err error) {
 	pc, err := a.Pool.Acquire(ctx)
 	if err != nil {
 		return Result{}, err
@@ -212,7 +236,7 @@ func attempt(ctx context.Context, tx *commandTx, cmd command, fn handler) (Resul
 		}
 	}
 	c := tx.claim
-	if c != nil && !cmd.claimInBatch {
+	if c != nil && !cmd.claimAtCommit {
 		tag, err := tx.Exec(ctx, claimSQL, c.args()...)
 		if err := c.settle(tag, err); err != nil {
 			return Result{}, err
@@ -238,21 +262,50 @@ func attempt(ctx context.Context, tx *commandTx, cmd command, fn handler) (Resul
 	return res, err
 }
 
-// queueClaim queues the claim of the command's key in b, the handler's
-// first batch; the handler reads its result with claimed.
-func (tx *commandTx) queueClaim(b *pgx.Batch) {
-	b.Queue(claimSQL, tx.claim.args()...)
+// queueKeyLookup queues, in the handler's first batch, the check that the
+// command's key is free (a claim at commit); the handler reads it with
+// keyFree.
+func (tx *commandTx) queueKeyLookup(b *pgx.Batch) {
+	k := tx.claim.idem
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE scope = $1 AND environment = $2 AND key = $3)`,
+		k.Scope, k.Environment, k.Key)
 }
 
-// claimed reads the result of the claim queued by queueClaim. False: an
-// earlier request holds the key, and the handler returns at once (with no
-// error); the runner answers with the earlier result.
-func (tx *commandTx) claimed(br pgx.BatchResults) (bool, error) {
-	tag, err := br.Exec()
-	if err := tx.claim.settle(tag, err); err != nil {
+// keyFree reads the result of queueKeyLookup. False: an earlier request
+// holds the key, and the handler returns at once (with no error); the
+// runner answers with the earlier result.
+func (tx *commandTx) keyFree(br pgx.BatchResults) (bool, error) {
+	var taken bool
+	if err := br.QueryRow().Scan(&taken); err != nil {
 		return false, err
 	}
-	return tx.claim.outcome == claimWon, nil
+	if taken {
+		tx.claim.outcome = claimTaken
+	}
+	return !taken, nil
+}
+
+// claimAtCommit queues the claim of the command's key at the head of its
+// last batch. It fails (idempotencyKeyConstraint) rather than doing
+// nothing when the key is taken: the batch then stops there, before the
+// appends and COMMIT, and the runner answers with the earlier result. If
+// the last batch commits, the key is this request's.
+func (tx *commandTx) claimAtCommit() {
+	tx.beforeAppend(claimAtCommitSQL, tx.claim.args()...)
+	tx.claim.outcome = claimWon
+}
+
+const claimAtCommitSQL = `INSERT INTO idempotency_keys (scope, environment, key, operation, request_hash, resource_id, status_code)
+    VALUES ($1, $2, $3, $4, $5, $6, 201)`
+
+// beforeAppend queues a statement at the head of the command's last batch,
+// before its appends, to be run as a write (its rows are not read). A
+// check there that raises stops the batch before anything is written.
+func (tx *commandTx) beforeAppend(sql string, args ...any) {
+	if tx.head == nil {
+		tx.head = &pgx.Batch{}
+	}
+	tx.head.Queue(sql, args...)
 }
 
 func (c *claim) args() []any {

@@ -43,14 +43,14 @@ func pipelinedRaceHandler(a *App, id string, losing int, attempts *int) handler 
 	return func(ctx context.Context, tx *commandTx) (Result, error) {
 		*attempts++
 		b := &pgx.Batch{}
-		tx.queueClaim(b)
+		tx.queueKeyLookup(b)
 		b.Queue(`SELECT coalesce((SELECT version FROM streams WHERE stream_id = $1), 0)`, whStream(id).ID)
 		br, err := tx.sendFirst(ctx, b)
 		if err != nil {
 			return Result{}, err
 		}
-		claimed, err := tx.claimed(br)
-		if err != nil || !claimed {
+		free, err := tx.keyFree(br)
+		if err != nil || !free {
 			br.Close()
 			return Result{}, err
 		}
@@ -67,6 +67,7 @@ func pipelinedRaceHandler(a *App, id string, losing int, attempts *int) handler 
 				return Result{}, err
 			}
 		}
+		tx.claimAtCommit()
 		err = tx.appendProjectReadAndCommit(ctx, Meta{}, nil,
 			eventstore.AppendRequest{Stream: whStream(id + "-before"), Events: created(id + "-before")},
 			eventstore.AppendRequest{Stream: whStream(id), Expected: version, Events: []domain.Event{webhook.Deleted{At: now()}}},
@@ -77,7 +78,7 @@ func pipelinedRaceHandler(a *App, id string, losing int, attempts *int) handler 
 
 func pipelinedCommand(key string) command {
 	return command{idem: &Idempotency{Scope: "plt_runner", Environment: "sandbox", Key: key, Operation: "test", RequestHash: "h"},
-		resourceID: "res_" + key, claimInBatch: true, pipelined: true}
+		resourceID: "res_" + key, claimAtCommit: true, pipelined: true}
 }
 
 // A version conflict in a pipelined command's last batch fails the append

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,35 +128,54 @@ func TestRunnerDoesNotRetryAFailure(t *testing.T) {
 
 // claimModes are the three ways a command claims its key.
 var claimModes = []struct {
-	name                  string
-	knownID, claimInBatch bool
-}{{"claim then record the id", false, false}, {"claim with the id", true, false}, {"claim in the handler's batch", true, true}}
+	name                   string
+	knownID, claimAtCommit bool
+}{{"claim then record the id", false, false}, {"claim with the id", true, false}, {"pipelined, claim at commit", true, true}}
 
 // idemCommand is a command of mode that creates the test stream newID
-// (one event); calls counts the handler's runs past the claim.
-func idemCommand(mode int, idem *Idempotency, newID string, calls *atomic.Int32) (command, handler) {
+// (one event); calls counts the handler's runs past the claim. Unless
+// fail is nil, the command fails with it after its claim and append (at
+// commit, its last batch fails after them).
+func idemCommand(mode int, idem *Idempotency, newID string, calls *atomic.Int32, fail error) (command, handler) {
 	m := claimModes[mode]
-	cmd := command{idem: idem, claimInBatch: m.claimInBatch}
+	cmd := command{idem: idem, claimAtCommit: m.claimAtCommit, pipelined: m.claimAtCommit}
 	if m.knownID {
 		cmd.resourceID = newID
 	}
 	return cmd, func(ctx context.Context, tx *commandTx) (Result, error) {
-		if m.claimInBatch {
+		if m.claimAtCommit {
 			b := &pgx.Batch{}
-			tx.queueClaim(b)
-			b.Queue(`SELECT 1`)
-			br := tx.SendBatch(ctx, b)
-			won, err := tx.claimed(br)
+			tx.queueKeyLookup(b)
+			br, err := tx.sendFirst(ctx, b)
+			if err != nil {
+				return Result{}, err
+			}
+			free, err := tx.keyFree(br)
 			if cerr := br.Close(); err == nil {
 				err = cerr
 			}
-			if err != nil || !won {
+			if err != nil || !free {
 				return Result{}, err
 			}
+			calls.Add(1)
+			if _, err := eventstore.Append(ctx, tx, testStream(newID), 0, Meta{}, webhook.Deleted{At: now()}); err != nil {
+				return Result{}, err
+			}
+			tx.claimAtCommit()
+			if fail != nil {
+				tx.beforeAppend(`SELECT 1 / 0`) // fails after the claim
+			}
+			err = tx.appendProjectReadAndCommit(ctx, Meta{}, nil)
+			if err != nil && fail != nil {
+				err = fail
+			}
+			return Result{ID: newID}, err
 		}
 		calls.Add(1)
-		_, err := eventstore.Append(ctx, tx, testStream(newID), 0, Meta{}, webhook.Deleted{At: now()})
-		return Result{ID: newID}, err
+		if _, err := eventstore.Append(ctx, tx, testStream(newID), 0, Meta{}, webhook.Deleted{At: now()}); err != nil || fail != nil {
+			return Result{}, cmp.Or(err, fail)
+		}
+		return Result{ID: newID}, nil
 	}
 }
 
@@ -170,13 +190,8 @@ func TestRunnerIdempotency(t *testing.T) {
 			// A failed command leaves no claim: the key is free again. It
 			// fails after its claim and append, in every mode.
 			var failedCalls atomic.Int32
-			cmd, claimAndAppend := idemCommand(mode, key, "failed", &failedCalls)
-			_, err := a.execute(ctx, cmd, func(ctx context.Context, tx *commandTx) (Result, error) {
-				if _, err := claimAndAppend(ctx, tx); err != nil {
-					return Result{}, err
-				}
-				return Result{}, domain.Invalid("x", "refused")
-			})
+			cmd, fn := idemCommand(mode, key, "failed", &failedCalls, domain.Invalid("x", "refused"))
+			_, err := a.execute(ctx, cmd, fn)
 			if failedCalls.Load() != 1 {
 				t.Fatalf("the failing command claimed and appended %d times, want 1", failedCalls.Load())
 			}
@@ -187,7 +202,7 @@ func TestRunnerIdempotency(t *testing.T) {
 				t.Fatalf("a failed command left %d idempotency keys", n)
 			}
 
-			cmd, fn := idemCommand(mode, key, "first", &calls)
+			cmd, fn = idemCommand(mode, key, "first", &calls, nil)
 			first, err := a.execute(ctx, cmd, fn)
 			if err != nil || first.ID != "first" || first.Replayed {
 				t.Fatalf("first = %+v, %v", first, err)
@@ -199,7 +214,7 @@ func TestRunnerIdempotency(t *testing.T) {
 
 			// The same request again: the first result, replayed, and the
 			// handler does nothing.
-			cmd, fn = idemCommand(mode, key, "second", &calls)
+			cmd, fn = idemCommand(mode, key, "second", &calls, nil)
 			again, err := a.execute(ctx, cmd, fn)
 			if err != nil || again.ID != "first" || !again.Replayed {
 				t.Fatalf("replay = %+v, %v; want first, Replayed", again, err)
@@ -211,7 +226,7 @@ func TestRunnerIdempotency(t *testing.T) {
 			// Another request with the same key: idempotency_conflict naming the first.
 			other := *key
 			other.RequestHash = "h2"
-			cmd, fn = idemCommand(mode, &other, "third", &calls)
+			cmd, fn = idemCommand(mode, &other, "third", &calls, nil)
 			_, err = a.execute(ctx, cmd, fn)
 			var de *domain.Error
 			if !errors.As(err, &de) || de.Code != domain.CodeIdempotencyConflict || de.ResourceID != "first" {
@@ -244,7 +259,7 @@ func TestRunnerConcurrentDuplicatesMakeOneResource(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					cmd, fn := idemCommand(mode, key, fmt.Sprintf("res-%d", i), &calls)
+					cmd, fn := idemCommand(mode, key, fmt.Sprintf("res-%d", i), &calls, nil)
 					results[i], errs[i] = a.execute(ctx, cmd, fn)
 				}()
 			}
@@ -275,13 +290,21 @@ func TestRunnerConcurrentDuplicatesMakeOneResource(t *testing.T) {
 	}
 }
 
-// A command that claims in its batch but returns without claiming is a
-// bug the runner reports (and rolls back) instead of committing unclaimed.
+// A command that claims at commit but returns without claiming is a bug
+// the runner reports (and rolls back) instead of committing unclaimed.
 func TestRunnerRefusesAnUnmadeClaim(t *testing.T) {
 	a := runnerApp(t, 2)
 	ctx := runnerCtx(t)
 	key := &Idempotency{Scope: "plt_runner", Environment: "sandbox", Key: "k", Operation: "test", RequestHash: "h"}
-	_, err := a.execute(ctx, command{idem: key, resourceID: "x", claimInBatch: true}, func(ctx context.Context, tx *commandTx) (Result, error) {
+	cmd := command{idem: key, resourceID: "x", claimAtCommit: true, pipelined: true}
+	_, err := a.execute(ctx, cmd, func(ctx context.Context, tx *commandTx) (Result, error) {
+		br, err := tx.sendFirst(ctx, &pgx.Batch{})
+		if err != nil {
+			return Result{}, err
+		}
+		if err := br.Close(); err != nil {
+			return Result{}, err
+		}
 		return Result{ID: "x"}, appendTest(ctx, tx, "x")
 	})
 	if !errors.Is(err, errClaimNotMade) {

@@ -28,15 +28,21 @@ const VersionConflictState = "TR409"
 // checkpoint moved under it (raised by migration 00018's function).
 const CheckpointMovedState = "TR412"
 
+// InputsChangedState is the SQLSTATE of a command whose decision was made
+// on reads that changed before it could commit (raised by migration
+// 00019's function): it decides again.
+const InputsChangedState = "TR428"
+
 // Retryable reports whether a command that failed with err lost a race
-// and may simply run again: a stream moved under it, a serialization
-// failure, a deadlock.
+// and may simply run again: a stream moved under it, what it decided on
+// changed, a serialization failure, a deadlock.
 func Retryable(err error) bool {
 	if IsVersionConflict(err) {
 		return true
 	}
 	pgErr, ok := sqlState(err)
-	return ok && (pgErr.Code == "40001" || pgErr.Code == "40P01") // serialization_failure, deadlock_detected
+	return ok && (pgErr.Code == InputsChangedState ||
+		pgErr.Code == "40001" || pgErr.Code == "40P01") // serialization_failure, deadlock_detected
 }
 
 // IsVersionConflict reports whether err is an append's stream version
