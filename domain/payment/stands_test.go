@@ -25,7 +25,9 @@ func TestDecidedOn(t *testing.T) {
 		{"no fee: the amount", func(in *payment.CreateInputs) { in.FeeSchedule = map[string]int64{"ach_standard": 0} },
 			payment.StandsIf{AccountID: vaID, AccountStatus: "active", KYBStatus: "approved", MinAvailable: 1000}},
 		{"pending funds on either side do not change the hold",
-			func(in *payment.CreateInputs) { in.Account.Balance = ledger.Balance{Posted: 10000, PendingInbound: 500, PendingOutbound: 700} },
+			func(in *payment.CreateInputs) {
+				in.Account.Balance = ledger.Balance{Posted: 10000, PendingInbound: 500, PendingOutbound: 700}
+			},
 			payment.StandsIf{AccountID: vaID, AccountStatus: "active", KYBStatus: "approved", MinAvailable: 1025}},
 		{"a daily limit: the day's other payments may count up to limit − amount",
 			func(in *payment.CreateInputs) { in.Settings.DailyPaymentLimit, in.SpentToday = limit(50000), 1200 },
