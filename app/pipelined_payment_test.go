@@ -342,11 +342,14 @@ func TestRevokedCachedKeyStopsBeforeTheLock(t *testing.T) {
 	}
 }
 
-// holdBalanceRow locks va's balance row in a transaction of the test's own
-// and waits until n statements queue behind it: payments that have read
-// and decided and now wait, in the round trip that commits, for the lock.
-// change then runs in that transaction, which commits when it returns.
-func holdBalanceRow(e *env, va string, n int, change func(tx pgx.Tx)) {
+// holdBalanceRow locks va's balance row in a transaction of the test's own,
+// runs start (which sends payments), and waits until n statements queue
+// behind the lock: payments that have read and decided and now wait, in
+// the round trip that commits, for the lock. change then runs in that
+// transaction, which commits when it returns. The transaction holds an id
+// that every reader of the log on this server waits for, so a payment that
+// does not come to wait ends the test at once (its error arrives on done).
+func holdBalanceRow(e *env, va string, n int, start func(), done <-chan error, change func(tx pgx.Tx)) {
 	e.t.Helper()
 	tx, err := e.pool.Begin(e.ctx)
 	if err != nil {
@@ -356,7 +359,8 @@ func holdBalanceRow(e *env, va string, n int, change func(tx pgx.Tx)) {
 	if _, err := tx.Exec(e.ctx, `SELECT 1 FROM account_balances WHERE virtual_account_id = $1 FOR UPDATE`, va); err != nil {
 		e.t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	start()
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var waiting int
 		if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity
@@ -366,8 +370,13 @@ func holdBalanceRow(e *env, va string, n int, change func(tx pgx.Tx)) {
 		if waiting >= n {
 			break
 		}
+		select {
+		case err := <-done:
+			e.t.Fatalf("a payment ended (%v) before %d waited for the balance lock", err, n)
+		default:
+		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%d of %d payments wait for the balance lock after 30 s", waiting, n)
+			e.t.Fatalf("%d of %d payments wait for the balance lock after 10 s", waiting, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -401,8 +410,8 @@ func TestAPaymentDecidesAgainWhenItsInputsChangedBeforeTheLock(t *testing.T) {
 			e := newEnv(t)
 			cl, va := payReady(e, 10_000)
 			done := make(chan error, 1)
-			go func() { _, err := payCreate(e, cl, payRequest(va, 100, "rtp")); done <- err }() // holds 100 + 50
-			holdBalanceRow(e, va, 1, func(tx pgx.Tx) {
+			pay := func() { go func() { _, err := payCreate(e, cl, payRequest(va, 100, "rtp")); done <- err }() } // holds 100 + 50
+			holdBalanceRow(e, va, 1, pay, done, func(tx pgx.Tx) {
 				if _, err := tx.Exec(e.ctx, c.change, va); err != nil {
 					t.Fatal(err)
 				}
@@ -432,15 +441,17 @@ func TestIdenticalPaymentsRacingPastTheKeyLookUpMakeOnePayment(t *testing.T) {
 	idem := payIdem(cl, "same-key", "same-request")
 	results := make(chan app.Result, 2)
 	errs := make(chan error, 2)
-	for range 2 {
-		go func() {
-			r, err := e.a.CreatePayment(e.ctx, app.Meta{}, idem, cl, payRequest(va, 100, "rtp"))
-			results <- r
-			errs <- err
-		}()
+	pay := func() {
+		for range 2 {
+			go func() {
+				r, err := e.a.CreatePayment(e.ctx, app.Meta{}, idem, cl, payRequest(va, 100, "rtp"))
+				results <- r
+				errs <- err
+			}()
+		}
 	}
 	// One waits for the balance lock, the other for the first's claim.
-	holdBalanceRow(e, va, 2, nil)
+	holdBalanceRow(e, va, 2, pay, errs, nil)
 	a, b := <-results, <-results
 	for range 2 {
 		if err := <-errs; err != nil {
