@@ -3,6 +3,8 @@ package queries
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,16 +84,27 @@ type PaymentFilter struct {
 	Created          TimeRange
 }
 
-// ListPayments lists the scope's payments, newest first.
+// ListPayments lists the scope's payments, newest first. Its statement
+// names only the filters given, so that each combination gets a plan of
+// its own: one for every combination (each filter "$n = ” OR …") let the
+// planner use no index but the platform's, and a look-up by idempotency
+// key read every payment of the platform.
 func ListPayments(ctx context.Context, db eventstore.DB, s Scope, f PaymentFilter, page Page) (List[PaymentView], error) {
-	from, to := f.Created.args()
+	w := &where{args: []any{s.PlatformID, s.Environment.String()}}
+	w.add("virtual_account_id = ?", f.VirtualAccountID)
+	w.add("status = ?", f.Status)
+	w.add("rail = ?", f.Rail)
+	// payments has no index on the key; idempotency_keys has it as its
+	// primary key, naming the payment it made.
+	w.add(`id = (SELECT resource_id FROM idempotency_keys WHERE scope = $1 AND environment = $2 AND key = ?)
+          AND idempotency_key = ?`, f.IdempotencyKey)
+	w.add("created_at >= ?", f.Created.After)
+	w.add("created_at < ?", f.Created.Before)
+	w.add("id < ?", page.After)
+	w.args = append(w.args, page.Limit+1)
 	rows, err := db.Query(ctx, `SELECT `+paymentColumns+` FROM payments
-        WHERE platform_id = $1 AND environment = $2 AND ($3 = '' OR virtual_account_id = $3)
-          AND ($4 = '' OR status = $4) AND ($5 = '' OR rail = $5) AND ($6 = '' OR idempotency_key = $6)
-          AND ($7::timestamptz IS NULL OR created_at >= $7) AND ($8::timestamptz IS NULL OR created_at < $8)
-          AND ($9 = '' OR id < $9)
-        ORDER BY id DESC LIMIT $10`, s.PlatformID, s.Environment.String(), f.VirtualAccountID, f.Status, f.Rail,
-		f.IdempotencyKey, from, to, page.After, page.Limit+1)
+        WHERE platform_id = $1 AND environment = $2`+w.sql+`
+        ORDER BY id DESC LIMIT $`+strconv.Itoa(len(w.args)), w.args...)
 	if err != nil {
 		return List[PaymentView]{}, err
 	}
@@ -100,6 +113,29 @@ func ListPayments(ctx context.Context, db eventstore.DB, s Scope, f PaymentFilte
 		return List[PaymentView]{}, err
 	}
 	return NewList(items, page, func(p PaymentView) string { return p.ID }), nil
+}
+
+// where is a statement's conditions, added only for the filters given.
+type where struct {
+	sql  string
+	args []any
+}
+
+// add appends " AND cond", its every ? the next parameter, bound to v,
+// unless v is its type's zero value (a filter not given).
+func (w *where) add(cond string, v any) {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return
+		}
+	case time.Time:
+		if x.IsZero() {
+			return
+		}
+	}
+	w.args = append(w.args, v)
+	w.sql += " AND " + strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(w.args)))
 }
 
 // Metadata is metadata as the API shows it: an empty object, never null.
