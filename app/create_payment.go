@@ -117,8 +117,7 @@ func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, accountID s
 	b := &pgx.Batch{}
 	tx.queueKeyLookup(b)
 	b.Queue(`SELECT b.posted, b.pending_inbound, b.pending_outbound, v.status, v.ledger_account_id, coalesce(k.status, $4)
-        FROM account_balances b JOIN virtual_accounts v ON v.id = b.virtual_account_id
-          LEFT JOIN kyb_entities k ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref
+        `+accountWithKYB+`
         WHERE b.virtual_account_id = $1 AND v.platform_id = $2 AND v.environment = $3`, accountID, c.PlatformID, env, kyb.StatusNotStarted)
 	b.Queue(queries.SettingsQuery, c.PlatformID, env)
 	b.Queue(`SELECT fee_schedule FROM platforms WHERE id = $1`, c.PlatformID)
@@ -181,8 +180,7 @@ func queueStillStands(tx *commandTx, s payment.StandsIf) {
 	tx.beforeAppend(`SELECT CASE WHEN b.posted - b.pending_outbound >= $4 AND v.status = $5 AND coalesce(k.status, $6) = $7
             AND ($8::bigint IS NULL OR (`+spentTodaySQL+`) <= $8)
         THEN 1 ELSE decision_inputs_changed($1) END
-        FROM account_balances b JOIN virtual_accounts v ON v.id = b.virtual_account_id
-          LEFT JOIN kyb_entities k ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref
+        `+accountWithKYB+`
         WHERE b.virtual_account_id = $1`,
 		s.AccountID, s.DayStart, s.DayEnd, s.MinAvailable, s.AccountStatus, kyb.StatusNotStarted, s.KYBStatus, s.MaxSpentToday)
 }
@@ -195,6 +193,12 @@ func (in paymentInputs) decisionInputs(c Caller, idem *Idempotency, req payment.
 		IDs: payment.NewIDs{Payment: paymentID, JournalEntry: domain.NewID(domain.PrefixJournalEntry),
 			LedgerEntry: func() string { return domain.NewID(domain.PrefixLedgerEntry) }}}
 }
+
+// accountWithKYB joins a balance row (b) to its account (v) and the
+// account's business (k), which the decision reads and the check at
+// commit reads again.
+const accountWithKYB = `FROM account_balances b JOIN virtual_accounts v ON v.id = b.virtual_account_id
+    LEFT JOIN kyb_entities k ON k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref`
 
 // spentToday sums the account's payments of the day that count toward the
 // daily limit. Read without the balance lock, the sum is checked again
