@@ -122,6 +122,9 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 // single-row query and COMMIT, in one batch. Not pipelined, it is
 // appendProjectAndRead and the runner commits.
 func (tx *commandTx) appendProjectReadAndCommit(ctx context.Context, meta Meta, read func(eventstore.DB) error, reqs ...eventstore.AppendRequest) error {
+	if tx.claim != nil && tx.cmd.claimAtCommit && tx.claim.outcome != claimWon {
+		return errClaimNotMade // committing would store the resource without its key
+	}
 	if !tx.cmd.pipelined {
 		if tx.head != nil {
 			if err := tx.SendBatch(ctx, tx.head).Close(); err != nil {

@@ -184,6 +184,22 @@ func (l *tripLog) find(from int, match func(sql string) bool) int {
 	return -1
 }
 
+// count is the number of trips with a statement that match accepts.
+func (l *tripLog) count(match func(sql string) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, trip := range l.trips {
+		for _, sql := range trip {
+			if match(strings.ToUpper(sql)) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 func (l *tripLog) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -397,9 +413,10 @@ func TestAPaymentDecidesAgainWhenItsInputsChangedBeforeTheLock(t *testing.T) {
 	cases := []struct {
 		name   string
 		change string
-		want   domain.Code
+		want   domain.Code // "": accepted at the first attempt
 	}{
 		{"the funds were spent", `UPDATE account_balances SET pending_outbound = posted - 149 WHERE virtual_account_id = $1`, domain.CodeInsufficientFunds},
+		{"what is left is the hold, exactly", `UPDATE account_balances SET pending_outbound = posted - 150 WHERE virtual_account_id = $1`, ""},
 		{"the account was frozen", `UPDATE virtual_accounts SET status = 'frozen' WHERE id = $1`, domain.CodeAccountNotActive},
 		{"the business was rejected", `UPDATE kyb_entities k SET status = 'rejected' FROM virtual_accounts v
             WHERE v.id = $1 AND k.platform_id = v.platform_id AND k.environment = v.environment AND k.entity_ref = v.entity_ref`, domain.CodeKYBNotApproved},
@@ -407,7 +424,9 @@ func TestAPaymentDecidesAgainWhenItsInputsChangedBeforeTheLock(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			log := &tripLog{}
+			pool := pgtest.TracedPool(t, log, 6)
+			e := &env{t: t, ctx: testCtx(t), pool: pool, a: newApp(t, pool)}
 			cl, va := payReady(e, 10_000)
 			done := make(chan error, 1)
 			pay := func() { go func() { _, err := payCreate(e, cl, payRequest(va, 100, "rtp")); done <- err }() } // holds 100 + 50
@@ -420,6 +439,10 @@ func TestAPaymentDecidesAgainWhenItsInputsChangedBeforeTheLock(t *testing.T) {
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("the payment failed: %v", err)
+				}
+				checks := log.count(func(sql string) bool { return strings.Contains(sql, "DECISION_INPUTS_CHANGED") })
+				if checks != 1 {
+					t.Fatalf("the payment ran its check at commit %d times: want 1 (its decision still stood)", checks)
 				}
 				return
 			}

@@ -313,6 +313,26 @@ func TestRunnerRefusesAnUnmadeClaim(t *testing.T) {
 	if n := countRows(t, ctx, a, `SELECT count(*) FROM events`); n != 0 {
 		t.Fatalf("events = %d, want 0 (rolled back)", n)
 	}
+
+	// Nor does its last batch commit without the claim: the resource would
+	// be stored without its key.
+	_, err = a.execute(ctx, cmd, func(ctx context.Context, tx *commandTx) (Result, error) {
+		br, err := tx.sendFirst(ctx, &pgx.Batch{})
+		if err != nil {
+			return Result{}, err
+		}
+		if err := br.Close(); err != nil {
+			return Result{}, err
+		}
+		return Result{ID: "x"}, tx.appendProjectReadAndCommit(ctx, Meta{}, nil,
+			eventstore.AppendRequest{Stream: whStream("unclaimed"), Events: created("unclaimed")})
+	})
+	if !errors.Is(err, errClaimNotMade) {
+		t.Fatalf("a last batch without the claim: err = %v, want errClaimNotMade", err)
+	}
+	if n := countRows(t, ctx, a, `SELECT count(*) FROM events`); n != 0 {
+		t.Fatalf("events = %d, want 0 (not committed)", n)
+	}
 }
 
 // A command of an App with a Pacer waits, before it touches the database,

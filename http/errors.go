@@ -104,6 +104,13 @@ func (s *Server) errorBody(err error, c echo.Context) (ErrorBody, int) {
 		s.log.Warn("database unavailable", "request_id", requestID(c), "error", err)
 		return ErrorBody{Code: domain.CodeUnavailable, Message: "the service is temporarily unavailable; retry shortly"}, http.StatusServiceUnavailable
 	}
+	if eventstore.Retryable(err) {
+		// The command lost its race on every attempt (a stream, a balance
+		// or what a decision read kept changing under it): nothing was
+		// stored, and the same request later will likely pass.
+		s.log.Warn("command lost its race on every attempt", "request_id", requestID(c), "route", c.Path(), "error", err)
+		return ErrorBody{Code: domain.CodeUnavailable, Message: "the service is temporarily unavailable; retry shortly"}, http.StatusServiceUnavailable
+	}
 	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
 		// The client went away; nobody reads this answer.
 		return ErrorBody{Code: domain.CodeUnavailable, Message: "request canceled"}, http.StatusServiceUnavailable
