@@ -3,6 +3,7 @@ package projections
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
@@ -89,7 +90,10 @@ func applyAccountEvent(b *Batch, r *eventstore.RecordedEvent, ev domain.Event) {
 }
 
 func setAccountStatus(b *Batch, r *eventstore.RecordedEvent, s account.Status, at any) {
-	id := r.StreamID[len(account.StreamID("")):]
+	id, ok := strings.CutPrefix(r.StreamID, account.StreamID(""))
+	if !ok {
+		return // only an account's stream holds its events
+	}
 	b.Queue(`UPDATE virtual_accounts SET status = $2, updated_at = $3 WHERE id = $1`, id, s.String(), at)
 }
 

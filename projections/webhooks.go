@@ -1,6 +1,8 @@
 package projections
 
 import (
+	"strings"
+
 	"github.com/opentreasury/treasury/domain/webhook"
 	"github.com/opentreasury/treasury/eventstore"
 )
@@ -14,11 +16,14 @@ func (Webhooks) Tables() []string { return []string{"webhook_endpoints"} }
 func (p Webhooks) Project(b *Batch) error { return eachEvent(b, p.apply) }
 
 func (Webhooks) apply(b *Batch, r *eventstore.RecordedEvent) error {
+	id, ok := strings.CutPrefix(r.StreamID, webhook.StreamID(""))
+	if !ok {
+		return nil // only an endpoint's stream holds its events
+	}
 	ev, err := r.Decode()
 	if err != nil {
 		return err
 	}
-	id := r.StreamID[len(webhook.StreamID("")):]
 	switch e := ev.(type) {
 	case webhook.Created:
 		c := e.Config
