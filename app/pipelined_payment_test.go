@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/platform"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 )
 
@@ -358,6 +360,101 @@ func TestRevokedCachedKeyStopsBeforeTheLock(t *testing.T) {
 	}
 }
 
+// xidWatch is a tracer that, when a statement it is told to watch for
+// starts, reads the transaction id of the connection that sends it as
+// PostgreSQL sees it (pg_stat_activity.backend_xid, through a pool of its
+// own): NULL while the transaction has written and locked nothing.
+type xidWatch struct {
+	observer *pgxpool.Pool
+	at       func(sql string) bool
+	mu       sync.Mutex
+	seen     []*string
+	err      error
+}
+
+func (w *xidWatch) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.observer == nil || !w.at(d.SQL) {
+		return ctx
+	}
+	var xid *string
+	if err := w.observer.QueryRow(ctx, `SELECT backend_xid::text FROM pg_stat_activity WHERE pid = $1`,
+		conn.PgConn().PID()).Scan(&xid); err != nil {
+		w.err = err
+	}
+	w.seen = append(w.seen, xid)
+	return ctx
+}
+func (w *xidWatch) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// taken empties what the watch saw and says how many of its sightings had
+// a transaction id and how many had none.
+func (w *xidWatch) taken(t *testing.T) (withID, without int) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	for _, x := range w.seen {
+		if x != nil {
+			withID++
+		} else {
+			without++
+		}
+	}
+	w.seen = nil
+	return withID, without
+}
+
+// The point of deciding before claiming and locking: while the service
+// decides, the payment's transaction has no id, so no reader of the log
+// waits for it. With a daily limit the payment reads the day's sum in a
+// round trip of its own between its first batch and its last; at that
+// moment PostgreSQL must show its connection without a transaction id.
+func TestAPaymentTakesNoTransactionIdWhileItDecides(t *testing.T) {
+	watch := &xidWatch{at: func(sql string) bool { return strings.Contains(sql, "sum(amount)") }}
+	pool := pgtest.TracedPool(t, watch, 4)
+	e := &env{t: t, ctx: testCtx(t), pool: pool, a: newApp(t, pool)}
+	c, va := payReady(e, 100_000)
+	if err := e.a.UpdateSettings(e.ctx, app.Meta{}, c.PlatformID, c.Environment,
+		platform.SettingsPatch{DailyPaymentLimit: domain.Some(int64(50_000))}); err != nil {
+		t.Fatal(err)
+	}
+	observer, err := pgxpool.New(e.ctx, pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	watch.mu.Lock()
+	watch.observer = observer
+	watch.mu.Unlock()
+
+	// The watch sees a transaction id where there is one: a transaction
+	// that took one, then sends the statement watched for.
+	err = pgx.BeginFunc(e.ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(e.ctx, `SELECT pg_current_xact_id()`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(e.ctx, `SELECT coalesce(sum(amount), 0) FROM payments`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withID, without := watch.taken(t); withID != 1 || without != 0 {
+		t.Fatalf("the watch saw %d transactions with an id and %d without: want 1 with", withID, without)
+	}
+
+	if _, err := payCreate(e, c, payRequest(va, 100, "rtp")); err != nil {
+		t.Fatal(err)
+	}
+	if withID, without := watch.taken(t); withID != 0 || without != 1 {
+		t.Fatalf("while the payment decided, %d of %d sightings had a transaction id: want none of 1", withID, withID+without)
+	}
+}
+
 // holdBalanceRow locks va's balance row in a transaction of the test's own,
 // runs start (which sends payments), and waits until n statements queue
 // behind the lock: payments that have read and decided and now wait, in
@@ -459,7 +556,7 @@ func TestAPaymentDecidesAgainWhenItsInputsChangedBeforeTheLock(t *testing.T) {
 // trip; the one whose claim comes second in the last round trip waits for
 // the first to commit, rolls back, and answers with the first's payment.
 func TestIdenticalPaymentsRacingPastTheKeyLookUpMakeOnePayment(t *testing.T) {
-	e := newEnv(t)
+	e := payEnv(t, 6) // the test's lock, its poll, two payments, room to spare
 	cl, va := payReady(e, 10_000)
 	idem := payIdem(cl, "same-key", "same-request")
 	results := make(chan app.Result, 2)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/webhook"
@@ -166,7 +167,8 @@ func idemCommand(mode int, idem *Idempotency, newID string, calls *atomic.Int32,
 				tx.beforeAppend(`SELECT 1 / 0`) // fails after the claim
 			}
 			err = tx.appendProjectReadAndCommit(ctx, Meta{}, nil)
-			if err != nil && fail != nil {
+			var pgErr *pgconn.PgError
+			if fail != nil && errors.As(err, &pgErr) && pgErr.Code == "22012" { // division_by_zero: the failure queued above
 				err = fail
 			}
 			return Result{ID: newID}, err

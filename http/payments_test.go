@@ -1075,6 +1075,9 @@ func TestPaymentGetAndList(t *testing.T) {
 	if list := vaData(t, vaGet(t, api, key2, "/v1/payments")); len(list) != 0 {
 		t.Errorf("another platform lists %d payments", len(list))
 	}
+	if list := vaData(t, vaGet(t, api, key2, "/v1/payments?idempotency_key="+url.QueryEscape(p3["idempotency_key"].(string)))); len(list) != 0 {
+		t.Errorf("another platform finds %d payments by this platform's idempotency key", len(list))
+	}
 	live := api.enableLive(platformID)
 	requireError(t, api.do("GET", "/v1/payments/"+id(p1), live, nil), http.StatusNotFound, "not_found")
 	if list := vaData(t, vaGet(t, api, live, "/v1/payments")); len(list) != 0 {
