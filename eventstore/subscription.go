@@ -26,6 +26,10 @@ type Subscription struct {
 	Handle       Handler
 	BatchSize    int           // default 500
 	PollInterval time.Duration // fallback when no wake-up arrives; default 500ms
+	// HeldBackPoll is how often it looks again while its events are held
+	// back by an older transaction, unless a wake-up comes first; default
+	// 32 ms.
+	HeldBackPoll time.Duration
 	Wake         <-chan struct{}
 	Log          *slog.Logger
 	// OnCommit, if set, is called after a batch committed (e.g. to wake
@@ -394,11 +398,16 @@ func (s *Subscription) Run(ctx context.Context) {
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
 	}
+	heldPoll := s.HeldBackPoll
+	if heldPoll <= 0 {
+		heldPoll = 32 * time.Millisecond
+	}
 	backoff := 50 * time.Millisecond
 	// After a wake-up the new events may still be held back for a moment
 	// by an older transaction elsewhere on the server (reads stop below
 	// the oldest running one): look again quickly a few times before
-	// falling back to the slow poll.
+	// falling back to the slow poll. A pause ends early at the next
+	// wake-up: a commit that may have freed them, or brought more.
 	eager := 0
 	s.Pacer.Woke(s.Name)
 	for ctx.Err() == nil {
@@ -424,14 +433,19 @@ func (s *Subscription) Run(ctx context.Context) {
 			backoff = 50 * time.Millisecond
 			continue // more may be waiting
 		case eager > 0:
-			sleep(ctx, time.Duration(1<<(6-eager))*time.Millisecond) // 2, 4, … 32 ms
-			eager--
+			if s.pause(ctx, time.Duration(1<<(6-eager))*time.Millisecond) { // 2, 4, … 32 ms
+				eager = 5
+			} else {
+				eager--
+			}
 			continue
 		case s.heldBack(ctx):
 			// Committed events wait for an older transaction (in any
 			// database of the server) to end: keep looking every 32 ms
 			// rather than leave them to the slow poll.
-			sleep(ctx, 32*time.Millisecond)
+			if s.pause(ctx, heldPoll) {
+				eager = 5
+			}
 			continue
 		}
 		s.Pacer.Idle(s.Name)
@@ -444,6 +458,23 @@ func (s *Subscription) Run(ctx context.Context) {
 		s.Pacer.Woke(s.Name)
 	}
 	s.Pacer.Idle(s.Name)
+}
+
+// pause waits d, or less if a wake-up comes first (it says so): while
+// events are held back, a commit of this process is what most often frees
+// them, and one that brings new events must not wait out the pause (a
+// reader that slept through them kept its events 30-odd ms from their
+// readers at 1,000 events/s).
+func (s *Subscription) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.Wake:
+		return true
+	case <-t.C:
+	}
+	return false
 }
 
 func sleep(ctx context.Context, d time.Duration) {

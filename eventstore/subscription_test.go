@@ -1037,6 +1037,60 @@ func TestAStepUnderWayDoesNotHoldBackOtherReaders(t *testing.T) {
 	}
 }
 
+// Given an event held back by an older transaction, and a reader that
+// found it so and pauses before looking again (an hour here), when that
+// transaction ends and a commit of this process wakes the reader, then it
+// reads the event at once: a pause ends at a wake-up (one that slept it
+// out kept events 30-odd ms from their readers under load).
+func TestAHeldBackReaderReadsAtTheNextWakeUp(t *testing.T) {
+	ctx := testCtx(t)
+	checks := &statementCount{contains: "count(*) > 0 FROM (SELECT 1 FROM events"}
+	pool := pgtest.TracedPool(t, checks, 4)
+	createScratch(t, ctx, pool, true)
+	blocker, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(ctx)
+	if _, err := blocker.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	appendSome(t, ctx, pool, "held", 1) // committed after the blocker began
+
+	wake := make(chan struct{}, 1)
+	sub := &eventstore.Subscription{Name: "held", Pool: pool, PollInterval: time.Hour, HeldBackPoll: time.Hour,
+		Wake: wake, Log: discard,
+		Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+			return insertScratch(ctx, tx, "held", evs)
+		}}
+	runSub(t, sub)
+	deadline := time.Now().Add(waitFor)
+	for checks.n.Load() == 0 { // the reader found its event held back
+		if time.Now().After(deadline) {
+			t.Fatal("the reader never found its event held back")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := scratchCount(t, ctx, pool); got != 0 {
+		t.Fatalf("the reader handled %d events past a running older transaction", got)
+	}
+	if err := blocker.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Woken (again and again: another package's transaction may hold the
+	// event back a moment longer, and send it back to its pause).
+	for scratchCount(t, ctx, pool) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader slept through the wake-ups that followed its blocker's end")
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // A step whose checkpoint moved while it ran (a process that does not take
 // the subscription's lock: one of an earlier release, which locked the row)
 // commits none of its writes and says it is not the owner; the next step
