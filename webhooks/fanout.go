@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/platform"
 	"github.com/opentreasury/treasury/domain/webhook"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
@@ -228,6 +229,10 @@ type Fanout struct {
 	Pool *pgxpool.Pool
 	// Delivered is signalled when new deliveries are due (wakes the sender).
 	Delivered func()
+	// Sender, if set, is handed the deliveries it has a round free for,
+	// leased to it at their insert and sent as soon as they commit (see
+	// handover); the others are inserted due, for its claim.
+	Sender *Sender
 }
 
 // endpointKey is the scope endpoints are looked up by.
@@ -235,9 +240,10 @@ type endpointKey struct{ platformID, environment string }
 
 // Handle is the watermill handler of a batch of public events: one
 // delivery per event and endpoint that wants it, inserted once (a second
-// handling of the batch inserts nothing). It sends at most two
+// handling of the batch inserts nothing). It sends at most three
 // statements whatever the batch's size: the endpoints of every platform
-// and environment in the batch, then the batch's deliveries.
+// and environment in the batch, the bodies of the events they want, then
+// the batch's deliveries.
 func (h *Fanout) Handle(msg *message.Message) error {
 	ctx := msg.Context()
 	var events []feedEvent
@@ -257,8 +263,13 @@ func (h *Fanout) Handle(msg *message.Message) error {
 			envs = append(envs, k.environment)
 		}
 	}
-	// One query for every platform and environment of the batch.
-	rows, err := h.Pool.Query(ctx, `SELECT e.id, e.platform_id, e.environment, e.events FROM webhook_endpoints e
+	// One query for every platform and environment of the batch, with what
+	// the sender needs of an endpoint (as its claim reads it) for the
+	// deliveries handed to it.
+	rows, err := h.Pool.Query(ctx, `SELECT e.id, e.platform_id, e.environment, e.events, e.url, e.retry_policy,
+            ARRAY(SELECT secret FROM webhook_secrets w WHERE w.endpoint_id = e.id
+                AND (w.expires_at IS NULL OR w.expires_at > now()) ORDER BY w.created_at DESC)
+        FROM webhook_endpoints e
         JOIN unnest($1::text[], $2::text[]) AS s (platform_id, environment)
           ON e.platform_id = s.platform_id AND e.environment = s.environment
         WHERE e.status = 'enabled' AND NOT e.deleted
@@ -267,17 +278,20 @@ func (h *Fanout) Handle(msg *message.Message) error {
 		return err
 	}
 	type endpoint struct {
-		id     string
-		events []string
+		id      string
+		events  []string
+		url     string
+		policy  platform.RetryPolicy
+		secrets []string
 	}
-	byScope := map[endpointKey][]endpoint{}
+	byScope := map[endpointKey][]*endpoint{}
 	if _, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
 		var ep endpoint
 		var k endpointKey
-		if err := r.Scan(&ep.id, &k.platformID, &k.environment, &ep.events); err != nil {
+		if err := r.Scan(&ep.id, &k.platformID, &k.environment, &ep.events, &ep.url, &ep.policy, &ep.secrets); err != nil {
 			return struct{}{}, err
 		}
-		byScope[k] = append(byScope[k], ep)
+		byScope[k] = append(byScope[k], &ep)
 		return struct{}{}, nil
 	}); err != nil {
 		return err
@@ -289,8 +303,8 @@ func (h *Fanout) Handle(msg *message.Message) error {
 	// endpoint's platform and environment, enabled and not deleted (in the
 	// query above), and subscribed to the type or to "*".
 	type delivery struct {
-		endpointID string
-		event      *feedEvent
+		endpoint *endpoint
+		event    *feedEvent
 	}
 	var wanted []delivery
 	var seqs []int64
@@ -301,7 +315,7 @@ func (h *Fanout) Handle(msg *message.Message) error {
 				if len(seqs) == 0 || seqs[len(seqs)-1] != e.Seq {
 					seqs = append(seqs, e.Seq)
 				}
-				wanted = append(wanted, delivery{ep.id, e})
+				wanted = append(wanted, delivery{ep, e})
 			}
 		}
 	}
@@ -312,8 +326,11 @@ func (h *Fanout) Handle(msg *message.Message) error {
 	if err != nil {
 		return err
 	}
+	round := h.Sender.takeHandover() // nil: every delivery goes to the claim
 	var ids, endpointIDs, eventIDs, types, payloads []string
 	var committed []time.Time
+	var leased []bool
+	handed := map[string]job{} // delivery id → its job, if leased
 	for _, d := range wanted {
 		body, ok := bodies[d.event.Seq]
 		if e := body.event; !ok || e.ID != d.event.ID || e.Type != d.event.Type || e.PlatformID != d.event.PlatformID ||
@@ -322,37 +339,86 @@ func (h *Fanout) Handle(msg *message.Message) error {
 			// rewound the feed, which brings the corrected row again.
 			continue
 		}
-		ids = append(ids, domain.NewID(domain.PrefixDelivery))
-		endpointIDs = append(endpointIDs, d.endpointID)
+		id := domain.NewID(domain.PrefixDelivery)
+		ids = append(ids, id)
+		endpointIDs = append(endpointIDs, d.endpoint.id)
 		eventIDs = append(eventIDs, d.event.ID)
 		types = append(types, d.event.Type)
 		payloads = append(payloads, body.payload)
 		committed = append(committed, d.event.CreatedAt)
+		take := round.take(d.endpoint.id)
+		leased = append(leased, take)
+		if take {
+			handed[id] = job{id: id, endpointID: d.endpoint.id, eventType: d.event.Type, url: d.endpoint.url,
+				platformID: d.event.PlatformID, environment: d.event.Environment, payload: []byte(body.payload),
+				policy: d.endpoint.policy, secrets: d.endpoint.secrets}
+		}
 	}
-	if len(ids) == 0 {
-		return nil
+	inserted, err := h.insert(ctx, len(handed) > 0, ids, endpointIDs, eventIDs, types, payloads, committed, leased)
+	var jobs []job
+	for _, id := range inserted {
+		if j, ok := handed[id]; ok {
+			jobs = append(jobs, j)
+		}
 	}
-	// One statement for the batch; the unique (endpoint_id, event_id)
-	// makes a second handling of the batch insert nothing. Rows go in
-	// (seq, endpoint id) order, so two fan-outs of overlapping batches at
-	// once (say two processes on one database) take the unique index's
-	// locks in the same order and cannot deadlock. The commit does not wait
-	// for the WAL flush (eventstore.ExecDerived): the sender's claim, which
-	// does, flushes these rows before any of them is sent, and a crash that
-	// loses them before that loses the feed's checkpoint after them too, so
-	// the feed emits the batch again.
-	if _, err := eventstore.ExecDerived(ctx, h.Pool, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
-            next_attempt_at, committed_at, created_at)
-        SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.payload::jsonb, 'pending', now(), d.committed_at, now()
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
-            AS d (id, endpoint_id, event_id, event_type, payload, committed_at)
-        ON CONFLICT (endpoint_id, event_id) DO NOTHING`, ids, endpointIDs, eventIDs, types, payloads, committed); err != nil {
+	round.send(jobs) // an insert that failed sends nothing and gives the round back
+	if err != nil {
 		return err
 	}
-	if h.Delivered != nil {
+	if len(ids) > len(handed) && h.Delivered != nil { // some were left to the claim
 		h.Delivered()
 	}
 	return nil
+}
+
+// insert stores the deliveries (leased: already claimed by this process's
+// sender) and returns the ids of those it inserted. One statement for the
+// batch; the unique (endpoint_id, event_id) makes a second handling of the
+// batch insert nothing. Rows go in (seq, endpoint id) order, so two
+// fan-outs of overlapping batches at once (say two processes on one
+// database) take the unique index's locks in the same order and cannot
+// deadlock. Without a leased row, the commit does not wait for the WAL
+// flush (eventstore.ExecDerived): the sender's claim, which does, flushes
+// these rows before any of them is sent, and a crash that loses them
+// before that loses the feed's checkpoint after them too, so the feed
+// emits the batch again. With one, it waits, as the claim would: they are
+// sent as soon as it returns.
+func (h *Fanout) insert(ctx context.Context, flush bool, ids, endpointIDs, eventIDs, types, payloads []string,
+	committed []time.Time, leased []bool) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	const insert = `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status,
+            next_attempt_at, committed_at, created_at)
+        SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.payload::jsonb, 'pending',
+            CASE WHEN d.leased THEN now() + $8::interval ELSE now() END, d.committed_at, now()
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::bool[])
+            AS d (id, endpoint_id, event_id, event_type, payload, committed_at, leased)
+        ON CONFLICT (endpoint_id, event_id) DO NOTHING
+        RETURNING id`
+	args := []any{ids, endpointIDs, eventIDs, types, payloads, committed, leased, Lease.String()}
+	var inserted []string
+	scan := func(rows pgx.Rows) error {
+		var err error
+		inserted, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	}
+	if flush {
+		rows, err := h.Pool.Query(ctx, insert, args...)
+		if err != nil {
+			return nil, err
+		}
+		return inserted, scan(rows)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SET LOCAL synchronous_commit = off`)
+	b.Queue(insert, args...).Query(scan)
+	b.Queue(`COMMIT`)
+	if err := h.Pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	return inserted, nil
 }
 
 // body is a public event's webhook body (the event as GET /v1/events

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -497,4 +498,78 @@ func TestFeedPausingAfterAFailureHoldsNothingBack(t *testing.T) {
 		lag, _ := pacer.Behind(time.Now())
 		return lag < time.Second
 	})
+}
+
+// claimTracer counts the deliveries the sender's claim took.
+type claimTracer struct{ claimed atomic.Int64 }
+
+type claimKey struct{}
+
+func (c *claimTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, claimKey{}, strings.Contains(d.SQL, "WITH claimed AS"))
+}
+
+func (c *claimTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if claim, _ := ctx.Value(claimKey{}).(bool); claim && d.Err == nil {
+		c.claimed.Add(d.CommandTag.RowsAffected())
+	}
+}
+
+// Given a running sender with a round free, when the fan-out inserts
+// deliveries, then it hands them to the sender, leased at their insert:
+// each arrives signed, with its delivery id, and is recorded, and the
+// sender's claim took none of them.
+func TestFanoutHandsItsDeliveriesToTheSender(t *testing.T) {
+	e := setup(t)
+	rcv := &receiver{codes: []int{200}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	wh := e.createWebhook(t, srv.URL, nil)
+
+	tr := &claimTracer{}
+	cfg, err := pgxpool.ParseConfig(e.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = tr
+	senderPool, err := pgxpool.NewWithConfig(e.ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer senderPool.Close()
+	sender := &webhooks.Sender{Pool: senderPool, App: e.app, Log: e.log, AllowPrivate: true, RoundWait: time.Minute}
+	ctx, cancel := context.WithCancel(e.ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); sender.Run(ctx) }()
+	defer func() { cancel(); <-stopped }()
+
+	ids, last := e.insertPublicEvents(t, []pubEvent{
+		{e.c.PlatformID, domain.Sandbox, "payment.created"},
+		{e.c.PlatformID, domain.Sandbox, "payment.submitted"},
+		{e.c.PlatformID, domain.Sandbox, "payment.completed"},
+	})
+	e.fanOnce(t, e.pool, &webhooks.Fanout{Sender: sender}, last)
+	waitFor(t, 15*time.Second, "the three deliveries to be recorded as succeeded", func() bool {
+		var n int
+		if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == len(ids)
+	})
+	if n := tr.claimed.Load(); n != 0 {
+		t.Errorf("the sender's claim took %d deliveries, want none: the fan-out hands them over", n)
+	}
+	got := rcv.requests()
+	if len(got) != len(ids) {
+		t.Fatalf("%d requests, want %d", len(got), len(ids))
+	}
+	delivered := e.allDeliveries(t)
+	for _, r := range got {
+		if !verify(t, r, wh.Secret) {
+			t.Errorf("signature %q not valid for the endpoint's secret", r.sig)
+		}
+		if !slices.Contains(slices.Collect(maps.Values(delivered)), r.id) {
+			t.Errorf("webhook-id %q is no delivery's id", r.id)
+		}
+	}
 }

@@ -275,7 +275,7 @@ func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.A
 	sender := &webhooks.Sender{Pool: pool, App: a, Log: log, Wake: notifier.SubscribeTo(eventstore.TopicDeliveries), AllowPrivate: cfg.WebhookAllowPriv}
 	feed := &webhooks.FeedSubscriber{Pool: pool, Wake: notifier.SubscribeTo(eventstore.TopicPublicEvents), Log: log, Pacer: pacer}
 	delivered := func() { notifier.NotifyOf(eventstore.TopicDeliveries) }
-	router, err := webhooks.NewRouter(feed, &webhooks.Fanout{Pool: pool, Delivered: delivered}, log)
+	router, err := webhooks.NewRouter(feed, &webhooks.Fanout{Pool: pool, Delivered: delivered, Sender: sender}, log)
 	if err != nil {
 		log.Error("webhook router", "error", err)
 		return
