@@ -1058,7 +1058,7 @@ func TestAHeldBackReaderReadsAtTheNextWakeUp(t *testing.T) {
 	appendSome(t, ctx, pool, "held", 1) // committed after the blocker began
 
 	wake := make(chan struct{}, 1)
-	sub := &eventstore.Subscription{Name: "held", Pool: pool, PollInterval: time.Hour, HeldBackPoll: time.Hour,
+	sub := &eventstore.Subscription{Name: "held", Pool: pool, PollInterval: time.Hour, HeldBackPoll: time.Hour, LatencyBound: true,
 		Wake: wake, Log: discard,
 		Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
 			return insertScratch(ctx, tx, "held", evs)
@@ -1089,6 +1089,60 @@ func TestAHeldBackReaderReadsAtTheNextWakeUp(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Given a reader that has read everything readable, when commits follow
+// one another within its step gap, each waking it, then it reads them
+// together in one step at the gap's end, not in a step per commit; and a
+// full batch is followed by the next step at once, gap or not.
+func TestAReaderReadsTheCommitsOfItsStepGapTogether(t *testing.T) {
+	t.Run("commits within the gap", func(t *testing.T) {
+		ctx := testCtx(t)
+		pool := pgtest.Pool(t)
+		createScratch(t, ctx, pool, true)
+		var batches atomic.Int32
+		wake := make(chan struct{}, 1)
+		sub := &eventstore.Subscription{Name: "gap", Pool: pool, PollInterval: time.Hour, StepGap: 3 * time.Second, LatencyBound: true,
+			Wake: wake, Log: discard,
+			Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+				batches.Add(1)
+				return insertScratch(ctx, tx, "gap", evs)
+			}}
+		appendSome(t, ctx, pool, "first", 1)
+		_, pos := readN(t, ctx, pool, eventstore.Position{}, 100, 1)
+		runSub(t, sub)
+		waitScratch(t, ctx, pool, 1, waitFor) // its first step: no gap before it
+		for i := range 5 {
+			appendSome(t, ctx, pool, fmt.Sprintf("then%d", i), 1)
+			_, pos = readN(t, ctx, pool, pos, 100, 1) // readable before the wake-up, as after a commit
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+		waitScratch(t, ctx, pool, 6, 2*3*time.Second+waitFor) // a gap, or two if held back
+		// Another package's transaction may hold some of the five back
+		// past the first step after the gap: one more batch, no more.
+		if b := batches.Load(); b > 3 {
+			t.Errorf("the five commits made within the gap were handled in %d batches after the first, want them together", b-1)
+		}
+	})
+
+	t.Run("a full batch", func(t *testing.T) {
+		ctx := testCtx(t)
+		pool := pgtest.Pool(t)
+		createScratch(t, ctx, pool, true)
+		appendSome(t, ctx, pool, "full", 5)
+		readN(t, ctx, pool, eventstore.Position{}, 100, 5) // all readable before the reader starts
+		sub := &eventstore.Subscription{Name: "full", Pool: pool, PollInterval: time.Hour, StepGap: time.Hour, LatencyBound: true,
+			BatchSize: 2, Log: discard,
+			Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+				return insertScratch(ctx, tx, "full", evs)
+			}}
+		runSub(t, sub)
+		// 2, 2, then 1: no gap after a full batch.
+		waitScratch(t, ctx, pool, 5, waitFor)
+	})
 }
 
 // A step whose checkpoint moved while it ran (a process that does not take

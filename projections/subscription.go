@@ -37,6 +37,8 @@ func NewSubscription(s AsyncSubscriber, pool *pgxpool.Pool, wake <-chan struct{}
 	return &eventstore.Subscription{
 		Name: s.Name, Pool: pool, Wake: wake, Log: log, Derived: true, BatchSize: BatchSize,
 		ReadAhead: true, Decode: true, Types: eventTypes(s.Projectors),
+		// The webhooks follow the public events.
+		LatencyBound: s.Name == PublicEventsSubscription,
 		Prelude: &eventstore.Prelude{SQL: lastSeqsSQL(tables), Scan: func(row pgx.Row) (err error) {
 			seqs, err = scanLastSeqs(row, tables)
 			return err
