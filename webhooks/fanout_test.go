@@ -94,7 +94,7 @@ func (s *stmtTracer) reset() {
 }
 
 // tracedPool is a second pool on e's database whose statements tr sees.
-func (e env) tracedPool(t *testing.T, tr *stmtTracer) *pgxpool.Pool {
+func (e env) tracedPool(t *testing.T, tr pgx.QueryTracer) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(e.pool.Config().ConnString())
 	if err != nil {
@@ -527,17 +527,7 @@ func TestFanoutHandsItsDeliveriesToTheSender(t *testing.T) {
 	wh := e.createWebhook(t, srv.URL, nil)
 
 	tr := &claimTracer{}
-	cfg, err := pgxpool.ParseConfig(e.pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = tr
-	senderPool, err := pgxpool.NewWithConfig(e.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer senderPool.Close()
-	sender := &webhooks.Sender{Pool: senderPool, App: e.app, Log: e.log, AllowPrivate: true, RoundWait: time.Minute}
+	sender := &webhooks.Sender{Pool: e.tracedPool(t, tr), App: e.app, Log: e.log, AllowPrivate: true, RoundWait: time.Minute}
 	ctx, cancel := context.WithCancel(e.ctx)
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); sender.Run(ctx) }()
