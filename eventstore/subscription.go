@@ -31,10 +31,11 @@ type Subscription struct {
 	// 32 ms.
 	HeldBackPoll time.Duration
 	// LatencyBound marks a reader that others wait on (the public events,
-	// which the webhooks follow; the ledger views, which reads after a
-	// write wait for): after reading all that was readable it looks again
-	// at the next wake-up, StepGap after its last step at the soonest,
-	// where another reader backs off (see Run).
+	// which the webhooks follow): after reading all that was readable it
+	// looks again at the next wake-up, StepGap after its last step at the
+	// soonest, where another reader backs off (see Run). While an older
+	// transaction holds its events back, that is a step per StepGap at
+	// most.
 	LatencyBound bool
 	// StepGap is a latency-bound reader's least time from a step that read
 	// everything readable to the next step's start, default

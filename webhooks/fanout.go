@@ -327,6 +327,7 @@ func (h *Fanout) Handle(msg *message.Message) error {
 		return err
 	}
 	round := h.Sender.takeHandover() // nil: every delivery goes to the claim
+	defer round.send(nil)            // given back if nothing was sent (a panic included)
 	var ids, endpointIDs, eventIDs, types, payloads []string
 	var committed []time.Time
 	var leased []bool
@@ -356,8 +357,11 @@ func (h *Fanout) Handle(msg *message.Message) error {
 	}
 	inserted, err := h.insert(ctx, len(handed) > 0, ids, endpointIDs, eventIDs, types, payloads, committed, leased)
 	var jobs []job
-	for _, id := range inserted {
-		if j, ok := handed[id]; ok {
+	for _, row := range inserted {
+		if j, ok := handed[row.id]; ok {
+			// The body as stored, which retries send: jsonb's text, not
+			// encoding/json's (a receiver may compare the two).
+			j.payload = []byte(row.payload)
 			jobs = append(jobs, j)
 		}
 	}
@@ -371,8 +375,11 @@ func (h *Fanout) Handle(msg *message.Message) error {
 	return nil
 }
 
+// stored is a delivery the insert made: its id and its body as stored.
+type stored struct{ id, payload string }
+
 // insert stores the deliveries (leased: already claimed by this process's
-// sender) and returns the ids of those it inserted. One statement for the
+// sender) and returns those it inserted. One statement for the
 // batch; the unique (endpoint_id, event_id) makes a second handling of the
 // batch insert nothing. Rows go in (seq, endpoint id) order, so two
 // fan-outs of overlapping batches at once (say two processes on one
@@ -384,7 +391,7 @@ func (h *Fanout) Handle(msg *message.Message) error {
 // emits the batch again. With one, it waits, as the claim would: they are
 // sent as soon as it returns.
 func (h *Fanout) insert(ctx context.Context, flush bool, ids, endpointIDs, eventIDs, types, payloads []string,
-	committed []time.Time, leased []bool) ([]string, error) {
+	committed []time.Time, leased []bool) ([]stored, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -395,12 +402,15 @@ func (h *Fanout) insert(ctx context.Context, flush bool, ids, endpointIDs, event
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::bool[])
             AS d (id, endpoint_id, event_id, event_type, payload, committed_at, leased)
         ON CONFLICT (endpoint_id, event_id) DO NOTHING
-        RETURNING id`
+        RETURNING id, payload::text`
 	args := []any{ids, endpointIDs, eventIDs, types, payloads, committed, leased, Lease.String()}
-	var inserted []string
+	var made []stored
 	scan := func(rows pgx.Rows) error {
 		var err error
-		inserted, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		made, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (stored, error) {
+			var d stored
+			return d, r.Scan(&d.id, &d.payload)
+		})
 		return err
 	}
 	if flush {
@@ -408,7 +418,8 @@ func (h *Fanout) insert(ctx context.Context, flush bool, ids, endpointIDs, event
 		if err != nil {
 			return nil, err
 		}
-		return inserted, scan(rows)
+		err = scan(rows)
+		return made, err
 	}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
@@ -418,7 +429,7 @@ func (h *Fanout) insert(ctx context.Context, flush bool, ids, endpointIDs, event
 	if err := h.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
-	return inserted, nil
+	return made, nil
 }
 
 // body is a public event's webhook body (the event as GET /v1/events

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // Given a sender, then it hands a round to the fan-out only while it runs
@@ -46,8 +47,46 @@ func TestAHandoverTakesWhatAClaimWould(t *testing.T) {
 	cancel()
 	for range MaxRounds {
 		<-s.slots
+		s.rounds.Done()
 	}
 	if s.takeHandover() != nil {
 		t.Error("a stopped sender took a round")
+	}
+}
+
+// Given a round handed to the fan-out, when the sender stops before the
+// fan-out sends it, then the round is given back unsent (its deliveries
+// stay leased, for a claim after the lease) and the sender's wait for its
+// rounds ends; and once Run has begun that wait, no round is handed over.
+func TestAHandoverOutlivedByItsSenderIsGivenBack(t *testing.T) {
+	s := &Sender{}
+	s.init()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.ctx = ctx
+	h := s.takeHandover()
+	if h == nil {
+		t.Fatal("no round for a running sender")
+	}
+	cancel()
+	h.send([]job{{id: "msg_1", endpointID: "ep_a"}})
+	h.send(nil) // the fan-out's deferred give-back: a no-op after a send
+	if len(s.slots) != 0 {
+		t.Errorf("%d rounds under way, want 0", len(s.slots))
+	}
+	waited := make(chan struct{})
+	go func() { s.rounds.Wait(); close(waited) }()
+	select {
+	case <-waited: // the round was counted once, and done once
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sender's wait for its rounds did not end")
+	}
+	if s.inFlight["ep_a"] != nil {
+		t.Error("an unsent delivery counts as in flight")
+	}
+
+	s.ctx = context.Background()
+	s.stopping = true
+	if s.takeHandover() != nil {
+		t.Error("a round was handed over while Run waited for its rounds")
 	}
 }

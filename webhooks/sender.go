@@ -51,9 +51,10 @@ type Sender struct {
 	inFlight   map[string]map[string]time.Time // endpoint → its requests sent and not yet answered → when claimed
 	stragglers sync.WaitGroup                  // those requests
 
-	slots  chan struct{}   // a token per round under way (MaxRounds)
-	rounds sync.WaitGroup  // the rounds under way
-	ctx    context.Context // Run's, once it runs: rounds handed over by the fan-out run on it
+	slots    chan struct{}   // a token per round under way (MaxRounds)
+	rounds   sync.WaitGroup  // the rounds under way
+	ctx      context.Context // Run's, once it runs: rounds handed over by the fan-out run on it
+	stopping bool            // Run waits for its rounds: none may be handed over
 }
 
 // Lease is how long a claimed delivery is reserved for its sender.
@@ -118,18 +119,27 @@ func (s *Sender) Run(ctx context.Context) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	s.mu.Lock()
+	s.stopping = true // no round is handed over after this (see takeHandover)
+	s.mu.Unlock()
 	s.rounds.Wait()
 	s.stragglers.Wait()
 }
 
 // startRound sends and records jobs in the slot its caller took.
 func (s *Sender) startRound(ctx context.Context, jobs []job) {
-	s.rounds.Go(func() {
-		defer func() { <-s.slots }()
-		if err := s.finish(ctx, jobs); err != nil && ctx.Err() == nil {
-			s.Log.Warn("webhook sender", "error", err)
-		}
-	})
+	s.rounds.Add(1)
+	go s.round(ctx, jobs)
+}
+
+// round sends and records jobs, then gives back their slot and says it
+// is done (rounds.Add was its starter's).
+func (s *Sender) round(ctx context.Context, jobs []job) {
+	defer s.rounds.Done()
+	defer func() { <-s.slots }()
+	if err := s.finish(ctx, jobs); err != nil && ctx.Err() == nil {
+		s.Log.Warn("webhook sender", "error", err)
+	}
 }
 
 // handover is a round the fan-out fills with the deliveries it is about to
@@ -142,6 +152,7 @@ type handover struct {
 	ctx      context.Context
 	heldBack map[string]bool
 	room     int
+	sent     bool
 }
 
 // takeHandover reserves a round for the fan-out, or says no (nil) when
@@ -154,15 +165,20 @@ func (s *Sender) takeHandover() *handover {
 	s.init()
 	s.mu.Lock()
 	ctx := s.ctx
-	s.mu.Unlock()
-	if ctx == nil || ctx.Err() != nil {
+	if ctx == nil || ctx.Err() != nil || s.stopping {
+		s.mu.Unlock()
 		return nil
 	}
 	select {
 	case s.slots <- struct{}{}:
 	default:
+		s.mu.Unlock()
 		return nil
 	}
+	// Counted while Run cannot be past its check of stopping: Run waits
+	// for this round too.
+	s.rounds.Add(1)
+	s.mu.Unlock()
 	held := map[string]bool{}
 	for _, id := range s.heldBackEndpoints() {
 		held[id] = true
@@ -181,18 +197,21 @@ func (h *handover) take(endpointID string) bool {
 	return true
 }
 
-// send starts the round with the deliveries the insert committed (none:
-// the round is given back).
+// send starts the round with the deliveries the insert committed, once
+// (none, or a sender that stopped meanwhile: the round is given back, and
+// the deliveries stay leased until the lease ends, when a claim takes them).
 func (h *handover) send(jobs []job) {
-	if h == nil {
+	if h == nil || h.sent {
 		return
 	}
-	if len(jobs) == 0 {
+	h.sent = true
+	if len(jobs) == 0 || h.ctx.Err() != nil {
 		<-h.s.slots
+		h.s.rounds.Done()
 		return
 	}
 	h.s.track(jobs)
-	h.s.startRound(h.ctx, jobs)
+	go h.s.round(h.ctx, jobs)
 }
 
 // MaxRounds is how many rounds Run keeps going at once.
