@@ -462,6 +462,11 @@ func (s *Subscription) Run(ctx context.Context) {
 		case s.LatencyBound:
 			// A short batch read all that was readable when it began.
 			caughtUp = began
+			select {
+			case <-s.Wake: // a commit since: look again (after the gap)
+				continue
+			default:
+			}
 			if s.heldBack(ctx) {
 				// Events after it wait for an older transaction (in any
 				// database of the server), or came since: look again at
