@@ -227,7 +227,8 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 // platform and environment that wants it.
 type Fanout struct {
 	Pool *pgxpool.Pool
-	// Delivered is signalled when new deliveries are due (wakes the sender).
+	// Delivered is signalled after an insert that left deliveries to the
+	// sender's claim (wakes the sender); a batch handed over whole, none.
 	Delivered func()
 	// Sender, if set, is handed the deliveries it has a round free for,
 	// leased to it at their insert and sent as soon as they commit (see

@@ -23,8 +23,9 @@ import (
 )
 
 // Sender claims due deliveries and sends them. Claiming is one short
-// statement (a lease, committed at once); the POST happens outside any
-// transaction; the attempt is recorded after.
+// statement (a lease, committed at once), or none for the deliveries the
+// fan-out hands over, leased at their insert (see handover); the POST
+// happens outside any transaction; the attempt is recorded after.
 type Sender struct {
 	Pool *pgxpool.Pool
 	App  *app.App
