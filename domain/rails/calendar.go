@@ -80,6 +80,17 @@ func IsBusinessDay(d time.Time) bool {
 // Same-day ACH settlement windows, Eastern (hour, minute).
 var sameDayWindows = [][2]int{{10, 30}, {14, 45}, {16, 45}}
 
+// SameDayWindows are the same-day ACH settlement windows on d's date in
+// New York, business day or not.
+func SameDayWindows(d time.Time) []time.Time {
+	et := d.In(Eastern)
+	out := make([]time.Time, len(sameDayWindows))
+	for i, w := range sameDayWindows {
+		out[i] = atTime(et, w)
+	}
+	return out
+}
+
 // nextDayACHSettlement is when next-day ACH settles, Eastern.
 var nextDayACHSettlement = [2]int{8, 30}
 

@@ -1,0 +1,108 @@
+// Package bank is live mode's sponsor-bank connector (API.md §10): it
+// turns the log's decisions into the files and messages a bank takes, and
+// what the bank sends back into commands.
+package bank
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/opentreasury/treasury/bank/nacha"
+	"github.com/opentreasury/treasury/domain/ach"
+	"github.com/opentreasury/treasury/domain/rails"
+)
+
+// EntryDescription is every outbound batch's company entry description.
+const EntryDescription = "PAYMENT"
+
+// ACHFile renders a cut file: the same event always gives the same bytes,
+// so a file written again after a crash is the file the bank may already
+// have (and refuses as a duplicate by its header), never another one.
+func ACHFile(f ach.FileCreated) ([]byte, error) {
+	file, err := achFile(f)
+	if err != nil {
+		return nil, err
+	}
+	return nacha.Marshal(file)
+}
+
+func achFile(f ach.FileCreated) (nacha.File, error) {
+	o := f.Originator
+	odfi, _, err := nacha.SplitRouting(o.RoutingNumber)
+	if err != nil {
+		return nacha.File{}, fmt.Errorf("the originator: %w", err)
+	}
+	if len(f.IDModifier) != 1 {
+		return nacha.File{}, fmt.Errorf("file id modifier %q", f.IDModifier)
+	}
+	file := nacha.File{Header: nacha.FileHeader{
+		ImmediateDestination: o.RoutingNumber, ImmediateOrigin: o.Origin,
+		CreatedAt: f.At.In(rails.Eastern), IDModifier: f.IDModifier[0],
+		OriginName: asNACHA(o.CompanyName, 23),
+	}}
+	// The entries come platform by platform and date by date (ach.Decide's
+	// order): a batch for each run.
+	var platform, date string // of the batch being filled
+	for _, e := range f.Entries {
+		n := len(file.Batches)
+		if n == 0 || e.PlatformID != platform || e.EffectiveDate != date {
+			platform, date = e.PlatformID, e.EffectiveDate
+			effective, err := time.Parse(time.DateOnly, e.EffectiveDate)
+			if err != nil {
+				return nacha.File{}, fmt.Errorf("payment %s: effective date %q", e.PaymentID, e.EffectiveDate)
+			}
+			file.Batches = append(file.Batches, nacha.Batch{Header: nacha.BatchHeader{
+				ServiceClass: nacha.CreditsOnly, CompanyName: asNACHA(o.CompanyName, 16),
+				CompanyID: o.CompanyID, SEC: "CCD", EntryDescription: EntryDescription,
+				EffectiveDate: effective, ODFI: odfi, Number: n + 1,
+			}})
+			n++
+		}
+		rdfi, check, err := nacha.SplitRouting(e.RoutingNumber)
+		if err != nil {
+			return nacha.File{}, fmt.Errorf("payment %s: %w", e.PaymentID, err)
+		}
+		b := &file.Batches[n-1]
+		b.Entries = append(b.Entries, nacha.Entry{
+			TransactionCode: nacha.CheckingCredit, RDFI: rdfi, CheckDigit: check,
+			AccountNumber: e.AccountNumber, Amount: e.Amount,
+			IdentificationNumber: IdentificationNumber(e.PaymentID),
+			Name:                 asNACHA(e.Name, 22), TraceNumber: e.TraceNumber,
+		})
+	}
+	return file, nil
+}
+
+// IdentificationNumber is what an entry carries of its payment: the last 15
+// characters of its id (the trace number is what returns match on).
+func IdentificationNumber(paymentID string) string {
+	if len(paymentID) <= 15 {
+		return paymentID
+	}
+	return paymentID[len(paymentID)-15:]
+}
+
+// asNACHA is s as a NACHA alphanumeric field of width characters: upper
+// case, accents dropped (É → E), any other character that is not
+// printable ASCII a space, cut to width.
+func asNACHA(s string, width int) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(s) {
+		switch {
+		case unicode.Is(unicode.Mn, r): // a combining accent
+		case r >= 0x20 && r <= 0x7e:
+			b.WriteRune(unicode.ToUpper(r))
+		default:
+			b.WriteByte(' ')
+		}
+	}
+	out := b.String()
+	if len(out) > width {
+		out = out[:width]
+	}
+	return strings.TrimRight(out, " ")
+}

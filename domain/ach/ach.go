@@ -1,0 +1,256 @@
+// Package ach decides live mode's outbound ACH files (API.md §10): when a
+// file is cut, which payments it carries, their trace numbers, the file's
+// name and identity for the day. The decision is an event that holds
+// everything the file's bytes are made from, so that the file can be
+// written again, identically, after a crash: recovery is decided from the
+// log, never from what happens to be in a folder.
+//
+// The ACH day is the aggregate: one stream per Eastern calendar day, whose
+// version orders the day's files. Cutting appends to it with an expected
+// version, so two cuts that race cannot hand out one file id modifier or
+// one trace number twice; the payments' own streams, appended in the same
+// transaction (payment.Submitted), keep a payment out of a second file.
+package ach
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/rails"
+)
+
+// StreamID is the stream of the ACH day (YYYY-MM-DD, Eastern).
+func StreamID(day string) string { return "achday-" + day }
+
+// DayOf is the ACH day of t: its date in New York.
+func DayOf(t time.Time) string { return t.In(rails.Eastern).Format(time.DateOnly) }
+
+// Originator is who sends the files, from the configuration
+// (TREASURY_ROUTING_NUMBER, TREASURY_ACH_ORIGIN, TREASURY_ACH_COMPANY_ID,
+// TREASURY_ACH_COMPANY_NAME), kept in each file's event so that a file
+// written again after a restart with another configuration is still the
+// same file.
+type Originator struct {
+	RoutingNumber string `json:"routing_number"` // the sponsor bank's, 9 digits
+	Origin        string `json:"origin"`         // immediate origin, 10 characters
+	CompanyID     string `json:"company_id"`
+	CompanyName   string `json:"company_name"`
+}
+
+// Pending is a live ACH payment waiting for a file.
+type Pending struct {
+	PaymentID     string    `json:"payment_id"`
+	PlatformID    string    `json:"platform_id"`
+	Rail          string    `json:"rail"`
+	Amount        int64     `json:"amount"`
+	AccountNumber string    `json:"account_number"`
+	RoutingNumber string    `json:"routing_number"`
+	Name          string    `json:"name"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// Entry is a payment in a file.
+type Entry struct {
+	Pending
+	// TraceNumber is the originator's routing number's first 8 digits and
+	// the day's 7-digit sequence.
+	TraceNumber string `json:"trace_number"`
+	// EffectiveDate (YYYY-MM-DD) is the date the entry settles: the
+	// window's for same-day, the next business day for standard.
+	EffectiveDate string `json:"effective_date"`
+}
+
+// FileCreated: a file was cut. Its payments are submitted with their trace
+// numbers in the same transaction; the file is written to the outbox
+// after the commit.
+type FileCreated struct {
+	ACHFileID  string     `json:"ach_file_id"`
+	Day        string     `json:"day"`
+	Name       string     `json:"name"`
+	IDModifier string     `json:"id_modifier"`
+	Originator Originator `json:"originator"`
+	Entries    []Entry    `json:"entries"`
+	At         time.Time  `json:"at"`
+}
+
+// FileTransmitted: the file is in the outbox, whole.
+type FileTransmitted struct {
+	ACHFileID string    `json:"ach_file_id"`
+	At        time.Time `json:"at"`
+}
+
+func (FileCreated) EventType() string     { return "ach.file_created" }
+func (FileTransmitted) EventType() string { return "ach.file_transmitted" }
+
+func init() {
+	domain.RegisterEvent[FileCreated]()
+	domain.RegisterEvent[FileTransmitted]()
+}
+
+// TotalCredit is the sum of the file's entries, in cents.
+func (f FileCreated) TotalCredit() int64 {
+	var total int64
+	for _, e := range f.Entries {
+		total += e.Amount
+	}
+	return total
+}
+
+// File is what the day knows of one of its files.
+type File struct {
+	FileCreated
+	Transmitted bool
+}
+
+// Day is the ACH day folded from its stream.
+type Day struct {
+	Files []File
+	// LastTrace is the last trace sequence handed out today.
+	LastTrace int
+}
+
+// Evolve folds one event.
+func Evolve(d Day, e domain.Event) Day {
+	switch ev := e.(type) {
+	case FileCreated:
+		d.Files = append(slices.Clip(d.Files), File{FileCreated: ev})
+		d.LastTrace += len(ev.Entries)
+	case FileTransmitted:
+		d.Files = slices.Clone(d.Files)
+		for i := range d.Files {
+			if d.Files[i].ACHFileID == ev.ACHFileID {
+				d.Files[i].Transmitted = true
+			}
+		}
+	}
+	return d
+}
+
+// Untransmitted are the day's files cut but not yet known to be in the
+// outbox: the ones to write (again) before anything else.
+func (d Day) Untransmitted() []File {
+	var out []File
+	for _, f := range d.Files {
+		if !f.Transmitted {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Modifiers are the file id modifiers, in the order a day uses them.
+const Modifiers = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// MaxTrace is the largest 7-digit trace sequence.
+const MaxTrace = 9_999_999
+
+// Commands on the ACH day.
+type (
+	// Cut makes a file of the payments given, those the window takes:
+	// same-day payments at every window, standard ones at the last window
+	// of the day or when the operator cuts (Standard).
+	Cut struct {
+		ACHFileID  string
+		Originator Originator
+		Payments   []Pending
+		Standard   bool // standard payments go too
+		At         time.Time
+	}
+	// Transmit records that a file is in the outbox.
+	Transmit struct {
+		ACHFileID string
+		At        time.Time
+	}
+)
+
+// Decide returns the events of a command on the day d, or why not. A cut
+// with no payment for it makes no file (no events, no error).
+func Decide(d Day, cmd any) ([]domain.Event, error) {
+	switch c := cmd.(type) {
+	case Cut:
+		return decideCut(d, c)
+	case Transmit:
+		for _, f := range d.Files {
+			if f.ACHFileID == c.ACHFileID {
+				if f.Transmitted {
+					return nil, nil
+				}
+				return []domain.Event{FileTransmitted{ACHFileID: c.ACHFileID, At: c.At}}, nil
+			}
+		}
+		return nil, domain.NotFound("ach_file", c.ACHFileID)
+	}
+	return nil, domain.Errorf(domain.CodeInternal, "unknown ACH day command %T", cmd)
+}
+
+func decideCut(d Day, c Cut) ([]domain.Event, error) {
+	o := c.Originator
+	if len(o.RoutingNumber) != 9 || !rails.ValidABA(o.RoutingNumber) {
+		return nil, domain.Errorf(domain.CodeInternal, "the originator's routing number %q is not a valid ABA number", o.RoutingNumber)
+	}
+	var take []Pending
+	for _, p := range c.Payments {
+		switch p.Rail {
+		case rails.ACHSameDay.String():
+			take = append(take, p)
+		case rails.ACHStandard.String():
+			if c.Standard {
+				take = append(take, p)
+			}
+		default:
+			return nil, domain.Errorf(domain.CodeInternal, "payment %s on rail %s cannot go in an ACH file", p.PaymentID, p.Rail)
+		}
+	}
+	if len(take) == 0 {
+		return nil, nil
+	}
+	if len(d.Files) >= len(Modifiers) {
+		return nil, domain.Errorf(domain.CodeInvalidState, "the ACH day %s already has %d files, the most its file id modifiers allow", DayOf(c.At), len(d.Files))
+	}
+	if d.LastTrace+len(take) > MaxTrace {
+		return nil, domain.Errorf(domain.CodeInvalidState, "the ACH day %s has no trace numbers left for %d entries", DayOf(c.At), len(take))
+	}
+	modifier := Modifiers[len(d.Files) : len(d.Files)+1]
+	f := FileCreated{ACHFileID: c.ACHFileID, Day: DayOf(c.At), IDModifier: modifier, Originator: o, At: c.At,
+		Name: fmt.Sprintf("ach-%s-%s.ach", c.At.In(rails.Eastern).Format("20060102-150405"), modifier)}
+	for _, p := range take {
+		rail, _ := rails.Parse(p.Rail)
+		f.Entries = append(f.Entries, Entry{Pending: p,
+			EffectiveDate: rails.ExpectedSettlement(rail, c.At).In(rails.Eastern).Format(time.DateOnly)})
+	}
+	// A batch per platform and effective date (a batch header carries one
+	// date), each in the order its payments were made.
+	slices.SortStableFunc(f.Entries, func(a, b Entry) int {
+		return cmp.Or(strings.Compare(a.PlatformID, b.PlatformID), strings.Compare(a.EffectiveDate, b.EffectiveDate),
+			a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.PaymentID, b.PaymentID))
+	})
+	for i := range f.Entries {
+		f.Entries[i].TraceNumber = fmt.Sprintf("%s%07d", o.RoutingNumber[:8], d.LastTrace+i+1)
+	}
+	return []domain.Event{f}, nil
+}
+
+// cutLead is how long before a same-day window its file is cut.
+const cutLead = 15 * time.Minute
+
+// NextCut is the first cut at or after t: 15 minutes before each same-day
+// window (10:30, 14:45, 16:45 ET) of a business day; standard payments
+// go at the day's last.
+func NextCut(t time.Time) (at time.Time, standard bool) {
+	et := t.In(rails.Eastern)
+	for day := et; ; day = time.Date(day.Year(), day.Month(), day.Day()+1, 0, 0, 0, 0, rails.Eastern) {
+		if !rails.IsBusinessDay(day) {
+			continue
+		}
+		windows := rails.SameDayWindows(day)
+		for i, w := range windows {
+			if cut := w.Add(-cutLead); !cut.Before(et) {
+				return cut.UTC(), i == len(windows)-1
+			}
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package ach_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/ach"
+	"github.com/opentreasury/treasury/domain/rails"
+)
+
+func et(s string) time.Time {
+	t, err := time.ParseInLocation("2006-01-02 15:04", s, rails.Eastern)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+var originator = ach.Originator{RoutingNumber: "021000021", Origin: "1234567890", CompanyID: "1234567890", CompanyName: "TREASURY"}
+
+func pending(id, platform, rail string, created string) ach.Pending {
+	return ach.Pending{PaymentID: id, PlatformID: platform, Rail: rail, Amount: 1000, AccountNumber: "123456789",
+		RoutingNumber: "011000015", Name: "Acme " + id, CreatedAt: et(created)}
+}
+
+var (
+	sameDayB = pending("pay_2", "plt_b", "ach_same_day", "2026-11-27 09:00")
+	sameDayA = pending("pay_3", "plt_a", "ach_same_day", "2026-11-27 09:30")
+	standard = pending("pay_1", "plt_a", "ach_standard", "2026-11-27 08:00")
+	instant  = pending("pay_4", "plt_a", "rtp", "2026-11-27 08:00")
+)
+
+// A Friday (the day after Thanksgiving, a business day), 15 minutes
+// before the first window.
+var cutAt = et("2026-11-27 10:15")
+
+func fileOf(events ...domain.Event) ach.Day {
+	var d ach.Day
+	for _, e := range events {
+		d = ach.Evolve(d, e)
+	}
+	return d
+}
+
+func entry(p ach.Pending, seq int, effective string) ach.Entry {
+	return ach.Entry{Pending: p, TraceNumber: fmt.Sprintf("02100002%07d", seq), EffectiveDate: effective}
+}
+
+// A day that already cut one file of three entries.
+var oneFile = ach.FileCreated{ACHFileID: "achf_1", Day: "2026-11-27", Name: "ach-20261127-101500-A.ach", IDModifier: "A",
+	Originator: originator, At: cutAt,
+	Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-27"), entry(standard, 2, "2026-11-30"), entry(sameDayB, 3, "2026-11-27")}}
+
+func manyFiles(n int) []domain.Event {
+	var out []domain.Event
+	for i := range n {
+		out = append(out, ach.FileCreated{ACHFileID: fmt.Sprintf("achf_%d", i), Entries: []ach.Entry{{}}})
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	type outcome struct {
+		events []domain.Event
+		code   domain.Code
+	}
+	cases := []struct {
+		name  string
+		given []domain.Event
+		when  any
+		then  outcome
+	}{
+		{"a window takes the same-day payments, a batch per platform, traces from 1",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayB, standard, sameDayA}, At: cutAt},
+			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_1", Day: "2026-11-27", Name: "ach-20261127-101500-A.ach",
+				IDModifier: "A", Originator: originator, At: cutAt,
+				Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-27"), entry(sameDayB, 2, "2026-11-27")}}}}},
+		{"the day's last window (or the operator) takes the standard ones too, settling the next business day, a batch per platform and date",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayB, standard, sameDayA}, Standard: true, At: cutAt},
+			outcome{events: []domain.Event{oneFile}}},
+		{"the second file of the day: modifier B, traces after the first file's",
+			[]domain.Event{oneFile}, ach.Cut{ACHFileID: "achf_2", Originator: originator,
+				Payments: []ach.Pending{pending("pay_5", "plt_a", "ach_same_day", "2026-11-27 12:00")}, At: et("2026-11-27 14:30")},
+			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_2", Day: "2026-11-27", Name: "ach-20261127-143000-B.ach",
+				IDModifier: "B", Originator: originator, At: et("2026-11-27 14:30"),
+				Entries: []ach.Entry{entry(pending("pay_5", "plt_a", "ach_same_day", "2026-11-27 12:00"), 4, "2026-11-27")}}}}},
+		{"after the last window a same-day payment settles at the next business day's first",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayA}, At: et("2026-11-27 17:00")},
+			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_1", Day: "2026-11-27", Name: "ach-20261127-170000-A.ach",
+				IDModifier: "A", Originator: originator, At: et("2026-11-27 17:00"),
+				Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-30")}}}}},
+		{"nothing for this window: no file",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{standard}, At: cutAt}, outcome{}},
+		{"no payments at all: no file",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, At: cutAt}, outcome{}},
+		{"an instant payment never goes in a file",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayA, instant}, At: cutAt},
+			outcome{code: domain.CodeInternal}},
+		{"an originator without a valid routing number",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: ach.Originator{RoutingNumber: "021000022"}, Payments: []ach.Pending{sameDayA}, At: cutAt},
+			outcome{code: domain.CodeInternal}},
+		{"36 files already: no modifier left",
+			manyFiles(36), ach.Cut{ACHFileID: "achf_x", Originator: originator, Payments: []ach.Pending{sameDayA}, At: cutAt},
+			outcome{code: domain.CodeInvalidState}},
+		{"35 files: the 36th is modifier 9",
+			manyFiles(35), ach.Cut{ACHFileID: "achf_x", Originator: originator, Payments: []ach.Pending{sameDayA}, At: cutAt},
+			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_x", Day: "2026-11-27", Name: "ach-20261127-101500-9.ach",
+				IDModifier: "9", Originator: originator, At: cutAt, Entries: []ach.Entry{entry(sameDayA, 36, "2026-11-27")}}}}},
+		{"no trace numbers left",
+			[]domain.Event{ach.FileCreated{ACHFileID: "achf_0", Entries: make([]ach.Entry, ach.MaxTrace-1)}},
+			ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayA, sameDayB}, At: cutAt},
+			outcome{code: domain.CodeInvalidState}},
+		{"transmitting a file of the day",
+			[]domain.Event{oneFile}, ach.Transmit{ACHFileID: "achf_1", At: cutAt.Add(time.Second)},
+			outcome{events: []domain.Event{ach.FileTransmitted{ACHFileID: "achf_1", At: cutAt.Add(time.Second)}}}},
+		{"transmitting it again changes nothing (recovery wrote it twice)",
+			[]domain.Event{oneFile, ach.FileTransmitted{ACHFileID: "achf_1", At: cutAt}}, ach.Transmit{ACHFileID: "achf_1", At: cutAt.Add(time.Minute)},
+			outcome{}},
+		{"transmitting a file the day does not have",
+			[]domain.Event{oneFile}, ach.Transmit{ACHFileID: "achf_9", At: cutAt}, outcome{code: domain.CodeNotFound}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ach.Decide(fileOf(c.given...), c.when)
+			if c.then.code != "" {
+				var de *domain.Error
+				if !errors.As(err, &de) || de.Code != c.then.code {
+					t.Fatalf("got %v, %v; want error %s", got, err, c.then.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.then.events) {
+				t.Fatalf("events:\n got %+v\nwant %+v", got, c.then.events)
+			}
+		})
+	}
+}
+
+func TestUntransmittedAreTheFilesToWriteAgain(t *testing.T) {
+	second := oneFile
+	second.ACHFileID = "achf_2"
+	d := fileOf(oneFile, second, ach.FileTransmitted{ACHFileID: "achf_1"})
+	got := d.Untransmitted()
+	if len(got) != 1 || got[0].ACHFileID != "achf_2" {
+		t.Fatalf("Untransmitted = %+v", got)
+	}
+	if d.LastTrace != 6 {
+		t.Errorf("LastTrace = %d, want 6", d.LastTrace)
+	}
+	// Folding does not change an earlier state (the caller may hold it).
+	before := fileOf(oneFile, second)
+	_ = ach.Evolve(before, ach.FileTransmitted{ACHFileID: "achf_2"})
+	if len(before.Untransmitted()) != 2 {
+		t.Error("Evolve changed the state it was given")
+	}
+}
+
+func TestNextCut(t *testing.T) {
+	cases := []struct {
+		at       string
+		want     string
+		standard bool
+	}{
+		{"2026-11-27 09:00", "2026-11-27 10:15", false},
+		{"2026-11-27 10:15", "2026-11-27 10:15", false},
+		{"2026-11-27 10:16", "2026-11-27 14:30", false},
+		{"2026-11-27 14:31", "2026-11-27 16:30", true},
+		{"2026-11-25 16:31", "2026-11-27 10:15", false}, // Thanksgiving in between
+		{"2026-11-28 12:00", "2026-11-30 10:15", false}, // a Saturday
+		{"2026-12-24 17:00", "2026-12-28 10:15", false}, // Christmas, then a weekend
+	}
+	for _, c := range cases {
+		at, standard := ach.NextCut(et(c.at))
+		if !at.Equal(et(c.want)) || standard != c.standard {
+			t.Errorf("NextCut(%s) = %s, %v; want %s, %v", c.at, at.In(rails.Eastern).Format("2006-01-02 15:04"), standard, c.want, c.standard)
+		}
+	}
+}
+
+func TestFileCreatedTotal(t *testing.T) {
+	if got := oneFile.TotalCredit(); got != 3000 {
+		t.Errorf("TotalCredit = %d", got)
+	}
+}
