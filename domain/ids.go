@@ -24,6 +24,7 @@ const (
 	PrefixWebhook        = "wh_"
 	PrefixEvent          = "evt_"
 	PrefixDelivery       = "msg_"
+	PrefixACHFile        = "achf_"
 )
 
 var (

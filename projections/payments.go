@@ -24,6 +24,7 @@ type paymentRow struct {
 	failure                                *string // JSON
 	updatedAt                              time.Time
 	submitted, completed, failed, canceled *time.Time
+	trace, achFile                         *string // a live ACH payment's file
 }
 
 // Project folds the batch's payment events per payment, then writes new
@@ -52,6 +53,9 @@ func (Payments) Project(b *Batch) error {
 			row.created, row.status, row.updatedAt = &e, "pending", e.At
 		case payment.Submitted:
 			row.status, row.submitted, row.updatedAt = "submitted", &e.At, e.At
+			if e.TraceNumber != "" {
+				row.trace, row.achFile = &e.TraceNumber, &e.ACHFileID
+			}
 		case payment.Completed:
 			row.status, row.completed, row.updatedAt = "completed", &e.At, e.At
 		case payment.Failed:
@@ -73,23 +77,25 @@ func (Payments) Project(b *Batch) error {
 	if len(ins.id) > 0 {
 		b.Queue(`INSERT INTO payments (id, platform_id, environment, virtual_account_id, amount, fee, rail, destination,
                 idempotency_key, description, metadata, journal_entry_id, expected_settlement_at, created_at,
-                status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at)
+                status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id)
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
                 $8::jsonb[], $9::text[], $10::text[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::timestamptz[],
                 $15::text[], $16::jsonb[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::timestamptz[],
-                $21::timestamptz[])`,
+                $21::timestamptz[], $22::text[], $23::text[])`,
 			ins.id, ins.platform, ins.env, ins.va, ins.amount, ins.fee, ins.rail, ins.destination, ins.key, ins.desc,
 			ins.metadata, ins.journal, ins.expected, ins.createdAt,
-			ins.status, ins.failure, ins.updatedAt, ins.submitted, ins.completed, ins.failed, ins.canceled)
+			ins.status, ins.failure, ins.updatedAt, ins.submitted, ins.completed, ins.failed, ins.canceled, ins.trace, ins.achFile)
 	}
 	if len(upd.id) > 0 {
 		b.Queue(`UPDATE payments p SET status = u.status, failure = coalesce(u.failure, p.failure), updated_at = u.updated_at,
                 submitted_at = coalesce(u.submitted_at, p.submitted_at), completed_at = coalesce(u.completed_at, p.completed_at),
-                failed_at = coalesce(u.failed_at, p.failed_at), canceled_at = coalesce(u.canceled_at, p.canceled_at)
+                failed_at = coalesce(u.failed_at, p.failed_at), canceled_at = coalesce(u.canceled_at, p.canceled_at),
+                trace_number = coalesce(u.trace_number, p.trace_number), ach_file_id = coalesce(u.ach_file_id, p.ach_file_id)
             FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[],
-                $7::timestamptz[], $8::timestamptz[]) u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at)
+                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[])
+                u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id)
             WHERE p.id = u.id`,
-			upd.id, upd.status, upd.failure, upd.updatedAt, upd.submitted, upd.completed, upd.failed, upd.canceled)
+			upd.id, upd.status, upd.failure, upd.updatedAt, upd.submitted, upd.completed, upd.failed, upd.canceled, upd.trace, upd.achFile)
 	}
 	return nil
 }
@@ -101,6 +107,7 @@ type paymentColumnsOf struct {
 	expected, createdAt, updatedAt                                                 []time.Time
 	failure                                                                        []*string
 	submitted, completed, failed, canceled                                         []*time.Time
+	trace, achFile                                                                 []*string
 }
 
 func (c *paymentColumnsOf) add(id string, row *paymentRow) {
@@ -112,6 +119,8 @@ func (c *paymentColumnsOf) add(id string, row *paymentRow) {
 	c.completed = append(c.completed, row.completed)
 	c.failed = append(c.failed, row.failed)
 	c.canceled = append(c.canceled, row.canceled)
+	c.trace = append(c.trace, row.trace)
+	c.achFile = append(c.achFile, row.achFile)
 	if e := row.created; e != nil {
 		c.platform = append(c.platform, e.PlatformID)
 		c.env = append(c.env, e.Environment.String())

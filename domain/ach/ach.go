@@ -23,6 +23,9 @@ import (
 	"github.com/opentreasury/treasury/domain/rails"
 )
 
+// StreamType names the ACH days' streams.
+const StreamType = "ach_day"
+
 // StreamID is the stream of the ACH day (YYYY-MM-DD, Eastern).
 func StreamID(day string) string { return "achday-" + day }
 
@@ -147,6 +150,10 @@ const Modifiers = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // MaxTrace is the largest 7-digit trace sequence.
 const MaxTrace = 9_999_999
+
+// MaxEntries bounds a file's entries; a cut that fills a file is followed
+// by another.
+const MaxEntries = 10_000
 
 // Commands on the ACH day.
 type (

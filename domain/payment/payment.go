@@ -88,9 +88,12 @@ type Created struct {
 	At                   time.Time          `json:"at"`
 }
 
-// Submitted: the payment was handed to the rail.
+// Submitted: the payment was handed to the rail. A live ACH payment
+// carries the trace number and the file it went out in (API.md §10).
 type Submitted struct {
-	At time.Time `json:"at"`
+	TraceNumber string    `json:"trace_number,omitempty"`
+	ACHFileID   string    `json:"ach_file_id,omitempty"`
+	At          time.Time `json:"at"`
 }
 
 // Completed: the payment settled; amount and fee are posted.
@@ -130,6 +133,8 @@ func init() {
 type State struct {
 	Created
 	Status      string
+	TraceNumber string // live ACH, once in a file
+	ACHFileID   string
 	Failure     *rails.Failure
 	SubmittedAt *time.Time
 	CompletedAt *time.Time
@@ -145,6 +150,7 @@ func Evolve(s State, e domain.Event) State {
 		s = State{Created: ev, Status: StatusPending, UpdatedAt: ev.At}
 	case Submitted:
 		s.Status, s.SubmittedAt, s.UpdatedAt = StatusSubmitted, ptr(ev.At), ev.At
+		s.TraceNumber, s.ACHFileID = ev.TraceNumber, ev.ACHFileID
 	case Completed:
 		s.Status, s.CompletedAt, s.UpdatedAt = StatusCompleted, ptr(ev.At), ev.At
 	case Failed:
@@ -160,7 +166,10 @@ func ptr(t time.Time) *time.Time { return &t }
 
 // Commands on an existing payment.
 type (
-	Submit   struct{ At time.Time }
+	Submit struct {
+		TraceNumber, ACHFileID string // a live ACH payment's file
+		At                     time.Time
+	}
 	Complete struct{ At time.Time }
 	Fail     struct {
 		Failure                rails.Failure
@@ -188,7 +197,7 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		if s.Status != StatusPending {
 			return nil, nil
 		}
-		return []domain.Event{Submitted{At: c.At}}, nil
+		return []domain.Event{Submitted{TraceNumber: c.TraceNumber, ACHFileID: c.ACHFileID, At: c.At}}, nil
 	case Complete:
 		switch s.Status {
 		case StatusPending:

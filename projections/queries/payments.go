@@ -17,26 +17,31 @@ import (
 
 // PaymentView is a payment as the API shows it.
 type PaymentView struct {
-	ID                   string              `json:"id"`
-	Object               string              `json:"object"`
-	VirtualAccountID     string              `json:"virtual_account_id"`
-	Amount               int64               `json:"amount"`
-	Currency             string              `json:"currency"`
-	Rail                 string              `json:"rail"`
-	Destination          payment.Destination `json:"destination"`
-	Status               string              `json:"status"`
-	Fee                  int64               `json:"fee"`
-	IdempotencyKey       string              `json:"idempotency_key"`
-	Description          string              `json:"description"`
-	Metadata             map[string]string   `json:"metadata"`
-	Failure              *rails.Failure      `json:"failure"`
-	ExpectedSettlementAt Time                `json:"expected_settlement_at"`
-	SubmittedAt          *Time               `json:"submitted_at"`
-	CompletedAt          *Time               `json:"completed_at"`
-	FailedAt             *Time               `json:"failed_at"`
-	CanceledAt           *Time               `json:"canceled_at"`
-	Environment          string              `json:"environment"`
-	CreatedAt            Time                `json:"created_at"`
+	ID               string              `json:"id"`
+	Object           string              `json:"object"`
+	VirtualAccountID string              `json:"virtual_account_id"`
+	Amount           int64               `json:"amount"`
+	Currency         string              `json:"currency"`
+	Rail             string              `json:"rail"`
+	Destination      payment.Destination `json:"destination"`
+	Status           string              `json:"status"`
+	Fee              int64               `json:"fee"`
+	IdempotencyKey   string              `json:"idempotency_key"`
+	Description      string              `json:"description"`
+	Metadata         map[string]string   `json:"metadata"`
+	Failure          *rails.Failure      `json:"failure"`
+	// TraceNumber and ACHFileID: a live ACH payment's, once in a file
+	// (absent otherwise, so that the public events of other payments keep
+	// their bytes).
+	TraceNumber          string `json:"trace_number,omitempty"`
+	ACHFileID            string `json:"ach_file_id,omitempty"`
+	ExpectedSettlementAt Time   `json:"expected_settlement_at"`
+	SubmittedAt          *Time  `json:"submitted_at"`
+	CompletedAt          *Time  `json:"completed_at"`
+	FailedAt             *Time  `json:"failed_at"`
+	CanceledAt           *Time  `json:"canceled_at"`
+	Environment          string `json:"environment"`
+	CreatedAt            Time   `json:"created_at"`
 }
 
 // NewPaymentView shows a payment folded from the log.
@@ -44,13 +49,14 @@ func NewPaymentView(s payment.State) PaymentView {
 	return PaymentView{ID: s.PaymentID, Object: "payment", VirtualAccountID: s.VirtualAccountID, Amount: s.Amount,
 		Currency: "USD", Rail: s.Rail, Destination: s.Destination, Status: s.Status, Fee: s.Fee,
 		IdempotencyKey: s.IdempotencyKey, Description: s.Description, Metadata: Metadata(s.Metadata), Failure: s.Failure,
-		ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
+		TraceNumber: s.TraceNumber, ACHFileID: s.ACHFileID, ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
 		CompletedAt: NewTimePtr(s.CompletedAt), FailedAt: NewTimePtr(s.FailedAt), CanceledAt: NewTimePtr(s.CanceledAt),
 		Environment: s.Environment.String(), CreatedAt: NewTime(s.At)}
 }
 
 const paymentColumns = `id, virtual_account_id, amount, rail, destination, status, fee, idempotency_key, description,
-    metadata, failure, expected_settlement_at, submitted_at, completed_at, failed_at, canceled_at, environment, created_at`
+    metadata, failure, expected_settlement_at, submitted_at, completed_at, failed_at, canceled_at, environment, created_at,
+    coalesce(trace_number, ''), coalesce(ach_file_id, '')`
 
 func scanPayment(row pgx.Row) (PaymentView, error) {
 	var p PaymentView
@@ -58,7 +64,7 @@ func scanPayment(row pgx.Row) (PaymentView, error) {
 	var submitted, completed, failed, canceled *time.Time
 	err := row.Scan(&p.ID, &p.VirtualAccountID, &p.Amount, &p.Rail, &p.Destination, &p.Status, &p.Fee,
 		&p.IdempotencyKey, &p.Description, &p.Metadata, &p.Failure, &expected, &submitted, &completed, &failed,
-		&canceled, &p.Environment, &created)
+		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID)
 	p.Object, p.Currency = "payment", "USD"
 	p.ExpectedSettlementAt, p.CreatedAt = NewTime(expected), NewTime(created)
 	p.SubmittedAt, p.CompletedAt, p.FailedAt, p.CanceledAt = NewTimePtr(submitted), NewTimePtr(completed), NewTimePtr(failed), NewTimePtr(canceled)
