@@ -24,10 +24,11 @@ const (
 	OriginWebhooks
 	OriginNotify   // the coalesced pg_notify after commits
 	OriginProgress // read-your-writes: watching the projections' checkpoint
+	OriginBank     // the live rails' connector
 	originCount
 )
 
-var originNames = [originCount]string{"other", "api", "projections", "chain", "kyb", "sandbox", "webhooks", "notify", "progress"}
+var originNames = [originCount]string{"other", "api", "projections", "chain", "kyb", "sandbox", "webhooks", "notify", "progress", "bank"}
 
 func (o Origin) String() string {
 	if o >= originCount {

@@ -61,6 +61,7 @@ var bodyRoutes = map[string]bodyRoute{
 	},
 	"POST /v1/operator/platforms/:id/approve":     empty,
 	"POST /v1/operator/platforms/:id/enable-live": empty,
+	"POST /v1/operator/rails/ach/files":           empty,
 	"POST /v1/operator/platforms/:id/fund": {
 		decodeInto: func() any { return &fundPlatformRequest{} },
 		valid:      `{"amount":500,"environment":"sandbox","description":"Wire 42"}`,

@@ -35,7 +35,15 @@ func (s *Server) readyz(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "starting"})
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	return c.JSON(http.StatusOK, readiness{Status: "ready", LiveRails: s.cfg.LiveRails})
+}
+
+// readiness is /readyz's answer when the service is ready: it also says
+// which live rails are connected (a live payment on one that is not stays
+// pending).
+type readiness struct {
+	Status    string       `json:"status"`
+	LiveRails []RailStatus `json:"live_rails,omitempty"`
 }
 
 // GET /metrics: Prometheus exposition.

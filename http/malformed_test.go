@@ -41,6 +41,7 @@ var mfTemplates = map[string]func(ids mfIDs) []map[string]any{
 	},
 	"/v1/operator/platforms/:id/approve":     mfNone,
 	"/v1/operator/platforms/:id/enable-live": mfNone,
+	"/v1/operator/rails/ach/files":           mfNone,
 	"/v1/operator/platforms/:id/fund": func(mfIDs) []map[string]any {
 		return []map[string]any{{"amount": 500, "environment": "sandbox", "description": "Wire 42"}}
 	},

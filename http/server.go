@@ -18,6 +18,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/ach"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -42,6 +43,27 @@ type Config struct {
 	// Collectors are more metrics /metrics exposes (cmd adds the
 	// database round trips: http does not see the pool's tracer).
 	Collectors []prometheus.Collector
+	// ACH cuts live ACH files for POST /operator/rails/ach/files; nil
+	// when live ACH is not configured (cmd wires the bank connector:
+	// http does not import it).
+	ACH ACHCutter
+	// LiveRails says, for /readyz, which live rails are connected and why
+	// not the others.
+	LiveRails []RailStatus
+}
+
+// ACHCutter cuts the live ACH files due now, standard payments included,
+// writes them to the outbox and returns them.
+type ACHCutter interface {
+	Cut(ctx context.Context, standard bool) ([]ach.FileCreated, error)
+}
+
+// RailStatus is one live rail's connection, as /readyz shows it.
+type RailStatus struct {
+	Rail      string `json:"rail"`
+	Connected bool   `json:"connected"`
+	// Reason says why a rail is not connected (what to configure).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Server is the HTTP API.
@@ -136,6 +158,8 @@ func (s *Server) routes() {
 	v1.POST("/operator/platforms/:id/enable-live", s.enableLive, operator...)
 	v1.POST("/operator/platforms/:id/fund", s.fundPlatform, operator...)
 	v1.POST("/operator/kyb/:id/decision", s.operatorDecideKYB, operator...)
+	v1.GET("/operator/rails/ach/files", s.listACHFiles, operator...)
+	v1.POST("/operator/rails/ach/files", s.cutACHFiles, operator...)
 
 	platform := []echo.MiddlewareFunc{s.authenticate, platformOnly, s.rateLimit}
 	v1.GET("/platform", s.getOwnPlatform, platform...)

@@ -16,7 +16,6 @@ CREATE TABLE ach_files (
     created_at     timestamptz NOT NULL,
     transmitted_at timestamptz           -- null: not yet known to be in the outbox
 );
-CREATE INDEX ach_files_by_created ON ach_files (created_at, id);
 
 -- +goose Down
 DROP TABLE ach_files;

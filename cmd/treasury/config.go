@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/bank/transport"
 	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
 	apihttp "github.com/opentreasury/treasury/http"
@@ -43,6 +44,49 @@ type config struct {
 	// Conns caps the API's open connections (TREASURY_MAX_CONNS,
 	// TREASURY_MAX_CONNS_PER_IP; a per-address cap of 0 is none).
 	Conns apihttp.ConnLimits
+	// ACH is live ACH's connection to the sponsor bank (API.md §10); nil
+	// when TREASURY_ACH_OUTBOX is unset (live ACH payments stay pending).
+	ACH *achConfig
+}
+
+// achConfig is where live ACH files go and who sends them.
+type achConfig struct {
+	Outbox      string // TREASURY_ACH_OUTBOX: file:///path or sftp://user@host:port/path
+	Origin      string // TREASURY_ACH_ORIGIN, 10 characters
+	CompanyID   string // TREASURY_ACH_COMPANY_ID, up to 10
+	CompanyName string // TREASURY_ACH_COMPANY_NAME, up to 16
+	SFTP        transport.SFTPConfig
+}
+
+// loadACH reads live ACH's settings: none without an outbox; with one,
+// the originator's settings are required.
+func loadACH() (*achConfig, error) {
+	outbox := strings.TrimSpace(os.Getenv("TREASURY_ACH_OUTBOX"))
+	if outbox == "" {
+		return nil, nil
+	}
+	c := &achConfig{Outbox: outbox, Origin: os.Getenv("TREASURY_ACH_ORIGIN"), CompanyID: os.Getenv("TREASURY_ACH_COMPANY_ID"),
+		CompanyName: os.Getenv("TREASURY_ACH_COMPANY_NAME"),
+		SFTP:        transport.SFTPConfig{KeyFile: os.Getenv("TREASURY_SFTP_KEY_FILE"), KnownHostsFile: os.Getenv("TREASURY_SFTP_KNOWN_HOSTS")}}
+	for _, f := range []struct {
+		name, value string
+		min, max    int
+	}{{"TREASURY_ACH_ORIGIN", c.Origin, 10, 10}, {"TREASURY_ACH_COMPANY_ID", c.CompanyID, 1, 10},
+		{"TREASURY_ACH_COMPANY_NAME", c.CompanyName, 1, 16}} {
+		if len(f.value) < f.min || len(f.value) > f.max || !printableASCII(f.value) {
+			return nil, fmt.Errorf("%s must be %d to %d printable ASCII characters when TREASURY_ACH_OUTBOX is set, not %q", f.name, f.min, f.max, f.value)
+		}
+	}
+	return c, nil
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func loadConfig() (config, error) {
@@ -101,6 +145,9 @@ func loadConfig() (config, error) {
 	}
 	if !rails.ValidABA(c.RoutingNumber) {
 		return c, fmt.Errorf("TREASURY_ROUTING_NUMBER %q is not a 9-digit ABA routing number with a valid checksum", c.RoutingNumber)
+	}
+	if c.ACH, err = loadACH(); err != nil {
+		return c, err
 	}
 	return c, nil
 }

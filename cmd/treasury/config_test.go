@@ -183,3 +183,60 @@ func TestConnCapBelowFileLimit(t *testing.T) {
 		t.Errorf("a cap of 10 became %d", got.MaxConns)
 	}
 }
+
+// TestACHSettings: without an outbox there is no live ACH; with one, the
+// originator's three settings are required and must fit their NACHA
+// fields; a bad outbox address is refused when the server wires it.
+func TestACHSettings(t *testing.T) {
+	t.Setenv("TREASURY_MIGRATE", "")
+	t.Setenv("TREASURY_OPERATOR_KEY", "")
+	set := func(outbox, origin, id, name string) {
+		t.Setenv("TREASURY_ACH_OUTBOX", outbox)
+		t.Setenv("TREASURY_ACH_ORIGIN", origin)
+		t.Setenv("TREASURY_ACH_COMPANY_ID", id)
+		t.Setenv("TREASURY_ACH_COMPANY_NAME", name)
+	}
+	set("", "", "", "")
+	c, err := loadConfig()
+	if err != nil || c.ACH != nil {
+		t.Fatalf("no outbox: %+v, %v", c.ACH, err)
+	}
+	if rails := liveRails(c); rails[0].Connected || !strings.Contains(rails[0].Reason, "TREASURY_ACH_OUTBOX") {
+		t.Errorf("/readyz without an outbox: %+v", rails)
+	}
+	dir := t.TempDir()
+	set("file://"+dir, "1234567890", "9876543210", "TREASURY INC")
+	if c, err = loadConfig(); err != nil || c.ACH == nil || c.ACH.CompanyName != "TREASURY INC" {
+		t.Fatalf("a whole configuration: %+v, %v", c.ACH, err)
+	}
+	if rails := liveRails(c); !rails[0].Connected || rails[1].Connected || rails[2].Connected {
+		t.Errorf("/readyz with an outbox: %+v", rails)
+	}
+	o, err := achOutbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || o.Originator.RoutingNumber != c.RoutingNumber || o.Outbox.String() != "file://"+dir {
+		t.Fatalf("the connector: %+v, %v", o, err)
+	}
+	for _, bad := range [][4]string{
+		{"file://" + dir, "", "9876543210", "TREASURY"},            // no origin
+		{"file://" + dir, "123456789", "9876543210", "TREASURY"},   // 9 characters
+		{"file://" + dir, "1234567890", "98765432101", "TREASURY"}, // an 11-character company id
+		{"file://" + dir, "1234567890", "9876543210", ""},          // no company name
+		{"file://" + dir, "1234567890", "9876543210", "A NAME OF 17 CHAR"},
+		{"file://" + dir, "1234567890", "9876543210", "TRÉSOR"},
+	} {
+		set(bad[0], bad[1], bad[2], bad[3])
+		if _, err := loadConfig(); err == nil || !strings.Contains(err.Error(), "TREASURY_ACH_") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	for _, outbox := range []string{"ftp://bank/out", "file://relative", "sftp://bank@host/out"} { // the last: no key
+		set(outbox, "1234567890", "9876543210", "TREASURY")
+		c, err := loadConfig()
+		if err != nil {
+			t.Fatalf("%s: %v", outbox, err)
+		}
+		if _, err := achOutbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "TREASURY_ACH_OUTBOX") {
+			t.Errorf("outbox %s: %v", outbox, err)
+		}
+	}
+}

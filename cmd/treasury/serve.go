@@ -19,6 +19,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/bank"
+	"github.com/opentreasury/treasury/bank/transport"
+	"github.com/opentreasury/treasury/domain/ach"
 	"github.com/opentreasury/treasury/eventstore"
 	apihttp "github.com/opentreasury/treasury/http"
 	"github.com/opentreasury/treasury/migrations"
@@ -99,6 +102,14 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	bg := *a
 	bg.Pool = bgPool
 	bg.Pacer = nil
+	outbound, err := achOutbound(cfg, &bg, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if outbound != nil {
+		defer outbound.Outbox.Close()
+	}
 	go runWhenReady(ctx, &ready, func() {
 		for _, s := range projections.AsyncSubscribers() {
 			proj := projections.NewSubscription(s, bgPool, notifier.Subscribe(), log)
@@ -125,8 +136,16 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		schedule.Pacer = pacer
 		go schedule.Run(sandboxCtx)
 		go sim.RunSettler(sandboxCtx)
+		if outbound != nil {
+			go outbound.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
+		}
 	})
+	var achCutter apihttp.ACHCutter
+	if outbound != nil {
+		achCutter = outbound
+	}
 	api := apihttp.New(a, apihttp.Config{
+		ACH: achCutter, LiveRails: liveRails(cfg),
 		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit,
 		Ready:      ready.Load,
 		Pending:    func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
@@ -293,4 +312,29 @@ func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.A
 		}
 	}()
 	go sender.Run(ctx)
+}
+
+// achOutbound is live ACH's connector to the sponsor bank, or nil when
+// TREASURY_ACH_OUTBOX is unset.
+func achOutbound(cfg config, a *app.App, log *slog.Logger) (*bank.ACHOutbound, error) {
+	if cfg.ACH == nil {
+		return nil, nil
+	}
+	folder, err := transport.Open(cfg.ACH.Outbox, cfg.ACH.SFTP)
+	if err != nil {
+		return nil, fmt.Errorf("TREASURY_ACH_OUTBOX: %w", err)
+	}
+	log.Info("live ACH files go to the outbox", "outbox", folder.String())
+	return &bank.ACHOutbound{App: a, Outbox: folder, Log: log, Originator: ach.Originator{
+		RoutingNumber: cfg.RoutingNumber, Origin: cfg.ACH.Origin, CompanyID: cfg.ACH.CompanyID, CompanyName: cfg.ACH.CompanyName}}, nil
+}
+
+// liveRails is what /readyz says of the live rails.
+func liveRails(cfg config) []apihttp.RailStatus {
+	ach := apihttp.RailStatus{Rail: "ach", Connected: cfg.ACH != nil}
+	if cfg.ACH == nil {
+		ach.Reason = "TREASURY_ACH_OUTBOX is unset: live ACH payments stay pending"
+	}
+	instant := "the instant-payments connector (TREASURY_INSTANT_URL, API.md §10) is not built yet: live payments on this rail stay pending"
+	return []apihttp.RailStatus{ach, {Rail: "rtp", Reason: instant}, {Rail: "fednow", Reason: instant}}
 }
