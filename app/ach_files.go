@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -80,7 +81,9 @@ func (a *App) CutACHFile(ctx context.Context, meta Meta, o ach.Originator, stand
 		reqs := []eventstore.AppendRequest{{Stream: achDayStream(f.Day), Expected: day.Version, Events: events}}
 		for _, e := range f.Entries {
 			p := pays[e.PaymentID]
-			submitted, err := payment.Decide(p.s, payment.Submit{TraceNumber: e.TraceNumber, ACHFileID: f.ACHFileID, At: at})
+			settles := e.SettlesAt
+			submitted, err := payment.Decide(p.s, payment.Submit{TraceNumber: e.TraceNumber, ACHFileID: f.ACHFileID,
+				SettlesAt: &settles, At: at})
 			if err != nil {
 				return Result{}, err
 			}
@@ -136,4 +139,44 @@ func (a *App) UntransmittedACHFiles(ctx context.Context) ([]ach.FileCreated, err
 		}
 	}
 	return out, nil
+}
+
+// settledLiveACHSQL finds the live ACH payments whose file's entry settled
+// by $1 (their expected settlement, which the cut set).
+const settledLiveACHSQL = `SELECT id FROM payments
+    WHERE environment = 'live' AND status = 'submitted' AND ach_file_id IS NOT NULL AND expected_settlement_at <= $1
+    ORDER BY expected_settlement_at, id`
+
+// CompleteSettledACHPayments completes the live ACH payments whose entry
+// settled by asOf without a return (API.md §10): their amount and fee
+// post; a return that comes later reverses them. It says how many it
+// completed. A payment that moved meanwhile (returned, say) is left as
+// it is.
+func (a *App) CompleteSettledACHPayments(ctx context.Context, meta Meta, asOf time.Time) (int, error) {
+	rows, err := a.Pool.Query(ctx, settledLiveACHSQL, asOf)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		completed := false
+		err := a.changePayment(ctx, meta, nil, id, func(s payment.State) any {
+			if s.Status != payment.StatusSubmitted {
+				return nil
+			}
+			completed = true
+			return payment.Complete{At: now()}
+		})
+		if err != nil {
+			return n, err
+		}
+		if completed {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
@@ -223,5 +224,66 @@ func TestACHCutsRacingShareNothing(t *testing.T) {
 	}
 	if len(files) < 2 {
 		t.Logf("only %d files: the cuts did not overlap much", len(files))
+	}
+}
+
+// A live ACH payment completes once its entry has settled, not before; its
+// expected settlement is the file's from the cut on.
+func TestSettledLiveACHPaymentsComplete(t *testing.T) {
+	e := newEnv(t)
+	live, va := achLive(e, "Acme", 1_000_000)
+	ids := []string{achPay(e, live, va, 1000, "ach_same_day"), achPay(e, live, va, 2000, "ach_standard")}
+	f, err := e.a.CutACHFile(e.ctx, app.Meta{}, achOriginator, true)
+	if err != nil || f == nil || len(f.Entries) != 2 {
+		t.Fatalf("cut = %+v, %v", f, err)
+	}
+	settles := map[string]time.Time{}
+	for _, en := range f.Entries {
+		settles[en.PaymentID] = en.SettlesAt
+		if got := achPayment(e, live, en.PaymentID).ExpectedSettlementAt.Time; !got.Equal(en.SettlesAt.Truncate(time.Millisecond)) {
+			t.Errorf("payment %s expected at %v, its entry settles at %v", en.PaymentID, got, en.SettlesAt)
+		}
+	}
+	first, last := settles[ids[0]], settles[ids[1]]
+	if last.Before(first) {
+		first, last = last, first
+	}
+	if n, err := e.a.CompleteSettledACHPayments(e.ctx, app.Meta{}, first.Add(-time.Second)); err != nil || n != 0 {
+		t.Fatalf("before any settled: %d, %v", n, err)
+	}
+	// The two settle at different times (same-day at a window, standard
+	// at 08:30 the next business day) unless the calendar makes them meet.
+	atFirst, err := e.a.CompleteSettledACHPayments(e.ctx, app.Meta{}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atLast, err := e.a.CompleteSettledACHPayments(e.ctx, app.Meta{}, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1; first.Equal(last) {
+		if atFirst != 2 || atLast != 0 {
+			t.Fatalf("settling together: %d then %d", atFirst, atLast)
+		}
+	} else if atFirst != want || atLast != want {
+		t.Fatalf("at the first settlement %d, at the last %d; want 1 and 1", atFirst, atLast)
+	}
+	for _, id := range ids {
+		if p := achPayment(e, live, id); p.Status != payment.StatusCompleted || p.CompletedAt == nil {
+			t.Errorf("payment %s: %s", id, p.Status)
+		}
+	}
+	if n, err := e.a.CompleteSettledACHPayments(e.ctx, app.Meta{}, last.Add(time.Hour)); err != nil || n != 0 {
+		t.Errorf("again: %d, %v", n, err)
+	}
+	// The holds posted: the account's pending outbound is gone, its
+	// posted balance down by amount and fees.
+	spent := int64(0)
+	for _, id := range ids {
+		p := achPayment(e, live, id)
+		spent += p.Amount + p.Fee
+	}
+	if b := e.balance(va); b.PendingOutbound != 0 || b.Posted != 1_000_000-spent {
+		t.Errorf("balance after completion: %+v, spent %d", b, spent)
 	}
 }

@@ -108,12 +108,30 @@ func (o *ACHOutbound) send(ctx context.Context, f ach.FileCreated) error {
 // retryAfter is how long Run waits after a failure before it tries again.
 const retryAfter = time.Minute
 
-// Run recovers, then cuts at every window (ach.NextCut) until ctx ends. A
-// step that fails is logged and tried again a minute later (a cut that
-// failed is still made, late), what it left undone recovered first.
+// settleEvery is how often Run completes the payments whose entries
+// settled.
+const settleEvery = time.Minute
+
+// Run recovers, then cuts at every window (ach.NextCut), and every minute
+// completes the payments whose entries settled without a return, until
+// ctx ends. A cut that fails is logged and tried again a minute later (a
+// cut that failed is still made, late), what it left undone recovered
+// first.
 func (o *ACHOutbound) Run(ctx context.Context) {
-	at, standard, recovered := time.Now(), false, false
-	for sleep(ctx, time.Until(at)) {
+	nextCut, standard, recovered := time.Now(), false, false
+	nextSettle := time.Now()
+	for sleep(ctx, min(time.Until(nextCut), time.Until(nextSettle))) {
+		if !time.Now().Before(nextSettle) {
+			if n, err := o.App.CompleteSettledACHPayments(ctx, meta, time.Now()); err != nil {
+				o.Log.Error("ACH payments not completed: will try again", "err", err, "in", settleEvery)
+			} else if n > 0 {
+				o.Log.Info("ACH payments settled", "completed", n)
+			}
+			nextSettle = time.Now().Add(settleEvery)
+		}
+		if time.Now().Before(nextCut) {
+			continue
+		}
 		var err error
 		if !recovered {
 			_, err = o.Recover(ctx)
@@ -122,11 +140,11 @@ func (o *ACHOutbound) Run(ctx context.Context) {
 		}
 		if err != nil {
 			o.Log.Error("ACH files: will try again", "err", err, "in", retryAfter)
-			at = time.Now().Add(retryAfter)
+			nextCut = time.Now().Add(retryAfter)
 			continue
 		}
 		recovered = true
-		at, standard = ach.NextCut(time.Now())
+		nextCut, standard = ach.NextCut(time.Now())
 	}
 }
 

@@ -257,3 +257,38 @@ func TestACHOutboundRecoversAFileWrittenButNotRecorded(t *testing.T) {
 		t.Errorf("a cut after recovery = %v, %v (the payment went out already)", files, err)
 	}
 }
+
+// Run recovers at once when it starts, before waiting for the next window.
+func TestACHOutboundRunRecoversAtStart(t *testing.T) {
+	l := newLive(t)
+	folder, dir := outbox(t)
+	l.pay(1000, "ach_same_day")
+	down := &bank.ACHOutbound{App: l.a, Outbox: brokenFolder{folder}, Originator: originator, Log: discard}
+	if _, err := down.Cut(l.ctx, false); err == nil {
+		t.Fatal("the cut wrote to a broken outbox")
+	}
+	ctx, cancel := context.WithCancel(l.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&bank.ACHOutbound{App: l.a, Outbox: folder, Originator: originator, Log: discard}).Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left, err := l.a.UntransmittedACHFiles(l.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Run did not recover %d files in 30 s", len(left))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(readFiles(t, dir)); n != 1 {
+		t.Errorf("%d files in the outbox", n)
+	}
+}

@@ -24,7 +24,8 @@ type paymentRow struct {
 	failure                                *string // JSON
 	updatedAt                              time.Time
 	submitted, completed, failed, canceled *time.Time
-	trace, achFile                         *string // a live ACH payment's file
+	trace, achFile                         *string    // a live ACH payment's file
+	settlesAt                              *time.Time // its entry's settlement: the new expected settlement
 }
 
 // Project folds the batch's payment events per payment, then writes new
@@ -55,6 +56,9 @@ func (Payments) Project(b *Batch) error {
 			row.status, row.submitted, row.updatedAt = "submitted", &e.At, e.At
 			if e.TraceNumber != "" {
 				row.trace, row.achFile = &e.TraceNumber, &e.ACHFileID
+			}
+			if e.SettlesAt != nil {
+				row.settlesAt = e.SettlesAt
 			}
 		case payment.Completed:
 			row.status, row.completed, row.updatedAt = "completed", &e.At, e.At
@@ -90,12 +94,14 @@ func (Payments) Project(b *Batch) error {
 		b.Queue(`UPDATE payments p SET status = u.status, failure = coalesce(u.failure, p.failure), updated_at = u.updated_at,
                 submitted_at = coalesce(u.submitted_at, p.submitted_at), completed_at = coalesce(u.completed_at, p.completed_at),
                 failed_at = coalesce(u.failed_at, p.failed_at), canceled_at = coalesce(u.canceled_at, p.canceled_at),
-                trace_number = coalesce(u.trace_number, p.trace_number), ach_file_id = coalesce(u.ach_file_id, p.ach_file_id)
+                trace_number = coalesce(u.trace_number, p.trace_number), ach_file_id = coalesce(u.ach_file_id, p.ach_file_id),
+                expected_settlement_at = coalesce(u.settles_at, p.expected_settlement_at)
             FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[],
-                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[])
-                u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id)
+                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::timestamptz[])
+                u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id, settles_at)
             WHERE p.id = u.id`,
-			upd.id, upd.status, upd.failure, upd.updatedAt, upd.submitted, upd.completed, upd.failed, upd.canceled, upd.trace, upd.achFile)
+			upd.id, upd.status, upd.failure, upd.updatedAt, upd.submitted, upd.completed, upd.failed, upd.canceled, upd.trace, upd.achFile,
+			upd.settlesAt)
 	}
 	return nil
 }
@@ -108,6 +114,7 @@ type paymentColumnsOf struct {
 	failure                                                                        []*string
 	submitted, completed, failed, canceled                                         []*time.Time
 	trace, achFile                                                                 []*string
+	settlesAt                                                                      []*time.Time
 }
 
 func (c *paymentColumnsOf) add(id string, row *paymentRow) {
@@ -121,6 +128,7 @@ func (c *paymentColumnsOf) add(id string, row *paymentRow) {
 	c.canceled = append(c.canceled, row.canceled)
 	c.trace = append(c.trace, row.trace)
 	c.achFile = append(c.achFile, row.achFile)
+	c.settlesAt = append(c.settlesAt, row.settlesAt)
 	if e := row.created; e != nil {
 		c.platform = append(c.platform, e.PlatformID)
 		c.env = append(c.env, e.Environment.String())
@@ -133,7 +141,11 @@ func (c *paymentColumnsOf) add(id string, row *paymentRow) {
 		c.desc = append(c.desc, e.Description)
 		c.metadata = append(c.metadata, jsonString(queries.Metadata(e.Metadata)))
 		c.journal = append(c.journal, e.JournalEntryID)
-		c.expected = append(c.expected, e.ExpectedSettlementAt)
+		expected := e.ExpectedSettlementAt
+		if row.settlesAt != nil { // cut into a file in the same batch
+			expected = *row.settlesAt
+		}
+		c.expected = append(c.expected, expected)
 		c.createdAt = append(c.createdAt, e.At)
 	}
 }

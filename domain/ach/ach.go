@@ -65,6 +65,10 @@ type Entry struct {
 	// EffectiveDate (YYYY-MM-DD) is the date the entry settles: the
 	// window's for same-day, the next business day for standard.
 	EffectiveDate string `json:"effective_date"`
+	// SettlesAt is when on that date it settles (the same-day window,
+	// 08:30 ET for standard): the payment completes then, unless
+	// returned first.
+	SettlesAt time.Time `json:"settles_at"`
 }
 
 // FileCreated: a file was cut. Its payments are submitted with their trace
@@ -226,8 +230,9 @@ func decideCut(d Day, c Cut) ([]domain.Event, error) {
 		Name: fmt.Sprintf("ach-%s-%s.ach", c.At.In(rails.Eastern).Format("20060102-150405"), modifier)}
 	for _, p := range take {
 		rail, _ := rails.Parse(p.Rail)
-		f.Entries = append(f.Entries, Entry{Pending: p,
-			EffectiveDate: rails.ExpectedSettlement(rail, c.At).In(rails.Eastern).Format(time.DateOnly)})
+		settles := rails.ExpectedSettlement(rail, c.At)
+		f.Entries = append(f.Entries, Entry{Pending: p, SettlesAt: settles,
+			EffectiveDate: settles.In(rails.Eastern).Format(time.DateOnly)})
 	}
 	// A batch per platform and effective date (a batch header carries one
 	// date), each in the order its payments were made.

@@ -46,14 +46,17 @@ func fileOf(events ...domain.Event) ach.Day {
 	return d
 }
 
-func entry(p ach.Pending, seq int, effective string) ach.Entry {
-	return ach.Entry{Pending: p, TraceNumber: fmt.Sprintf("02100002%07d", seq), EffectiveDate: effective}
+// entry is p in a file; it settles on effective at the same-day window
+// after the cut (same-day) or 08:30 (standard).
+func entry(p ach.Pending, seq int, effective string, settles string) ach.Entry {
+	return ach.Entry{Pending: p, TraceNumber: fmt.Sprintf("02100002%07d", seq), EffectiveDate: effective,
+		SettlesAt: et(effective + " " + settles).UTC()}
 }
 
 // A day that already cut one file of three entries.
 var oneFile = ach.FileCreated{ACHFileID: "achf_1", Day: "2026-11-27", Name: "ach-20261127-101500-A.ach", IDModifier: "A",
 	Originator: originator, At: cutAt,
-	Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-27"), entry(standard, 2, "2026-11-30"), entry(sameDayB, 3, "2026-11-27")}}
+	Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-27", "10:30"), entry(standard, 2, "2026-11-30", "08:30"), entry(sameDayB, 3, "2026-11-27", "10:30")}}
 
 func manyFiles(n int) []domain.Event {
 	var out []domain.Event
@@ -78,7 +81,7 @@ func TestDecide(t *testing.T) {
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayB, standard, sameDayA}, At: cutAt},
 			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_1", Day: "2026-11-27", Name: "ach-20261127-101500-A.ach",
 				IDModifier: "A", Originator: originator, At: cutAt,
-				Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-27"), entry(sameDayB, 2, "2026-11-27")}}}}},
+				Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-27", "10:30"), entry(sameDayB, 2, "2026-11-27", "10:30")}}}}},
 		{"the day's last window (or the operator) takes the standard ones too, settling the next business day, a batch per platform and date",
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayB, standard, sameDayA}, Standard: true, At: cutAt},
 			outcome{events: []domain.Event{oneFile}}},
@@ -87,12 +90,12 @@ func TestDecide(t *testing.T) {
 				Payments: []ach.Pending{pending("pay_5", "plt_a", "ach_same_day", "2026-11-27 12:00")}, At: et("2026-11-27 14:30")},
 			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_2", Day: "2026-11-27", Name: "ach-20261127-143000-B.ach",
 				IDModifier: "B", Originator: originator, At: et("2026-11-27 14:30"),
-				Entries: []ach.Entry{entry(pending("pay_5", "plt_a", "ach_same_day", "2026-11-27 12:00"), 4, "2026-11-27")}}}}},
+				Entries: []ach.Entry{entry(pending("pay_5", "plt_a", "ach_same_day", "2026-11-27 12:00"), 4, "2026-11-27", "14:45")}}}}},
 		{"after the last window a same-day payment settles at the next business day's first",
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayA}, At: et("2026-11-27 17:00")},
 			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_1", Day: "2026-11-27", Name: "ach-20261127-170000-A.ach",
 				IDModifier: "A", Originator: originator, At: et("2026-11-27 17:00"),
-				Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-30")}}}}},
+				Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-30", "10:30")}}}}},
 		{"nothing for this window: no file",
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{standard}, At: cutAt}, outcome{}},
 		{"no payments at all: no file",
@@ -109,7 +112,7 @@ func TestDecide(t *testing.T) {
 		{"35 files: the 36th is modifier 9",
 			manyFiles(35), ach.Cut{ACHFileID: "achf_x", Originator: originator, Payments: []ach.Pending{sameDayA}, At: cutAt},
 			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_x", Day: "2026-11-27", Name: "ach-20261127-101500-9.ach",
-				IDModifier: "9", Originator: originator, At: cutAt, Entries: []ach.Entry{entry(sameDayA, 36, "2026-11-27")}}}}},
+				IDModifier: "9", Originator: originator, At: cutAt, Entries: []ach.Entry{entry(sameDayA, 36, "2026-11-27", "10:30")}}}}},
 		{"no trace numbers left",
 			[]domain.Event{ach.FileCreated{ACHFileID: "achf_0", Entries: make([]ach.Entry, ach.MaxTrace-1)}},
 			ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayA, sameDayB}, At: cutAt},

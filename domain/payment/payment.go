@@ -91,9 +91,12 @@ type Created struct {
 // Submitted: the payment was handed to the rail. A live ACH payment
 // carries the trace number and the file it went out in (API.md §10).
 type Submitted struct {
-	TraceNumber string    `json:"trace_number,omitempty"`
-	ACHFileID   string    `json:"ach_file_id,omitempty"`
-	At          time.Time `json:"at"`
+	TraceNumber string `json:"trace_number,omitempty"`
+	ACHFileID   string `json:"ach_file_id,omitempty"`
+	// SettlesAt, set for a payment in an ACH file, is when the file's
+	// entry settles: the payment's expected settlement from then on.
+	SettlesAt *time.Time `json:"settles_at,omitempty"`
+	At        time.Time  `json:"at"`
 }
 
 // Completed: the payment settled; amount and fee are posted.
@@ -151,6 +154,9 @@ func Evolve(s State, e domain.Event) State {
 	case Submitted:
 		s.Status, s.SubmittedAt, s.UpdatedAt = StatusSubmitted, ptr(ev.At), ev.At
 		s.TraceNumber, s.ACHFileID = ev.TraceNumber, ev.ACHFileID
+		if ev.SettlesAt != nil {
+			s.ExpectedSettlementAt = *ev.SettlesAt
+		}
 	case Completed:
 		s.Status, s.CompletedAt, s.UpdatedAt = StatusCompleted, ptr(ev.At), ev.At
 	case Failed:
@@ -168,6 +174,7 @@ func ptr(t time.Time) *time.Time { return &t }
 type (
 	Submit struct {
 		TraceNumber, ACHFileID string // a live ACH payment's file
+		SettlesAt              *time.Time
 		At                     time.Time
 	}
 	Complete struct{ At time.Time }
@@ -197,7 +204,7 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		if s.Status != StatusPending {
 			return nil, nil
 		}
-		return []domain.Event{Submitted{TraceNumber: c.TraceNumber, ACHFileID: c.ACHFileID, At: c.At}}, nil
+		return []domain.Event{Submitted{TraceNumber: c.TraceNumber, ACHFileID: c.ACHFileID, SettlesAt: c.SettlesAt, At: c.At}}, nil
 	case Complete:
 		switch s.Status {
 		case StatusPending:

@@ -290,8 +290,8 @@ func TestDecide(t *testing.T) {
 
 		// pending: everything moves it.
 		{"pending", submit, ok(payment.Submitted{At: t3})},
-		{"pending", payment.Submit{TraceNumber: "021000020000001", ACHFileID: "achf_1", At: t3},
-			ok(payment.Submitted{TraceNumber: "021000020000001", ACHFileID: "achf_1", At: t3})}, // a live ACH file
+		{"pending", payment.Submit{TraceNumber: "021000020000001", ACHFileID: "achf_1", SettlesAt: &t2, At: t3},
+			ok(payment.Submitted{TraceNumber: "021000020000001", ACHFileID: "achf_1", SettlesAt: &t2, At: t3})}, // a live ACH file
 		{"pending", complete, ok(payment.Submitted{At: t3}, payment.Completed{At: t3})},
 		{"pending", fail, ok(failed)},
 		{"pending", failRev, ok(failed)}, // nothing posted: no reversal to record
