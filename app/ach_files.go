@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -9,6 +11,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ach"
 	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
 )
 
@@ -179,4 +182,55 @@ func (a *App) CompleteSettledACHPayments(ctx context.Context, meta Meta, asOf ti
 		}
 	}
 	return n, nil
+}
+
+// ACHInboundApplied says whether the bank's file of this SHA-256 (hex) was
+// applied already.
+func (a *App) ACHInboundApplied(ctx context.Context, sha256 string) (bool, error) {
+	var n int
+	err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM streams WHERE stream_id = $1`, ach.InboundStreamID(sha256)).Scan(&n)
+	return n > 0, err
+}
+
+// RecordACHInbound records that a file of the bank was applied. Its
+// stream is new or the file was recorded already: then nothing changes.
+func (a *App) RecordACHInbound(ctx context.Context, meta Meta, applied ach.InboundApplied) error {
+	applied.At = now()
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM streams WHERE stream_id = $1`, ach.InboundStreamID(applied.SHA256)).Scan(&n); err != nil || n > 0 {
+			return Result{}, err
+		}
+		s := eventstore.Stream{ID: ach.InboundStreamID(applied.SHA256), Type: ach.InboundStreamType, Environment: domain.Live.String()}
+		_, err := appendAndProject(ctx, tx, s, 0, meta, []domain.Event{applied})
+		return Result{}, err
+	})
+	return err
+}
+
+// ErrNoSuchTrace is ReturnACHPayment's answer to a trace number no live
+// payment has.
+var ErrNoSuchTrace = errors.New("no live ACH payment has this trace number")
+
+// ReturnACHPayment applies the bank's return of the live ACH payment with
+// this trace number: it fails with the return's code (a code the table
+// does not know is "unknown", never refused: the bank has spoken), its
+// hold released, or its posted entries reversed if it had completed. A
+// payment already failed stays as it is. It returns the payment's id.
+func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, traceNumber, returnCode string) (string, error) {
+	var id string
+	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments WHERE trace_number = $1 AND environment = 'live'`, traceNumber).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: %s", ErrNoSuchTrace, traceNumber)
+	}
+	if err != nil {
+		return "", err
+	}
+	return id, a.changePayment(ctx, meta, nil, id, func(s payment.State) any {
+		if s.Status == payment.StatusFailed || s.Status == payment.StatusCanceled {
+			return nil
+		}
+		r, _ := rails.Parse(s.Rail)
+		return payment.Fail{Failure: rails.FailureFor(r, returnCode), At: now()}
+	})
 }

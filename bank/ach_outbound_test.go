@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -101,6 +102,24 @@ func (l *live) pay(amount int64, rail string) string {
 		l.t.Fatal(err)
 	}
 	return res.ID
+}
+
+func (l *live) balance() queries.BalanceView {
+	l.t.Helper()
+	v, err := queries.GetVirtualAccount(l.ctx, l.a.Pool, queries.Scope{PlatformID: l.c.PlatformID, Environment: domain.Live}, l.va)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return v.Balance
+}
+
+func (l *live) events() int {
+	l.t.Helper()
+	var n int
+	if err := l.a.Pool.QueryRow(l.ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+		l.t.Fatal(err)
+	}
+	return n
 }
 
 func (l *live) payment(id string) queries.PaymentView {
@@ -290,5 +309,96 @@ func TestACHOutboundRunRecoversAtStart(t *testing.T) {
 	}
 	if n := len(readFiles(t, dir)); n != 1 {
 		t.Errorf("%d files in the outbox", n)
+	}
+}
+
+// returnFile is what the bank sends back for entries of a file it took:
+// a return (addenda 99) of each, with its code.
+func returnFile(t *testing.T, codes map[string]string) []byte {
+	t.Helper()
+	b := nacha.Batch{Header: nacha.BatchHeader{ServiceClass: nacha.MixedDebitsAndCredits, CompanyName: "TREASURY",
+		CompanyID: "1234567890", SEC: "CCD", EntryDescription: "PAYMENT", EffectiveDate: time.Now(), SettlementDate: "331",
+		OriginatorStatus: '1', ODFI: "01100001", Number: 1}}
+	i := 0
+	for trace, code := range codes {
+		i++
+		own := fmt.Sprintf("01100001%07d", i)
+		b.Entries = append(b.Entries, nacha.Entry{TransactionCode: nacha.CheckingReturn, RDFI: "02100002", CheckDigit: '1',
+			AccountNumber: "123456789", Amount: 1000, Name: "INITECH LLC", TraceNumber: own,
+			Addenda: &nacha.Addenda{Type: nacha.AddendaReturn, Code: code, OriginalTrace: trace, OriginalRDFI: "01100001",
+				TraceNumber: own}})
+	}
+	data, err := nacha.Marshal(nacha.File{Header: nacha.FileHeader{ImmediateDestination: "1234567890",
+		ImmediateOrigin: "021000021", CreatedAt: time.Now(), IDModifier: 'A'}, Batches: []nacha.Batch{b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestACHInboundAppliesReturnsOnce(t *testing.T) {
+	l := newLive(t)
+	out, _ := outbox(t)
+	inbox, inDir := outbox(t)
+	o := &bank.ACHOutbound{App: l.a, Outbox: out, Originator: originator, Log: discard}
+	submitted, completed, kept := l.pay(1000, "ach_same_day"), l.pay(2000, "ach_same_day"), l.pay(3000, "ach_same_day")
+	files, err := o.Cut(l.ctx, false)
+	if err != nil || len(files) != 1 {
+		t.Fatal(files, err)
+	}
+	trace := map[string]string{}
+	for _, e := range files[0].Entries {
+		trace[e.PaymentID] = e.TraceNumber
+	}
+	if err := l.a.CompletePayment(l.ctx, app.Meta{}, nil, completed); err != nil { // settled before its return came
+		t.Fatal(err)
+	}
+	returns := returnFile(t, map[string]string{trace[submitted]: "R03", trace[completed]: "R01", "099999990000042": "R02"})
+	if err := inbox.Put(l.ctx, "returns-1.ach", returns); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(inDir, "garbage.ach"), []byte("not a NACHA file\n"), 0o644)
+	before := l.balance()
+
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	n, err := in.Poll(l.ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	p := l.payment(submitted)
+	if p.Status != payment.StatusFailed || p.Failure == nil || p.Failure.NetworkCode != "R03" || p.Failure.Code != "no_account" {
+		t.Errorf("the returned submitted payment: %s %+v", p.Status, p.Failure)
+	}
+	if p := l.payment(completed); p.Status != payment.StatusFailed || p.Failure.NetworkCode != "R01" {
+		t.Errorf("the returned completed payment: %s %+v", p.Status, p.Failure)
+	}
+	if p := l.payment(kept); p.Status != payment.StatusSubmitted {
+		t.Errorf("a payment not returned: %s", p.Status)
+	}
+	// Both come back: the submitted one's hold released, the completed
+	// one's entries reversed.
+	after := l.balance()
+	if after.Available != before.Available+1000+100+2000+100 {
+		t.Errorf("available %d → %d", before.Available, after.Available)
+	}
+	for sub, name := range map[string]string{bank.Processed: "returns-1.ach", bank.Rejected: "garbage.ach"} {
+		if _, err := os.Stat(filepath.Join(inDir, sub, name)); err != nil {
+			t.Errorf("%s/%s: %v", sub, name, err)
+		}
+	}
+
+	// The same file again: applied once.
+	if err := inbox.Put(l.ctx, "returns-1-again.ach", returns); err != nil {
+		t.Fatal(err)
+	}
+	events := l.events()
+	if n, err := in.Poll(l.ctx); err != nil || n != 0 {
+		t.Fatalf("the same file again: %d, %v", n, err)
+	}
+	if got := l.events(); got != events {
+		t.Errorf("the same file again appended %d events", got-events)
+	}
+	if _, err := os.Stat(filepath.Join(inDir, bank.Processed, "returns-1-again.ach")); err != nil {
+		t.Errorf("the repeated file was not set aside: %v", err)
 	}
 }

@@ -52,6 +52,7 @@ type config struct {
 // achConfig is where live ACH files go and who sends them.
 type achConfig struct {
 	Outbox      string // TREASURY_ACH_OUTBOX: file:///path or sftp://user@host:port/path
+	Inbox       string // TREASURY_ACH_INBOX, the same forms; empty: nothing is read from the bank
 	Origin      string // TREASURY_ACH_ORIGIN, 10 characters
 	CompanyID   string // TREASURY_ACH_COMPANY_ID, up to 10
 	CompanyName string // TREASURY_ACH_COMPANY_NAME, up to 16
@@ -65,7 +66,7 @@ func loadACH() (*achConfig, error) {
 	if outbox == "" {
 		return nil, nil
 	}
-	c := &achConfig{Outbox: outbox, Origin: os.Getenv("TREASURY_ACH_ORIGIN"), CompanyID: os.Getenv("TREASURY_ACH_COMPANY_ID"),
+	c := &achConfig{Outbox: outbox, Inbox: strings.TrimSpace(os.Getenv("TREASURY_ACH_INBOX")), Origin: os.Getenv("TREASURY_ACH_ORIGIN"), CompanyID: os.Getenv("TREASURY_ACH_COMPANY_ID"),
 		CompanyName: os.Getenv("TREASURY_ACH_COMPANY_NAME"),
 		SFTP:        transport.SFTPConfig{KeyFile: os.Getenv("TREASURY_SFTP_KEY_FILE"), KnownHostsFile: os.Getenv("TREASURY_SFTP_KNOWN_HOSTS")}}
 	for _, f := range []struct {

@@ -209,9 +209,21 @@ func TestACHSettings(t *testing.T) {
 	if c, err = loadConfig(); err != nil || c.ACH == nil || c.ACH.CompanyName != "TREASURY INC" {
 		t.Fatalf("a whole configuration: %+v, %v", c.ACH, err)
 	}
-	if rails := liveRails(c); !rails[0].Connected || rails[1].Connected || rails[2].Connected {
-		t.Errorf("/readyz with an outbox: %+v", rails)
+	if rails := liveRails(c); !rails[0].Connected || rails[1].Connected || rails[2].Connected ||
+		!strings.Contains(rails[0].Reason, "TREASURY_ACH_INBOX") {
+		t.Errorf("/readyz with an outbox and no inbox: %+v", rails)
 	}
+	t.Setenv("TREASURY_ACH_INBOX", "file://"+dir+"/in")
+	if c, err = loadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if rails := liveRails(c); !rails[0].Connected || rails[0].Reason != "" {
+		t.Errorf("/readyz with both: %+v", rails)
+	}
+	if in, err := achInbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil || in.Inbox.String() != "file://"+dir+"/in" {
+		t.Fatalf("the inbox: %+v, %v", in, err)
+	}
+	t.Setenv("TREASURY_ACH_INBOX", "")
 	o, err := achOutbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil || o.Originator.RoutingNumber != c.RoutingNumber || o.Outbox.String() != "file://"+dir {
 		t.Fatalf("the connector: %+v, %v", o, err)

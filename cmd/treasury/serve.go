@@ -110,6 +110,14 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	if outbound != nil {
 		defer outbound.Outbox.Close()
 	}
+	inbound, err := achInbound(cfg, &bg, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if inbound != nil {
+		defer inbound.Inbox.Close()
+	}
 	go runWhenReady(ctx, &ready, func() {
 		for _, s := range projections.AsyncSubscribers() {
 			proj := projections.NewSubscription(s, bgPool, notifier.Subscribe(), log)
@@ -138,6 +146,9 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		go sim.RunSettler(sandboxCtx)
 		if outbound != nil {
 			go outbound.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
+		}
+		if inbound != nil {
+			go inbound.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
 		}
 	})
 	var achCutter apihttp.ACHCutter
@@ -329,11 +340,28 @@ func achOutbound(cfg config, a *app.App, log *slog.Logger) (*bank.ACHOutbound, e
 		RoutingNumber: cfg.RoutingNumber, Origin: cfg.ACH.Origin, CompanyID: cfg.ACH.CompanyID, CompanyName: cfg.ACH.CompanyName}}, nil
 }
 
+// achInbound reads the files the bank sends, or is nil when
+// TREASURY_ACH_INBOX is unset.
+func achInbound(cfg config, a *app.App, log *slog.Logger) (*bank.ACHInbound, error) {
+	if cfg.ACH == nil || cfg.ACH.Inbox == "" {
+		return nil, nil
+	}
+	folder, err := transport.Open(cfg.ACH.Inbox, cfg.ACH.SFTP)
+	if err != nil {
+		return nil, fmt.Errorf("TREASURY_ACH_INBOX: %w", err)
+	}
+	log.Info("the bank's ACH files are read from the inbox", "inbox", folder.String())
+	return &bank.ACHInbound{App: a, Inbox: folder, Log: log}, nil
+}
+
 // liveRails is what /readyz says of the live rails.
 func liveRails(cfg config) []apihttp.RailStatus {
 	ach := apihttp.RailStatus{Rail: "ach", Connected: cfg.ACH != nil}
-	if cfg.ACH == nil {
+	switch {
+	case cfg.ACH == nil:
 		ach.Reason = "TREASURY_ACH_OUTBOX is unset: live ACH payments stay pending"
+	case cfg.ACH.Inbox == "":
+		ach.Reason = "TREASURY_ACH_INBOX is unset: the bank's returns are not read"
 	}
 	instant := "the instant-payments connector (TREASURY_INSTANT_URL, API.md §10) is not built yet: live payments on this rail stay pending"
 	return []apihttp.RailStatus{ach, {Rail: "rtp", Reason: instant}, {Rail: "fednow", Reason: instant}}

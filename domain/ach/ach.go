@@ -90,13 +90,34 @@ type FileTransmitted struct {
 	At        time.Time `json:"at"`
 }
 
+// InboundApplied: a file the bank sent was applied (API.md §10). Its
+// stream is named by the file's SHA-256, so a file is applied once: the
+// same bytes again find the stream there and change nothing.
+type InboundApplied struct {
+	SHA256 string `json:"sha256"`
+	Name   string `json:"name"`
+	// Returns counts the returns applied; Unmatched the entries that named
+	// no payment of ours (logged, left alone).
+	Returns   int       `json:"returns"`
+	Unmatched int       `json:"unmatched"`
+	At        time.Time `json:"at"`
+}
+
 func (FileCreated) EventType() string     { return "ach.file_created" }
 func (FileTransmitted) EventType() string { return "ach.file_transmitted" }
+func (InboundApplied) EventType() string  { return "ach.inbound_file_applied" }
 
 func init() {
 	domain.RegisterEvent[FileCreated]()
 	domain.RegisterEvent[FileTransmitted]()
+	domain.RegisterEvent[InboundApplied]()
 }
+
+// InboundStreamType names the streams of the files the bank sent.
+const InboundStreamType = "ach_inbound_file"
+
+// InboundStreamID is the stream of an inbound file, by its SHA-256 (hex).
+func InboundStreamID(sha256 string) string { return "achin-" + sha256 }
 
 // TotalCredit is the sum of the file's entries, in cents.
 func (f FileCreated) TotalCredit() int64 {

@@ -1,0 +1,132 @@
+package bank
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/bank/nacha"
+	"github.com/opentreasury/treasury/bank/transport"
+	"github.com/opentreasury/treasury/domain/ach"
+)
+
+// The inbox's subfolders: files applied, and files set aside unread.
+const (
+	Processed = "processed"
+	Rejected  = "rejected"
+)
+
+// ACHInbound applies the files the bank drops in the inbox (API.md §10).
+// Each file is applied once: its SHA-256 names a stream in the log, written
+// after its entries are applied, so the same bytes again change nothing.
+// Applying an entry twice is harmless too (a payment already failed stays
+// failed), so a crash between the entries and the record only repeats
+// what was done. A file that does not read as NACHA is moved to rejected/
+// with a log line and changes nothing.
+//
+// Returns (addenda 99) fail the payment they name by its trace number.
+// Notifications of change and credit entries are not applied yet (issue
+// #16): such entries are logged and counted as unmatched.
+type ACHInbound struct {
+	App   *app.App
+	Inbox transport.Folder
+	Log   *slog.Logger
+
+	mu sync.Mutex
+}
+
+// Poll applies every file in the inbox, oldest name first, and says how
+// many it applied (files applied before and moved now, and rejected ones,
+// are not counted).
+func (in *ACHInbound) Poll(ctx context.Context) (int, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	names, err := in.Inbox.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	applied := 0
+	for _, name := range names {
+		data, err := in.Inbox.Get(ctx, name)
+		if err != nil {
+			return applied, err
+		}
+		sum := sha256.Sum256(data)
+		hash := hex.EncodeToString(sum[:])
+		done, err := in.App.ACHInboundApplied(ctx, hash)
+		if err != nil {
+			return applied, err
+		}
+		if done {
+			in.Log.Info("ACH inbound file applied before: set aside", "name", name, "sha256", hash)
+			if err := in.Inbox.Move(ctx, name, Processed); err != nil {
+				return applied, err
+			}
+			continue
+		}
+		file, err := nacha.Parse(data)
+		if err != nil {
+			in.Log.Error("ACH inbound file malformed: set aside unread", "name", name, "sha256", hash, "err", err)
+			if err := in.Inbox.Move(ctx, name, Rejected); err != nil {
+				return applied, err
+			}
+			continue
+		}
+		if err := in.apply(ctx, name, hash, file); err != nil {
+			return applied, err
+		}
+		if err := in.Inbox.Move(ctx, name, Processed); err != nil {
+			return applied, err
+		}
+		applied++
+	}
+	return applied, nil
+}
+
+// apply applies a file's entries, then records the file.
+func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File) error {
+	rec := ach.InboundApplied{SHA256: hash, Name: name}
+	for _, b := range f.Batches {
+		for _, e := range b.Entries {
+			a := e.Addenda
+			if a == nil || a.Type != nacha.AddendaReturn {
+				in.Log.Warn("ACH inbound entry not applied (only returns are, so far)", "name", name,
+					"trace_number", e.TraceNumber, "transaction_code", e.TransactionCode)
+				rec.Unmatched++
+				continue
+			}
+			id, err := in.App.ReturnACHPayment(ctx, meta, a.OriginalTrace, a.Code)
+			if errors.Is(err, app.ErrNoSuchTrace) {
+				in.Log.Warn("ACH return of no payment of ours", "name", name, "original_trace", a.OriginalTrace, "code", a.Code)
+				rec.Unmatched++
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			in.Log.Info("ACH return applied", "payment_id", id, "code", a.Code, "original_trace", a.OriginalTrace)
+			rec.Returns++
+		}
+	}
+	return in.App.RecordACHInbound(ctx, meta, rec)
+}
+
+// pollEvery is how often Run looks in the inbox.
+const pollEvery = time.Minute
+
+// Run polls the inbox every minute until ctx ends.
+func (in *ACHInbound) Run(ctx context.Context) {
+	for {
+		if _, err := in.Poll(ctx); err != nil && ctx.Err() == nil {
+			in.Log.Error("ACH inbox: will try again", "err", err, "in", pollEvery)
+		}
+		if !sleep(ctx, pollEvery) {
+			return
+		}
+	}
+}
