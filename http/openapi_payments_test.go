@@ -344,7 +344,7 @@ func TestOpenAPIPaymentsSchemasDocumented(t *testing.T) {
 	for _, s := range []string{"account_not_active", "kyb_not_approved", "compliance_rejected", "limit_exceeded", "insufficient_funds",
 		"OFAC TEST", "fee_schedule", "rail_clearing_<rail>", "service_fee_revenue", "payment_reversal", "archived",
 		"expected_settlement_at", "10:30, 14:45 or 16:45 ET", "08:30 ET", "auto_settle", "1 s", "UTC day",
-		"payment_approval_threshold", "not enforced", "rail connector", "Idempotent-Replayed", "idempotency_conflict"} {
+		"payment_approval_threshold", "not enforced", "TREASURY_ACH_OUTBOX", "trace_number", "GET /readyz", "Idempotent-Replayed", "idempotency_conflict"} {
 		if !strings.Contains(create, s) {
 			t.Errorf("POST /payments' description does not mention %s", s)
 		}
