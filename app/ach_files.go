@@ -234,3 +234,21 @@ func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, traceNumber, retu
 		return payment.Fail{Failure: rails.FailureFor(r, returnCode), At: now()}
 	})
 }
+
+// NoteACHChange records the receiving bank's notification of change for
+// the live ACH payment with this trace number (API.md §10): it is kept on
+// the payment and emitted as payment.notification_of_change. The same
+// notice again changes nothing. It returns the payment's id.
+func (a *App) NoteACHChange(ctx context.Context, meta Meta, traceNumber, code, correctedData string) (string, error) {
+	var id string
+	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments WHERE trace_number = $1 AND environment = 'live'`, traceNumber).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: %s", ErrNoSuchTrace, traceNumber)
+	}
+	if err != nil {
+		return "", err
+	}
+	return id, a.changePayment(ctx, meta, nil, id, func(payment.State) any {
+		return payment.NoteChange{Code: code, CorrectedData: correctedData, At: now()}
+	})
+}

@@ -29,9 +29,9 @@ const (
 // what was done. A file that does not read as NACHA is moved to rejected/
 // with a log line and changes nothing.
 //
-// Returns (addenda 99) fail the payment they name by its trace number.
-// Notifications of change and credit entries are not applied yet (issue
-// #16): such entries are logged and counted as unmatched.
+// Returns (addenda 99) fail the payment they name by its trace number;
+// notifications of change (addenda 98) are kept on it. Credit entries are
+// not applied yet (issue #16): they are logged and counted as unmatched.
 type ACHInbound struct {
 	App   *app.App
 	Inbox transport.Folder
@@ -94,23 +94,33 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 	for _, b := range f.Batches {
 		for _, e := range b.Entries {
 			a := e.Addenda
-			if a == nil || a.Type != nacha.AddendaReturn {
-				in.Log.Warn("ACH inbound entry not applied (only returns are, so far)", "name", name,
+			var id string
+			var err error
+			switch {
+			case a != nil && a.Type == nacha.AddendaReturn:
+				id, err = in.App.ReturnACHPayment(ctx, meta, a.OriginalTrace, a.Code)
+			case a != nil && a.Type == nacha.AddendaNOC:
+				id, err = in.App.NoteACHChange(ctx, meta, a.OriginalTrace, a.Code, a.CorrectedData)
+			default:
+				in.Log.Warn("ACH inbound entry not applied (credits are not, so far)", "name", name,
 					"trace_number", e.TraceNumber, "transaction_code", e.TransactionCode)
 				rec.Unmatched++
 				continue
 			}
-			id, err := in.App.ReturnACHPayment(ctx, meta, a.OriginalTrace, a.Code)
 			if errors.Is(err, app.ErrNoSuchTrace) {
-				in.Log.Warn("ACH return of no payment of ours", "name", name, "original_trace", a.OriginalTrace, "code", a.Code)
+				in.Log.Warn("ACH return or change of no payment of ours", "name", name, "original_trace", a.OriginalTrace, "code", a.Code)
 				rec.Unmatched++
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			in.Log.Info("ACH return applied", "payment_id", id, "code", a.Code, "original_trace", a.OriginalTrace)
-			rec.Returns++
+			in.Log.Info("ACH return or change applied", "payment_id", id, "addenda", a.Type, "code", a.Code, "original_trace", a.OriginalTrace)
+			if a.Type == nacha.AddendaNOC {
+				rec.Changes++
+			} else {
+				rec.Returns++
+			}
 		}
 	}
 	return in.App.RecordACHInbound(ctx, meta, rec)

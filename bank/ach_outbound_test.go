@@ -26,6 +26,7 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 	"github.com/opentreasury/treasury/projections/queries"
+	"github.com/opentreasury/treasury/projections/rebuild"
 )
 
 var originator = ach.Originator{RoutingNumber: "021000021", Origin: "1234567890", CompanyID: "1234567890", CompanyName: "TREASURY"}
@@ -316,6 +317,13 @@ func TestACHOutboundRunRecoversAtStart(t *testing.T) {
 // a return (addenda 99) of each, with its code.
 func returnFile(t *testing.T, codes map[string]string) []byte {
 	t.Helper()
+	return bankFile(t, codes, nil)
+}
+
+// bankFile is a file of returns (trace → return code) and notifications
+// of change (trace → [change code, corrected data]).
+func bankFile(t *testing.T, codes map[string]string, changes map[string][2]string) []byte {
+	t.Helper()
 	b := nacha.Batch{Header: nacha.BatchHeader{ServiceClass: nacha.MixedDebitsAndCredits, CompanyName: "TREASURY",
 		CompanyID: "1234567890", SEC: "CCD", EntryDescription: "PAYMENT", EffectiveDate: time.Now(), SettlementDate: "331",
 		OriginatorStatus: '1', ODFI: "01100001", Number: 1}}
@@ -327,6 +335,14 @@ func returnFile(t *testing.T, codes map[string]string) []byte {
 			AccountNumber: "123456789", Amount: 1000, Name: "INITECH LLC", TraceNumber: own,
 			Addenda: &nacha.Addenda{Type: nacha.AddendaReturn, Code: code, OriginalTrace: trace, OriginalRDFI: "01100001",
 				TraceNumber: own}})
+	}
+	for trace, change := range changes {
+		i++
+		own := fmt.Sprintf("01100001%07d", i)
+		b.Entries = append(b.Entries, nacha.Entry{TransactionCode: nacha.CheckingReturn, RDFI: "02100002", CheckDigit: '1',
+			AccountNumber: "123456789", Name: "INITECH LLC", TraceNumber: own,
+			Addenda: &nacha.Addenda{Type: nacha.AddendaNOC, Code: change[0], OriginalTrace: trace, OriginalRDFI: "01100001",
+				CorrectedData: change[1], TraceNumber: own}})
 	}
 	data, err := nacha.Marshal(nacha.File{Header: nacha.FileHeader{ImmediateDestination: "1234567890",
 		ImmediateOrigin: "021000021", CreatedAt: time.Now(), IDModifier: 'A'}, Batches: []nacha.Batch{b}})
@@ -400,5 +416,37 @@ func TestACHInboundAppliesReturnsOnce(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(inDir, bank.Processed, "returns-1-again.ach")); err != nil {
 		t.Errorf("the repeated file was not set aside: %v", err)
+	}
+}
+
+func TestACHInboundKeepsNotificationsOfChange(t *testing.T) {
+	l := newLive(t)
+	out, _ := outbox(t)
+	inbox, _ := outbox(t)
+	id := l.pay(1000, "ach_same_day")
+	files, err := (&bank.ACHOutbound{App: l.a, Outbox: out, Originator: originator, Log: discard}).Cut(l.ctx, false)
+	if err != nil || len(files) != 1 {
+		t.Fatal(files, err)
+	}
+	notice := bankFile(t, nil, map[string][2]string{files[0].Entries[0].TraceNumber: {"C01", "1918171614"}})
+	if err := inbox.Put(l.ctx, "noc.ach", notice); err != nil {
+		t.Fatal(err)
+	}
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	if n, err := in.Poll(l.ctx); err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	p := l.payment(id)
+	if p.Status != payment.StatusSubmitted || p.NotificationOfChange == nil ||
+		*p.NotificationOfChange != (queries.ChangeView{Code: "C01", CorrectedData: "1918171614"}) {
+		t.Fatalf("after the notice: %s %+v", p.Status, p.NotificationOfChange)
+	}
+	var events int
+	if err := l.a.Pool.QueryRow(l.ctx, `SELECT count(*) FROM events WHERE event_type = 'payment.notification_of_change'`).Scan(&events); err != nil || events != 1 {
+		t.Errorf("%d payment.notification_of_change events, %v", events, err)
+	}
+	// Replayed from the log, the payments' rows are the same.
+	if diffs, _, err := rebuild.CompareWithLog(l.ctx, l.a.Pool); err != nil || len(diffs) != 0 {
+		t.Errorf("the projections differ from the log: %+v, %v", diffs, err)
 	}
 }

@@ -6,16 +6,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/webhook"
 	"github.com/opentreasury/treasury/projections/queries"
 )
-
-// eventTypes are the public event types of API.md §8.
-var eventTypes = map[string]bool{
-	"virtual_account.created": true, "payment.created": true, "payment.submitted": true,
-	"payment.completed": true, "payment.failed": true, "payment.canceled": true,
-	"kyb.pending_review": true, "kyb.approved": true, "kyb.rejected": true,
-	"ledger.entry.created": true, "inbound_transfer.completed": true, "webhook.test": true,
-}
 
 // GET /v1/events
 func (s *Server) listEvents(c echo.Context) error {
@@ -24,7 +17,7 @@ func (s *Server) listEvents(c echo.Context) error {
 		return err
 	}
 	f := queries.EventFilter{Type: c.QueryParam("type")}
-	if f.Type != "" && !eventTypes[f.Type] {
+	if f.Type != "" && !webhook.EventTypes[f.Type] {
 		return domain.Invalid("type", "unknown event type %q", f.Type)
 	}
 	if f.Created, err = createdRange(c); err != nil {

@@ -26,6 +26,7 @@ type paymentRow struct {
 	submitted, completed, failed, canceled *time.Time
 	trace, achFile                         *string    // a live ACH payment's file
 	settlesAt                              *time.Time // its entry's settlement: the new expected settlement
+	change                                 *string    // JSON: the latest notification of change
 }
 
 // Project folds the batch's payment events per payment, then writes new
@@ -67,6 +68,9 @@ func (Payments) Project(b *Batch) error {
 			row.status, row.failure, row.failed, row.updatedAt = "failed", &f, &e.At, e.At
 		case payment.Canceled:
 			row.status, row.canceled, row.updatedAt = "canceled", &e.At, e.At
+		case payment.NotificationOfChange:
+			c := jsonString(queries.NewChangeView(&e))
+			row.change, row.updatedAt = &c, e.At
 		}
 	}
 	var ins, upd paymentColumnsOf
@@ -74,34 +78,38 @@ func (Payments) Project(b *Batch) error {
 		row := rows[id]
 		if row.created != nil {
 			ins.add(id, row)
-		} else if row.status != "" {
+		} else if row.status != "" || row.change != nil { // a notice of change moves no status
 			upd.add(id, row)
 		}
 	}
 	if len(ins.id) > 0 {
 		b.Queue(`INSERT INTO payments (id, platform_id, environment, virtual_account_id, amount, fee, rail, destination,
                 idempotency_key, description, metadata, journal_entry_id, expected_settlement_at, created_at,
-                status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id)
+                status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id,
+                notification_of_change)
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
                 $8::jsonb[], $9::text[], $10::text[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::timestamptz[],
                 $15::text[], $16::jsonb[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::timestamptz[],
-                $21::timestamptz[], $22::text[], $23::text[])`,
+                $21::timestamptz[], $22::text[], $23::text[], $24::jsonb[])`,
 			ins.id, ins.platform, ins.env, ins.va, ins.amount, ins.fee, ins.rail, ins.destination, ins.key, ins.desc,
 			ins.metadata, ins.journal, ins.expected, ins.createdAt,
-			ins.status, ins.failure, ins.updatedAt, ins.submitted, ins.completed, ins.failed, ins.canceled, ins.trace, ins.achFile)
+			ins.status, ins.failure, ins.updatedAt, ins.submitted, ins.completed, ins.failed, ins.canceled, ins.trace, ins.achFile,
+			ins.change)
 	}
 	if len(upd.id) > 0 {
-		b.Queue(`UPDATE payments p SET status = u.status, failure = coalesce(u.failure, p.failure), updated_at = u.updated_at,
+		b.Queue(`UPDATE payments p SET status = coalesce(nullif(u.status, ''), p.status), failure = coalesce(u.failure, p.failure), updated_at = u.updated_at,
                 submitted_at = coalesce(u.submitted_at, p.submitted_at), completed_at = coalesce(u.completed_at, p.completed_at),
                 failed_at = coalesce(u.failed_at, p.failed_at), canceled_at = coalesce(u.canceled_at, p.canceled_at),
                 trace_number = coalesce(u.trace_number, p.trace_number), ach_file_id = coalesce(u.ach_file_id, p.ach_file_id),
-                expected_settlement_at = coalesce(u.settles_at, p.expected_settlement_at)
+                expected_settlement_at = coalesce(u.settles_at, p.expected_settlement_at),
+                notification_of_change = coalesce(u.change, p.notification_of_change)
             FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[],
-                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::timestamptz[])
-                u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id, settles_at)
+                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::timestamptz[], $12::jsonb[])
+                u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id,
+                settles_at, change)
             WHERE p.id = u.id`,
 			upd.id, upd.status, upd.failure, upd.updatedAt, upd.submitted, upd.completed, upd.failed, upd.canceled, upd.trace, upd.achFile,
-			upd.settlesAt)
+			upd.settlesAt, upd.change)
 	}
 	return nil
 }
@@ -115,6 +123,7 @@ type paymentColumnsOf struct {
 	submitted, completed, failed, canceled                                         []*time.Time
 	trace, achFile                                                                 []*string
 	settlesAt                                                                      []*time.Time
+	change                                                                         []*string
 }
 
 func (c *paymentColumnsOf) add(id string, row *paymentRow) {
@@ -129,6 +138,7 @@ func (c *paymentColumnsOf) add(id string, row *paymentRow) {
 	c.trace = append(c.trace, row.trace)
 	c.achFile = append(c.achFile, row.achFile)
 	c.settlesAt = append(c.settlesAt, row.settlesAt)
+	c.change = append(c.change, row.change)
 	if e := row.created; e != nil {
 		c.platform = append(c.platform, e.PlatformID)
 		c.env = append(c.env, e.Environment.String())

@@ -133,7 +133,7 @@ func publicEventsOf(streams streamSource, r *eventstore.RecordedEvent) ([]public
 		typ := map[string]string{kyb.StatusPendingReview: "kyb.pending_review", kyb.StatusApproved: "kyb.approved",
 			kyb.StatusRejected: "kyb.rejected"}[v.Status]
 		out = append(out, publicEvent{r.EventID, typ, v})
-	case payment.Created, payment.Submitted, payment.Completed, payment.Failed, payment.Canceled:
+	case payment.Created, payment.Submitted, payment.Completed, payment.Failed, payment.Canceled, payment.NotificationOfChange:
 		v, err := paymentAt(streams, r)
 		if err != nil {
 			return nil, err

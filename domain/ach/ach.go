@@ -96,9 +96,10 @@ type FileTransmitted struct {
 type InboundApplied struct {
 	SHA256 string `json:"sha256"`
 	Name   string `json:"name"`
-	// Returns counts the returns applied; Unmatched the entries that named
-	// no payment of ours (logged, left alone).
+	// Returns and Changes count the returns and notifications of change
+	// applied; Unmatched the entries not applied (logged, left alone).
 	Returns   int       `json:"returns"`
+	Changes   int       `json:"changes"` // notifications of change
 	Unmatched int       `json:"unmatched"`
 	At        time.Time `json:"at"`
 }

@@ -113,6 +113,15 @@ type Failed struct {
 	At                     time.Time `json:"at"`
 }
 
+// NotificationOfChange: the receiving bank took a live ACH payment but
+// says the destination's details have changed (NACHA addenda 98): what
+// to use for the next payment.
+type NotificationOfChange struct {
+	Code          string    `json:"code"`           // C01…
+	CorrectedData string    `json:"corrected_data"` // as the bank wrote it
+	At            time.Time `json:"at"`
+}
+
 // Canceled: the platform canceled a pending payment; the hold is released.
 type Canceled struct {
 	At time.Time `json:"at"`
@@ -123,6 +132,9 @@ func (Submitted) EventType() string { return "payment.submitted" }
 func (Completed) EventType() string { return "payment.completed" }
 func (Failed) EventType() string    { return "payment.failed" }
 func (Canceled) EventType() string  { return "payment.canceled" }
+func (NotificationOfChange) EventType() string {
+	return "payment.notification_of_change"
+}
 
 func init() {
 	domain.RegisterEvent[Created]()
@@ -130,6 +142,7 @@ func init() {
 	domain.RegisterEvent[Completed]()
 	domain.RegisterEvent[Failed]()
 	domain.RegisterEvent[Canceled]()
+	domain.RegisterEvent[NotificationOfChange]()
 }
 
 // State is a payment folded from its events.
@@ -139,6 +152,7 @@ type State struct {
 	TraceNumber string // live ACH, once in a file
 	ACHFileID   string
 	Failure     *rails.Failure
+	Change      *NotificationOfChange // the latest the bank sent
 	SubmittedAt *time.Time
 	CompletedAt *time.Time
 	FailedAt    *time.Time
@@ -164,6 +178,9 @@ func Evolve(s State, e domain.Event) State {
 		s.Status, s.Failure, s.FailedAt, s.UpdatedAt = StatusFailed, &f, ptr(ev.At), ev.At
 	case Canceled:
 		s.Status, s.CanceledAt, s.UpdatedAt = StatusCanceled, ptr(ev.At), ev.At
+	case NotificationOfChange:
+		c := ev
+		s.Change, s.UpdatedAt = &c, ev.At
 	}
 	return s
 }
@@ -184,6 +201,11 @@ type (
 		At                     time.Time
 	}
 	Cancel struct{ At time.Time }
+	// NoteChange records a notification of change from the receiving bank.
+	NoteChange struct {
+		Code, CorrectedData string
+		At                  time.Time
+	}
 	// Settle is the rail's verdict on a payment still in flight: Failure
 	// nil settles it, otherwise it is rejected. A payment already settled,
 	// failed or canceled is left alone (the verdict came too late).
@@ -240,6 +262,14 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 			return nil, nil
 		}
 		return nil, domain.Errorf(domain.CodeInvalidState, "a %s payment cannot fail", s.Status)
+	case NoteChange:
+		if s.Status == StatusPending || s.Status == StatusCanceled {
+			return nil, domain.Errorf(domain.CodeInvalidState, "a %s payment was never sent: no change can be notified", s.Status)
+		}
+		if s.Change != nil && s.Change.Code == c.Code && s.Change.CorrectedData == c.CorrectedData {
+			return nil, nil // the same notice again
+		}
+		return []domain.Event{NotificationOfChange{Code: c.Code, CorrectedData: c.CorrectedData, At: c.At}}, nil
 	case Cancel:
 		if s.Status != StatusPending {
 			return nil, domain.Errorf(domain.CodePaymentNotCancelable, "only a pending payment can be canceled; this one is %s", s.Status)

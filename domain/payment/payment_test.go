@@ -188,6 +188,7 @@ var histories = map[string][]domain.Event{
 	"failed":    {created, payment.Submitted{At: t1}, payment.Failed{Failure: returned, At: t2}},
 	"reversed":  {created, payment.Submitted{At: t1}, payment.Completed{At: t2}, payment.Failed{Failure: returned, ReversalJournalEntryID: "je_rev0", At: t2.Add(time.Minute)}},
 	"canceled":  {created, payment.Canceled{At: t1}},
+	"changed":   {created, payment.Submitted{At: t1}, payment.NotificationOfChange{Code: "C01", CorrectedData: "1918171614", At: t2}},
 }
 
 func fold(h []domain.Event) payment.State {
@@ -272,6 +273,7 @@ func TestDecide(t *testing.T) {
 	fail := payment.Fail{Failure: refused, At: t3}
 	failRev := payment.Fail{Failure: refused, ReversalJournalEntryID: "je_rev", At: t3}
 	cancel := payment.Cancel{At: t3}
+	noc := payment.NoteChange{Code: "C01", CorrectedData: "1918171614", At: t3}
 
 	failed := payment.Failed{Failure: refused, At: t3}
 	failedRev := payment.Failed{Failure: refused, ReversalJournalEntryID: "je_rev", At: t3}
@@ -331,6 +333,19 @@ func TestDecide(t *testing.T) {
 		{"canceled", fail, fails(domain.CodeInvalidState)},
 		{"canceled", failRev, fails(domain.CodeInvalidState)},
 		{"canceled", cancel, fails(domain.CodePaymentNotCancelable)},
+
+		// A notification of change (live ACH, addenda 98): kept on a payment
+		// that went out, whatever became of it; the same notice again is
+		// nothing new.
+		{"pending", noc, fails(domain.CodeInvalidState)},
+		{"submitted", noc, ok(payment.NotificationOfChange{Code: "C01", CorrectedData: "1918171614", At: t3})},
+		{"completed", noc, ok(payment.NotificationOfChange{Code: "C01", CorrectedData: "1918171614", At: t3})},
+		{"failed", noc, ok(payment.NotificationOfChange{Code: "C01", CorrectedData: "1918171614", At: t3})},
+		{"canceled", noc, fails(domain.CodeInvalidState)},
+		{"changed", noc, noop()},
+		{"changed", payment.NoteChange{Code: "C02", CorrectedData: "011000015", At: t3},
+			ok(payment.NotificationOfChange{Code: "C02", CorrectedData: "011000015", At: t3})},
+		{"changed", complete, ok(payment.Completed{At: t3})},
 
 		// Not a payment command.
 		{"pending", struct{}{}, fails(domain.CodeInternal)},

@@ -28,7 +28,7 @@ const (
 // EventTypes are the public event types an endpoint may ask for.
 var EventTypes = map[string]bool{
 	"virtual_account.created": true, "payment.created": true, "payment.submitted": true,
-	"payment.completed": true, "payment.failed": true, "payment.canceled": true,
+	"payment.completed": true, "payment.failed": true, "payment.canceled": true, "payment.notification_of_change": true,
 	"kyb.pending_review": true, "kyb.approved": true, "kyb.rejected": true,
 	"ledger.entry.created": true, "inbound_transfer.completed": true, "webhook.test": true,
 }

@@ -33,15 +33,18 @@ type PaymentView struct {
 	// TraceNumber and ACHFileID: a live ACH payment's, once in a file
 	// (absent otherwise, so that the public events of other payments keep
 	// their bytes).
-	TraceNumber          string `json:"trace_number,omitempty"`
-	ACHFileID            string `json:"ach_file_id,omitempty"`
-	ExpectedSettlementAt Time   `json:"expected_settlement_at"`
-	SubmittedAt          *Time  `json:"submitted_at"`
-	CompletedAt          *Time  `json:"completed_at"`
-	FailedAt             *Time  `json:"failed_at"`
-	CanceledAt           *Time  `json:"canceled_at"`
-	Environment          string `json:"environment"`
-	CreatedAt            Time   `json:"created_at"`
+	TraceNumber string `json:"trace_number,omitempty"`
+	ACHFileID   string `json:"ach_file_id,omitempty"`
+	// NotificationOfChange is the latest the receiving bank sent for a
+	// live ACH payment (absent otherwise).
+	NotificationOfChange *ChangeView `json:"notification_of_change,omitempty"`
+	ExpectedSettlementAt Time        `json:"expected_settlement_at"`
+	SubmittedAt          *Time       `json:"submitted_at"`
+	CompletedAt          *Time       `json:"completed_at"`
+	FailedAt             *Time       `json:"failed_at"`
+	CanceledAt           *Time       `json:"canceled_at"`
+	Environment          string      `json:"environment"`
+	CreatedAt            Time        `json:"created_at"`
 }
 
 // NewPaymentView shows a payment folded from the log.
@@ -49,14 +52,14 @@ func NewPaymentView(s payment.State) PaymentView {
 	return PaymentView{ID: s.PaymentID, Object: "payment", VirtualAccountID: s.VirtualAccountID, Amount: s.Amount,
 		Currency: "USD", Rail: s.Rail, Destination: s.Destination, Status: s.Status, Fee: s.Fee,
 		IdempotencyKey: s.IdempotencyKey, Description: s.Description, Metadata: Metadata(s.Metadata), Failure: s.Failure,
-		TraceNumber: s.TraceNumber, ACHFileID: s.ACHFileID, ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
+		TraceNumber: s.TraceNumber, ACHFileID: s.ACHFileID, NotificationOfChange: NewChangeView(s.Change), ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
 		CompletedAt: NewTimePtr(s.CompletedAt), FailedAt: NewTimePtr(s.FailedAt), CanceledAt: NewTimePtr(s.CanceledAt),
 		Environment: s.Environment.String(), CreatedAt: NewTime(s.At)}
 }
 
 const paymentColumns = `id, virtual_account_id, amount, rail, destination, status, fee, idempotency_key, description,
     metadata, failure, expected_settlement_at, submitted_at, completed_at, failed_at, canceled_at, environment, created_at,
-    coalesce(trace_number, ''), coalesce(ach_file_id, '')`
+    coalesce(trace_number, ''), coalesce(ach_file_id, ''), notification_of_change`
 
 func scanPayment(row pgx.Row) (PaymentView, error) {
 	var p PaymentView
@@ -64,7 +67,7 @@ func scanPayment(row pgx.Row) (PaymentView, error) {
 	var submitted, completed, failed, canceled *time.Time
 	err := row.Scan(&p.ID, &p.VirtualAccountID, &p.Amount, &p.Rail, &p.Destination, &p.Status, &p.Fee,
 		&p.IdempotencyKey, &p.Description, &p.Metadata, &p.Failure, &expected, &submitted, &completed, &failed,
-		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID)
+		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID, &p.NotificationOfChange)
 	p.Object, p.Currency = "payment", "USD"
 	p.ExpectedSettlementAt, p.CreatedAt = NewTime(expected), NewTime(created)
 	p.SubmittedAt, p.CompletedAt, p.FailedAt, p.CanceledAt = NewTimePtr(submitted), NewTimePtr(completed), NewTimePtr(failed), NewTimePtr(canceled)
@@ -150,4 +153,19 @@ func Metadata(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+// ChangeView is a notification of change: what the receiving bank says to
+// use instead for the next payment to this destination.
+type ChangeView struct {
+	Code          string `json:"code"`
+	CorrectedData string `json:"corrected_data"`
+}
+
+// NewChangeView shows a notification of change, if any.
+func NewChangeView(c *payment.NotificationOfChange) *ChangeView {
+	if c == nil {
+		return nil
+	}
+	return &ChangeView{Code: c.Code, CorrectedData: c.CorrectedData}
 }
