@@ -27,7 +27,9 @@ const (
 // Applying an entry twice is harmless too (a payment already failed stays
 // failed), so a crash between the entries and the record only repeats
 // what was done. A file that does not read as NACHA is moved to rejected/
-// with a log line and changes nothing.
+// with a log line and changes nothing — once it has read the same bytes
+// on two polls, so that a file the bank is still writing is not taken for
+// a broken one.
 //
 // Returns (addenda 99) fail the payment they name by its trace number;
 // notifications of change (addenda 98) are kept on it. Credit entries are
@@ -38,6 +40,9 @@ type ACHInbound struct {
 	Log   *slog.Logger
 
 	mu sync.Mutex
+	// unreadable holds, by name, the SHA-256 of a file that did not read
+	// as NACHA: the same bytes on the next poll are set aside.
+	unreadable map[string]string
 }
 
 // Poll applies every file in the inbox, oldest name first, and says how
@@ -53,6 +58,13 @@ func (in *ACHInbound) Poll(ctx context.Context) (int, error) {
 	applied := 0
 	for _, name := range names {
 		data, err := in.Inbox.Get(ctx, name)
+		if errors.Is(err, transport.ErrTooLarge) {
+			in.Log.Error("ACH inbound file too large: set aside unread", "name", name, "err", err)
+			if err := in.Inbox.Move(ctx, name, Rejected); err != nil {
+				return applied, err
+			}
+			continue
+		}
 		if err != nil {
 			return applied, err
 		}
@@ -71,12 +83,22 @@ func (in *ACHInbound) Poll(ctx context.Context) (int, error) {
 		}
 		file, err := nacha.Parse(data)
 		if err != nil {
+			if in.unreadable[name] != hash { // perhaps still being written: look again next time
+				if in.unreadable == nil {
+					in.unreadable = map[string]string{}
+				}
+				in.unreadable[name] = hash
+				in.Log.Warn("ACH inbound file does not read (yet): will look again", "name", name, "err", err)
+				continue
+			}
+			delete(in.unreadable, name)
 			in.Log.Error("ACH inbound file malformed: set aside unread", "name", name, "sha256", hash, "err", err)
 			if err := in.Inbox.Move(ctx, name, Rejected); err != nil {
 				return applied, err
 			}
 			continue
 		}
+		delete(in.unreadable, name)
 		if err := in.apply(ctx, name, hash, file); err != nil {
 			return applied, err
 		}

@@ -381,6 +381,14 @@ func TestACHInboundAppliesReturnsOnce(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Poll = %d, %v", n, err)
 	}
+	// A file that does not read may be one the bank is still writing: it
+	// is left for the next poll, and set aside when its bytes are the same.
+	if _, err := os.Stat(filepath.Join(inDir, "garbage.ach")); err != nil {
+		t.Fatalf("an unreadable file was set aside at its first sight: %v", err)
+	}
+	if n, err := in.Poll(l.ctx); err != nil || n != 0 {
+		t.Fatalf("the second Poll = %d, %v", n, err)
+	}
 	p := l.payment(submitted)
 	if p.Status != payment.StatusFailed || p.Failure == nil || p.Failure.NetworkCode != "R03" || p.Failure.Code != "no_account" {
 		t.Errorf("the returned submitted payment: %s %+v", p.Status, p.Failure)
@@ -448,5 +456,39 @@ func TestACHInboundKeepsNotificationsOfChange(t *testing.T) {
 	// Replayed from the log, the payments' rows are the same.
 	if diffs, _, err := rebuild.CompareWithLog(l.ctx, l.a.Pool); err != nil || len(diffs) != 0 {
 		t.Errorf("the projections differ from the log: %+v, %v", diffs, err)
+	}
+}
+
+// A file read while the bank is still writing it is not set aside: the
+// next poll, with the whole file there, applies it.
+func TestACHInboundWaitsForAFileStillBeingWritten(t *testing.T) {
+	l := newLive(t)
+	out, _ := outbox(t)
+	inbox, inDir := outbox(t)
+	id := l.pay(1000, "ach_same_day")
+	files, err := (&bank.ACHOutbound{App: l.a, Outbox: out, Originator: originator, Log: discard}).Cut(l.ctx, false)
+	if err != nil || len(files) != 1 {
+		t.Fatal(files, err)
+	}
+	whole := returnFile(t, map[string]string{files[0].Entries[0].TraceNumber: "R03"})
+	path := filepath.Join(inDir, "returns.ach")
+	if err := os.WriteFile(path, whole[:len(whole)/2], 0o644); err != nil { // half written
+		t.Fatal(err)
+	}
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	if n, err := in.Poll(l.ctx); err != nil || n != 0 {
+		t.Fatalf("Poll of half a file = %d, %v", n, err)
+	}
+	if err := os.WriteFile(path, whole, 0o644); err != nil { // the bank finishes
+		t.Fatal(err)
+	}
+	if n, err := in.Poll(l.ctx); err != nil || n != 1 {
+		t.Fatalf("Poll of the whole file = %d, %v", n, err)
+	}
+	if p := l.payment(id); p.Status != payment.StatusFailed {
+		t.Errorf("payment %s after its return", p.Status)
+	}
+	if _, err := os.Stat(filepath.Join(inDir, bank.Rejected, "returns.ach")); err == nil {
+		t.Error("the file was set aside as malformed")
 	}
 }

@@ -97,6 +97,9 @@ func checkName(name string) error {
 // under 20 MB.
 const MaxFileSize = 64 << 20
 
+// ErrTooLarge is Get's refusal of a file of more than MaxFileSize bytes.
+var ErrTooLarge = fmt.Errorf("transport: a file may have at most %d bytes", MaxFileSize)
+
 // readLimited reads r whole, refusing more than MaxFileSize.
 func readLimited(r io.Reader, name string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
@@ -104,7 +107,7 @@ func readLimited(r io.Reader, name string) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s is more than the %d bytes a file may have", name, MaxFileSize)
+		return nil, fmt.Errorf("%w: %s is larger", ErrTooLarge, name)
 	}
 	return data, nil
 }
