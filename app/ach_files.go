@@ -212,17 +212,23 @@ func (a *App) RecordACHInbound(ctx context.Context, meta Meta, applied ach.Inbou
 // payment has.
 var ErrNoSuchTrace = errors.New("no live ACH payment has this trace number")
 
+// liveACHPayment is the id of the live ACH payment with this trace number.
+func (a *App) liveACHPayment(ctx context.Context, traceNumber string) (string, error) {
+	var id string
+	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments WHERE trace_number = $1 AND environment = 'live'`, traceNumber).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: %s", ErrNoSuchTrace, traceNumber)
+	}
+	return id, err
+}
+
 // ReturnACHPayment applies the bank's return of the live ACH payment with
 // this trace number: it fails with the return's code (a code the table
 // does not know is "unknown", never refused: the bank has spoken), its
 // hold released, or its posted entries reversed if it had completed. A
 // payment already failed stays as it is. It returns the payment's id.
 func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, traceNumber, returnCode string) (string, error) {
-	var id string
-	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments WHERE trace_number = $1 AND environment = 'live'`, traceNumber).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("%w: %s", ErrNoSuchTrace, traceNumber)
-	}
+	id, err := a.liveACHPayment(ctx, traceNumber)
 	if err != nil {
 		return "", err
 	}
@@ -240,11 +246,7 @@ func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, traceNumber, retu
 // the payment and emitted as payment.notification_of_change. The same
 // notice again changes nothing. It returns the payment's id.
 func (a *App) NoteACHChange(ctx context.Context, meta Meta, traceNumber, code, correctedData string) (string, error) {
-	var id string
-	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments WHERE trace_number = $1 AND environment = 'live'`, traceNumber).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("%w: %s", ErrNoSuchTrace, traceNumber)
-	}
+	id, err := a.liveACHPayment(ctx, traceNumber)
 	if err != nil {
 		return "", err
 	}
