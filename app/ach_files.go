@@ -24,11 +24,19 @@ func achDayStream(day string) eventstore.Stream {
 	return eventstore.Stream{ID: ach.StreamID(day), Type: ach.StreamType, Environment: domain.Live.String()}
 }
 
-// pendingLiveACHSQL finds the payments a cut may take, oldest first, at
-// most a file's worth; the cut then reads each one's stream.
-const pendingLiveACHSQL = `SELECT id FROM payments
+// pendingSameDaySQL and pendingACHSQL find the payments a cut takes,
+// oldest first, at most a file's worth: at a same-day window the same-day
+// ones only (a backlog of standard payments must not fill the window's
+// file with payments it leaves out), at the day's last both. The cut then
+// reads each one's stream. Both use payments_live_ach_pending.
+const (
+	pendingSameDaySQL = `SELECT id FROM payments
+    WHERE environment = 'live' AND rail = 'ach_same_day' AND status = 'pending'
+    ORDER BY created_at, id LIMIT $1`
+	pendingACHSQL = `SELECT id FROM payments
     WHERE environment = 'live' AND rail IN ('ach_standard', 'ach_same_day') AND status = 'pending'
     ORDER BY created_at, id LIMIT $1`
+)
 
 // CutACHFile cuts live mode's next outbound ACH file (API.md §10): the
 // pending live ACH payments the window takes (the same-day ones; the
@@ -45,7 +53,11 @@ func (a *App) CutACHFile(ctx context.Context, meta Meta, o ach.Originator, stand
 	var cut *ach.FileCreated
 	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		cut = nil
-		rows, err := tx.Query(ctx, pendingLiveACHSQL, ach.MaxEntries)
+		pendingSQL := pendingSameDaySQL
+		if standard {
+			pendingSQL = pendingACHSQL
+		}
+		rows, err := tx.Query(ctx, pendingSQL, ach.MaxEntries)
 		if err != nil {
 			return Result{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -33,7 +34,9 @@ const (
 //
 // Returns (addenda 99) fail the payment they name by its trace number;
 // notifications of change (addenda 98) are kept on it. Credit entries are
-// not applied yet (issue #16): they are logged and counted as unmatched.
+// not applied yet (issue #16): a file that holds any is left in the inbox,
+// unapplied, with an error log line at each poll, so that nothing the
+// bank sent is acknowledged and lost.
 type ACHInbound struct {
 	App   *app.App
 	Inbox transport.Folder
@@ -99,6 +102,14 @@ func (in *ACHInbound) Poll(ctx context.Context) (int, error) {
 			continue
 		}
 		delete(in.unreadable, name)
+		if n := forwardEntries(file); n > 0 {
+			// Recorded as applied, the file would be skipped for good once
+			// credits are applied: the bank's money must not be
+			// acknowledged and dropped. It waits, untouched.
+			in.Log.Error("ACH inbound file holds entries that are not returns or notifications of change (credits are not applied yet): left in the inbox, unapplied",
+				"name", name, "sha256", hash, "entries", n)
+			continue
+		}
 		if err := in.apply(ctx, name, hash, file); err != nil {
 			return applied, err
 		}
@@ -110,7 +121,22 @@ func (in *ACHInbound) Poll(ctx context.Context) (int, error) {
 	return applied, nil
 }
 
-// apply applies a file's entries, then records the file.
+// forwardEntries counts the entries of f that are neither returns nor
+// notifications of change: credits (or debits) the bank forwards.
+func forwardEntries(f nacha.File) int {
+	n := 0
+	for _, b := range f.Batches {
+		for _, e := range b.Entries {
+			if e.Addenda == nil || (e.Addenda.Type != nacha.AddendaReturn && e.Addenda.Type != nacha.AddendaNOC) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// apply applies a file's returns and notifications of change, then
+// records the file.
 func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File) error {
 	rec := ach.InboundApplied{SHA256: hash, Name: name}
 	for _, b := range f.Batches {
@@ -123,11 +149,8 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 				id, err = in.App.ReturnACHPayment(ctx, meta, a.OriginalTrace, a.Code)
 			case a != nil && a.Type == nacha.AddendaNOC:
 				id, err = in.App.NoteACHChange(ctx, meta, a.OriginalTrace, a.Code, a.CorrectedData)
-			default:
-				in.Log.Warn("ACH inbound entry not applied (credits are not, so far)", "name", name,
-					"trace_number", e.TraceNumber, "transaction_code", e.TransactionCode)
-				rec.Unmatched++
-				continue
+			default: // forwardEntries kept such files out
+				return fmt.Errorf("ACH inbound file %s: entry %s is neither a return nor a notification of change", name, e.TraceNumber)
 			}
 			if errors.Is(err, app.ErrNoSuchTrace) {
 				in.Log.Warn("ACH return or change of no payment of ours", "name", name, "original_trace", a.OriginalTrace, "code", a.Code)

@@ -64,6 +64,9 @@ type achConfig struct {
 func loadACH() (*achConfig, error) {
 	outbox := strings.TrimSpace(os.Getenv("TREASURY_ACH_OUTBOX"))
 	if outbox == "" {
+		if strings.TrimSpace(os.Getenv("TREASURY_ACH_INBOX")) != "" {
+			return nil, fmt.Errorf("TREASURY_ACH_INBOX is set without TREASURY_ACH_OUTBOX: the inbox holds the bank's answers to the files sent from the outbox")
+		}
 		return nil, nil
 	}
 	c := &achConfig{Outbox: outbox, Inbox: strings.TrimSpace(os.Getenv("TREASURY_ACH_INBOX")), Origin: os.Getenv("TREASURY_ACH_ORIGIN"), CompanyID: os.Getenv("TREASURY_ACH_COMPANY_ID"),

@@ -197,6 +197,11 @@ func TestACHSettings(t *testing.T) {
 		t.Setenv("TREASURY_ACH_COMPANY_NAME", name)
 	}
 	set("", "", "", "")
+	t.Setenv("TREASURY_ACH_INBOX", "file:///tmp/in")
+	if _, err := loadConfig(); err == nil || !strings.Contains(err.Error(), "TREASURY_ACH_INBOX") {
+		t.Errorf("an inbox without an outbox: %v", err)
+	}
+	t.Setenv("TREASURY_ACH_INBOX", "")
 	c, err := loadConfig()
 	if err != nil || c.ACH != nil {
 		t.Fatalf("no outbox: %+v, %v", c.ACH, err)

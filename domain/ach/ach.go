@@ -97,7 +97,8 @@ type InboundApplied struct {
 	SHA256 string `json:"sha256"`
 	Name   string `json:"name"`
 	// Returns and Changes count the returns and notifications of change
-	// applied; Unmatched the entries not applied (logged, left alone).
+	// applied; Unmatched those that named no payment of ours (logged,
+	// left alone).
 	Returns   int       `json:"returns"`
 	Changes   int       `json:"changes"` // notifications of change
 	Unmatched int       `json:"unmatched"`
@@ -177,8 +178,9 @@ const Modifiers = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 // MaxTrace is the largest 7-digit trace sequence.
 const MaxTrace = 9_999_999
 
-// MaxEntries bounds a file's entries; a cut that fills a file is followed
-// by another.
+// MaxEntries bounds a file's entries: a cut takes the first MaxEntries
+// payments it is given (the oldest), and a cut that fills a file is
+// followed by another.
 const MaxEntries = 10_000
 
 // Commands on the ACH day.
@@ -240,6 +242,9 @@ func decideCut(d Day, c Cut) ([]domain.Event, error) {
 	}
 	if len(take) == 0 {
 		return nil, nil
+	}
+	if len(take) > MaxEntries { // the oldest first; the rest go in the next file
+		take = take[:MaxEntries]
 	}
 	if len(d.Files) >= len(Modifiers) {
 		return nil, domain.Errorf(domain.CodeInvalidState, "the ACH day %s already has %d files, the most its file id modifiers allow", DayOf(c.At), len(d.Files))

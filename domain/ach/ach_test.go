@@ -58,6 +58,17 @@ var oneFile = ach.FileCreated{ACHFileID: "achf_1", Day: "2026-11-27", Name: "ach
 	Originator: originator, At: cutAt,
 	Entries: []ach.Entry{entry(sameDayA, 1, "2026-11-27", "10:30"), entry(standard, 2, "2026-11-30", "08:30"), entry(sameDayB, 3, "2026-11-27", "10:30")}}
 
+// sameDayMany are n same-day payments of one platform, oldest first.
+func sameDayMany(n int) []ach.Pending {
+	out := make([]ach.Pending, n)
+	for i := range out {
+		out[i] = sameDayA
+		out[i].PaymentID = fmt.Sprintf("pay_%06d", i)
+		out[i].CreatedAt = sameDayA.CreatedAt.Add(time.Duration(i) * time.Millisecond)
+	}
+	return out
+}
+
 func manyFiles(n int) []domain.Event {
 	var out []domain.Event
 	for i := range n {
@@ -70,6 +81,7 @@ func TestDecide(t *testing.T) {
 	type outcome struct {
 		events []domain.Event
 		code   domain.Code
+		count  int // when set: one file of this many entries, the first payments given
 	}
 	cases := []struct {
 		name  string
@@ -100,6 +112,9 @@ func TestDecide(t *testing.T) {
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{standard}, At: cutAt}, outcome{}},
 		{"no payments at all: no file",
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, At: cutAt}, outcome{}},
+		{"more than a file's worth: the first 10,000, the rest for the next file",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: sameDayMany(ach.MaxEntries + 1), At: cutAt},
+			outcome{count: ach.MaxEntries}},
 		{"an instant payment never goes in a file",
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayA, instant}, At: cutAt},
 			outcome{code: domain.CodeInternal}},
@@ -138,6 +153,14 @@ func TestDecide(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.then.count > 0 {
+				payments := c.when.(ach.Cut).Payments
+				if len(got) != 1 || len(got[0].(ach.FileCreated).Entries) != c.then.count ||
+					got[0].(ach.FileCreated).Entries[c.then.count-1].PaymentID != payments[c.then.count-1].PaymentID {
+					t.Fatalf("want one file of the first %d payments", c.then.count)
+				}
+				return
 			}
 			if !reflect.DeepEqual(got, c.then.events) {
 				t.Fatalf("events:\n got %+v\nwant %+v", got, c.then.events)

@@ -1,0 +1,247 @@
+package bank_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/bank"
+	"github.com/opentreasury/treasury/bank/nacha"
+	"github.com/opentreasury/treasury/domain/ach"
+	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/projections/queries"
+	"github.com/opentreasury/treasury/projections/rebuild"
+)
+
+// Tests of the bank's files read from the inbox (ACHInbound); the live
+// set-up is ach_outbound_test.go's.
+
+// cutOne cuts the pending same-day payments into one file, written to an
+// outbox of its own.
+func cutOne(t *testing.T, l *live) ach.FileCreated {
+	t.Helper()
+	out, _ := outbox(t)
+	files, err := (&bank.ACHOutbound{App: l.a, Outbox: out, Originator: originator, Log: discard}).Cut(l.ctx, false)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("cut = %v, %v", files, err)
+	}
+	return files[0]
+}
+
+// returnFile is what the bank sends back for entries of a file it took:
+// a return (addenda 99) of each, with its code.
+func returnFile(t *testing.T, codes map[string]string) []byte {
+	t.Helper()
+	return bankFile(t, codes, nil)
+}
+
+// bankFile is a file of returns (trace → return code) and notifications
+// of change (trace → [change code, corrected data]).
+func bankFile(t *testing.T, codes map[string]string, changes map[string][2]string) []byte {
+	t.Helper()
+	b := nacha.Batch{Header: nacha.BatchHeader{ServiceClass: nacha.MixedDebitsAndCredits, CompanyName: "TREASURY",
+		CompanyID: "1234567890", SEC: "CCD", EntryDescription: "PAYMENT", EffectiveDate: time.Now(), SettlementDate: "331",
+		OriginatorStatus: '1', ODFI: "01100001", Number: 1}}
+	i := 0
+	for trace, code := range codes {
+		i++
+		own := fmt.Sprintf("01100001%07d", i)
+		b.Entries = append(b.Entries, nacha.Entry{TransactionCode: nacha.CheckingReturn, RDFI: "02100002", CheckDigit: '1',
+			AccountNumber: "123456789", Amount: 1000, Name: "INITECH LLC", TraceNumber: own,
+			Addenda: &nacha.Addenda{Type: nacha.AddendaReturn, Code: code, OriginalTrace: trace, OriginalRDFI: "01100001",
+				TraceNumber: own}})
+	}
+	for trace, change := range changes {
+		i++
+		own := fmt.Sprintf("01100001%07d", i)
+		b.Entries = append(b.Entries, nacha.Entry{TransactionCode: nacha.CheckingReturn, RDFI: "02100002", CheckDigit: '1',
+			AccountNumber: "123456789", Name: "INITECH LLC", TraceNumber: own,
+			Addenda: &nacha.Addenda{Type: nacha.AddendaNOC, Code: change[0], OriginalTrace: trace, OriginalRDFI: "01100001",
+				CorrectedData: change[1], TraceNumber: own}})
+	}
+	data, err := nacha.Marshal(nacha.File{Header: nacha.FileHeader{ImmediateDestination: "1234567890",
+		ImmediateOrigin: "021000021", CreatedAt: time.Now(), IDModifier: 'A'}, Batches: []nacha.Batch{b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestACHInboundAppliesReturnsOnce(t *testing.T) {
+	l := newLive(t)
+	out, _ := outbox(t)
+	inbox, inDir := outbox(t)
+	o := &bank.ACHOutbound{App: l.a, Outbox: out, Originator: originator, Log: discard}
+	submitted, completed, kept := l.pay(1000, "ach_same_day"), l.pay(2000, "ach_same_day"), l.pay(3000, "ach_same_day")
+	files, err := o.Cut(l.ctx, false)
+	if err != nil || len(files) != 1 {
+		t.Fatal(files, err)
+	}
+	trace := map[string]string{}
+	for _, e := range files[0].Entries {
+		trace[e.PaymentID] = e.TraceNumber
+	}
+	if err := l.a.CompletePayment(l.ctx, app.Meta{}, nil, completed); err != nil { // settled before its return came
+		t.Fatal(err)
+	}
+	returns := returnFile(t, map[string]string{trace[submitted]: "R03", trace[completed]: "R01", "099999990000042": "R02"})
+	if err := inbox.Put(l.ctx, "returns-1.ach", returns); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(inDir, "garbage.ach"), []byte("not a NACHA file\n"), 0o644)
+	before := l.balance()
+
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	n, err := in.Poll(l.ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	// A file that does not read may be one the bank is still writing: it
+	// is left for the next poll, and set aside when its bytes are the same.
+	if _, err := os.Stat(filepath.Join(inDir, "garbage.ach")); err != nil {
+		t.Fatalf("an unreadable file was set aside at its first sight: %v", err)
+	}
+	if n, err := in.Poll(l.ctx); err != nil || n != 0 {
+		t.Fatalf("the second Poll = %d, %v", n, err)
+	}
+	p := l.payment(submitted)
+	if p.Status != payment.StatusFailed || p.Failure == nil || p.Failure.NetworkCode != "R03" || p.Failure.Code != "no_account" {
+		t.Errorf("the returned submitted payment: %s %+v", p.Status, p.Failure)
+	}
+	if p := l.payment(completed); p.Status != payment.StatusFailed || p.Failure.NetworkCode != "R01" {
+		t.Errorf("the returned completed payment: %s %+v", p.Status, p.Failure)
+	}
+	if p := l.payment(kept); p.Status != payment.StatusSubmitted {
+		t.Errorf("a payment not returned: %s", p.Status)
+	}
+	// Both come back: the submitted one's hold released, the completed
+	// one's entries reversed.
+	after := l.balance()
+	if after.Available != before.Available+1000+100+2000+100 {
+		t.Errorf("available %d → %d", before.Available, after.Available)
+	}
+	for sub, name := range map[string]string{bank.Processed: "returns-1.ach", bank.Rejected: "garbage.ach"} {
+		if _, err := os.Stat(filepath.Join(inDir, sub, name)); err != nil {
+			t.Errorf("%s/%s: %v", sub, name, err)
+		}
+	}
+
+	// The same file again: applied once.
+	if err := inbox.Put(l.ctx, "returns-1-again.ach", returns); err != nil {
+		t.Fatal(err)
+	}
+	events := l.events()
+	if n, err := in.Poll(l.ctx); err != nil || n != 0 {
+		t.Fatalf("the same file again: %d, %v", n, err)
+	}
+	if got := l.events(); got != events {
+		t.Errorf("the same file again appended %d events", got-events)
+	}
+	if _, err := os.Stat(filepath.Join(inDir, bank.Processed, "returns-1-again.ach")); err != nil {
+		t.Errorf("the repeated file was not set aside: %v", err)
+	}
+}
+
+func TestACHInboundKeepsNotificationsOfChange(t *testing.T) {
+	l := newLive(t)
+	inbox, _ := outbox(t)
+	id := l.pay(1000, "ach_same_day")
+	files := []ach.FileCreated{cutOne(t, l)}
+	notice := bankFile(t, nil, map[string][2]string{files[0].Entries[0].TraceNumber: {"C01", "1918171614"}})
+	if err := inbox.Put(l.ctx, "noc.ach", notice); err != nil {
+		t.Fatal(err)
+	}
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	if n, err := in.Poll(l.ctx); err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	p := l.payment(id)
+	if p.Status != payment.StatusSubmitted || p.NotificationOfChange == nil ||
+		*p.NotificationOfChange != (queries.ChangeView{Code: "C01", CorrectedData: "1918171614"}) {
+		t.Fatalf("after the notice: %s %+v", p.Status, p.NotificationOfChange)
+	}
+	var events int
+	if err := l.a.Pool.QueryRow(l.ctx, `SELECT count(*) FROM events WHERE event_type = 'payment.notification_of_change'`).Scan(&events); err != nil || events != 1 {
+		t.Errorf("%d payment.notification_of_change events, %v", events, err)
+	}
+	// Replayed from the log, the payments' rows are the same.
+	if diffs, _, err := rebuild.CompareWithLog(l.ctx, l.a.Pool); err != nil || len(diffs) != 0 {
+		t.Errorf("the projections differ from the log: %+v, %v", diffs, err)
+	}
+}
+
+// A file read while the bank is still writing it is not set aside: the
+// next poll, with the whole file there, applies it.
+func TestACHInboundWaitsForAFileStillBeingWritten(t *testing.T) {
+	l := newLive(t)
+	inbox, inDir := outbox(t)
+	id := l.pay(1000, "ach_same_day")
+	files := []ach.FileCreated{cutOne(t, l)}
+	whole := returnFile(t, map[string]string{files[0].Entries[0].TraceNumber: "R03"})
+	path := filepath.Join(inDir, "returns.ach")
+	if err := os.WriteFile(path, whole[:len(whole)/2], 0o644); err != nil { // half written
+		t.Fatal(err)
+	}
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	if n, err := in.Poll(l.ctx); err != nil || n != 0 {
+		t.Fatalf("Poll of half a file = %d, %v", n, err)
+	}
+	if err := os.WriteFile(path, whole, 0o644); err != nil { // the bank finishes
+		t.Fatal(err)
+	}
+	if n, err := in.Poll(l.ctx); err != nil || n != 1 {
+		t.Fatalf("Poll of the whole file = %d, %v", n, err)
+	}
+	if p := l.payment(id); p.Status != payment.StatusFailed {
+		t.Errorf("payment %s after its return", p.Status)
+	}
+	if _, err := os.Stat(filepath.Join(inDir, bank.Rejected, "returns.ach")); err == nil {
+		t.Error("the file was set aside as malformed")
+	}
+}
+
+// A file that also holds a credit (not applied yet) is left in the inbox,
+// untouched: recorded as applied, it would be skipped for good once
+// credits are, and the bank's money lost.
+func TestACHInboundLeavesAFileWithCreditsInTheInbox(t *testing.T) {
+	l := newLive(t)
+	inbox, inDir := outbox(t)
+	id := l.pay(1000, "ach_same_day")
+	f := cutOne(t, l)
+	data := returnFile(t, map[string]string{f.Entries[0].TraceNumber: "R03"})
+	file, err := nacha.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credit := nacha.Batch{Header: file.Batches[0].Header, Entries: []nacha.Entry{{TransactionCode: nacha.CheckingCredit,
+		RDFI: "11000000", CheckDigit: '0', AccountNumber: "123456789012", Amount: 5000, Name: "PAYER INC",
+		TraceNumber: "011000010000099"}}}
+	credit.Header.ServiceClass, credit.Header.Number = nacha.CreditsOnly, 2
+	file.Batches = append(file.Batches, credit)
+	data, err = nacha.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inbox.Put(l.ctx, "mixed.ach", data); err != nil {
+		t.Fatal(err)
+	}
+	events := l.events()
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	for range 2 { // and again at the next poll
+		if n, err := in.Poll(l.ctx); err != nil || n != 0 {
+			t.Fatalf("Poll = %d, %v", n, err)
+		}
+	}
+	if got := l.events(); got != events {
+		t.Errorf("%d events appended", got-events)
+	}
+	if p := l.payment(id); p.Status != payment.StatusSubmitted {
+		t.Errorf("its return was applied: %s", p.Status)
+	}
+	if _, err := os.Stat(filepath.Join(inDir, "mixed.ach")); err != nil {
+		t.Errorf("the file left the inbox: %v", err)
+	}
+}
