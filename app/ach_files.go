@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,7 +9,6 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ach"
 	"github.com/opentreasury/treasury/domain/payment"
-	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
 )
 
@@ -36,13 +33,17 @@ const (
 	pendingACHSQL = `SELECT id FROM payments
     WHERE environment = 'live' AND rail IN ('ach_standard', 'ach_same_day') AND status = 'pending'
     ORDER BY created_at, id LIMIT $1`
+	// owedReturnsSQL finds the credits owed back, oldest first (index
+	// ach_returns_owed); every cut takes them.
+	owedReturnsSQL = `SELECT data FROM ach_returns WHERE ach_file_id IS NULL ORDER BY created_at, id LIMIT $1`
 )
 
 // CutACHFile cuts live mode's next outbound ACH file (API.md §10): the
 // pending live ACH payments the window takes (the same-day ones; the
 // standard ones too when standard) become submitted with their trace
 // numbers and the file's id, in the transaction that records the file on
-// its ACH day. It returns the file, or nil when no payment waited for one.
+// its ACH day, and the credits owed back go in it too. It returns the
+// file, or nil when nothing waited for one.
 // The file is not written here: that comes after the commit (the bank
 // connector), and is done again until it is recorded (TransmitACHFile).
 //
@@ -71,6 +72,14 @@ func (a *App) CutACHFile(ctx context.Context, meta Meta, o ach.Originator, stand
 				return Result{}, err
 			}
 		}
+		rows, err = tx.Query(ctx, owedReturnsSQL, ach.MaxEntries)
+		if err != nil {
+			return Result{}, err
+		}
+		returns, err := pgx.CollectRows(rows, pgx.RowTo[ach.ReturnOwed])
+		if err != nil {
+			return Result{}, err
+		}
 		var pending []ach.Pending
 		for _, id := range ids {
 			p := pays[id]
@@ -88,7 +97,7 @@ func (a *App) CutACHFile(ctx context.Context, meta Meta, o ach.Originator, stand
 			return Result{}, err
 		}
 		events, err := ach.Decide(day.State, ach.Cut{ACHFileID: domain.NewID(domain.PrefixACHFile), Originator: o,
-			Payments: pending, Standard: standard, At: at})
+			Payments: pending, Returns: returns, Standard: standard, At: at})
 		if err != nil || len(events) == 0 {
 			return Result{}, err
 		}
@@ -194,75 +203,4 @@ func (a *App) CompleteSettledACHPayments(ctx context.Context, meta Meta, asOf ti
 		}
 	}
 	return n, nil
-}
-
-// ACHInboundApplied says whether the bank's file of this SHA-256 (hex) was
-// applied already.
-func (a *App) ACHInboundApplied(ctx context.Context, sha256 string) (bool, error) {
-	var n int
-	err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM streams WHERE stream_id = $1`, ach.InboundStreamID(sha256)).Scan(&n)
-	return n > 0, err
-}
-
-// RecordACHInbound records that a file of the bank was applied. Its
-// stream is new or the file was recorded already: then nothing changes.
-func (a *App) RecordACHInbound(ctx context.Context, meta Meta, applied ach.InboundApplied) error {
-	applied.At = now()
-	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM streams WHERE stream_id = $1`, ach.InboundStreamID(applied.SHA256)).Scan(&n); err != nil || n > 0 {
-			return Result{}, err
-		}
-		s := eventstore.Stream{ID: ach.InboundStreamID(applied.SHA256), Type: ach.InboundStreamType, Environment: domain.Live.String()}
-		_, err := appendAndProject(ctx, tx, s, 0, meta, []domain.Event{applied})
-		return Result{}, err
-	})
-	return err
-}
-
-// ErrNoSuchTrace is ReturnACHPayment's answer to a trace number no live
-// payment has.
-var ErrNoSuchTrace = errors.New("no live ACH payment has this trace number")
-
-// liveACHPayment is the id of the live ACH payment with this trace number.
-func (a *App) liveACHPayment(ctx context.Context, traceNumber string) (string, error) {
-	var id string
-	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments WHERE trace_number = $1 AND environment = 'live'`, traceNumber).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("%w: %s", ErrNoSuchTrace, traceNumber)
-	}
-	return id, err
-}
-
-// ReturnACHPayment applies the bank's return of the live ACH payment with
-// this trace number: it fails with the return's code (a code the table
-// does not know is "unknown", never refused: the bank has spoken), its
-// hold released, or its posted entries reversed if it had completed. A
-// payment already failed stays as it is. It returns the payment's id.
-func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, traceNumber, returnCode string) (string, error) {
-	id, err := a.liveACHPayment(ctx, traceNumber)
-	if err != nil {
-		return "", err
-	}
-	return id, a.changePayment(ctx, meta, nil, id, func(s payment.State) any {
-		if s.Status == payment.StatusFailed || s.Status == payment.StatusCanceled {
-			return nil
-		}
-		r, _ := rails.Parse(s.Rail)
-		return payment.Fail{Failure: rails.FailureFor(r, returnCode), At: now()}
-	})
-}
-
-// NoteACHChange records the receiving bank's notification of change for
-// the live ACH payment with this trace number (API.md §10): it is kept on
-// the payment and emitted as payment.notification_of_change. The same
-// notice again changes nothing. It returns the payment's id.
-func (a *App) NoteACHChange(ctx context.Context, meta Meta, traceNumber, code, correctedData string) (string, error) {
-	id, err := a.liveACHPayment(ctx, traceNumber)
-	if err != nil {
-		return "", err
-	}
-	return id, a.changePayment(ctx, meta, nil, id, func(payment.State) any {
-		return payment.NoteChange{Code: code, CorrectedData: correctedData, At: now()}
-	})
 }

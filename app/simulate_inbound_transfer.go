@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
@@ -40,10 +42,6 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 		if acc.Status == account.StatusClosed.String() {
 			return Result{}, &domain.Error{Code: domain.CodeAccountNotActive, ResourceID: acc.ID, Message: "a closed account rejects inbound funds"}
 		}
-		chart, err := a.ensureChart(ctx, tx, meta, c)
-		if err != nil {
-			return Result{}, err
-		}
 		settings, err := queries.GetSettings(ctx, tx, c.PlatformID, c.Environment)
 		if err != nil {
 			return Result{}, err
@@ -54,42 +52,66 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 			expected = at.Add(settings.Sandbox.Delay(rail))
 		}
 		id := domain.NewID(domain.PrefixInbound)
-		jeID := domain.NewID(domain.PrefixJournalEntry)
-		desc := in.Description
-		if desc == "" {
-			desc = "Inbound " + rail.String() + " from " + in.Originator.Name
-		}
-		lines := []ledger.Line{
-			{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: chart[ledger.RailClearing(rail.String())],
-				Direction: ledger.Debit, Amount: in.Amount, Type: ledger.TypeInboundTransfer},
-			{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: acc.LedgerAccountID, VirtualAccountID: acc.ID,
-				Direction: ledger.Credit, Amount: in.Amount, Type: ledger.TypeInboundTransfer},
-		}
-		instant := !expected.After(at)
-		status := ledger.StatusPending
-		if instant {
-			status = ledger.StatusPosted
-		}
-		// Under the account's lock: the credit may not take the account
-		// past the balance bound (completion moves pending to posted and
-		// keeps the sum, so it needs no check of its own).
-		if err := ledger.CheckLimits(map[string]ledger.Balance{acc.ID: acc.Balance}, lines); err != nil {
-			return Result{}, err
-		}
-		transfer := []domain.Event{inbound.Received{InboundTransferID: id, VirtualAccountID: acc.ID, Amount: in.Amount,
-			Rail: rail.String(), Originator: in.Originator, Description: desc, JournalEntryID: jeID, ExpectedAt: expected, At: at}}
-		if instant {
-			transfer = append(transfer, inbound.Completed{InboundTransferID: id, At: at})
-		}
-		if _, err := appendAndProject(ctx, tx, inboundStream(c, id), 0, meta, transfer); err != nil {
-			return Result{}, err
-		}
-		_, err = appendAndProject(ctx, tx, journalStream(c, jeID), 0, meta, []domain.Event{ledger.Recorded{
-			JournalEntryID: jeID, PlatformID: c.PlatformID, Environment: c.Environment, Type: ledger.TypeInboundTransfer,
-			Description: desc, Status: status, Lines: lines, Source: ledger.Source{Type: "inbound_transfer", ID: id},
-			EffectiveAt: at, At: at}})
+		err = a.creditAccount(ctx, tx, meta, c, acc, credit{ID: id, Rail: rail, Amount: in.Amount,
+			Originator: in.Originator, Description: in.Description, ExpectedAt: expected, At: at})
 		return Result{ID: id}, err
 	})
+}
+
+// credit is funds arriving in a virtual account.
+type credit struct {
+	ID          string // the inbound transfer's
+	Rail        rails.Rail
+	Amount      int64
+	Originator  inbound.Originator
+	Description string // "" for the default
+	// ExpectedAt is when it settles: at At or before, it posts at once.
+	ExpectedAt, At time.Time
+}
+
+// creditAccount records a credit to acc, whose balance row tx holds: the
+// inbound transfer (completed, if it settles at once) and its journal
+// entry, funded by the rail's clearing account.
+func (a *App) creditAccount(ctx context.Context, tx *commandTx, meta Meta, c Caller, acc lockedAccount, in credit) error {
+	chart, err := a.ensureChart(ctx, tx, meta, c)
+	if err != nil {
+		return err
+	}
+	jeID := domain.NewID(domain.PrefixJournalEntry)
+	desc := in.Description
+	if desc == "" {
+		desc = "Inbound " + in.Rail.String() + " from " + in.Originator.Name
+	}
+	lines := []ledger.Line{
+		{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: chart[ledger.RailClearing(in.Rail.String())],
+			Direction: ledger.Debit, Amount: in.Amount, Type: ledger.TypeInboundTransfer},
+		{EntryID: domain.NewID(domain.PrefixLedgerEntry), LedgerAccountID: acc.LedgerAccountID, VirtualAccountID: acc.ID,
+			Direction: ledger.Credit, Amount: in.Amount, Type: ledger.TypeInboundTransfer},
+	}
+	instant := !in.ExpectedAt.After(in.At)
+	status := ledger.StatusPending
+	if instant {
+		status = ledger.StatusPosted
+	}
+	// Under the account's lock: the credit may not take the account past
+	// the balance bound (completion moves pending to posted and keeps the
+	// sum, so it needs no check of its own).
+	if err := ledger.CheckLimits(map[string]ledger.Balance{acc.ID: acc.Balance}, lines); err != nil {
+		return err
+	}
+	transfer := []domain.Event{inbound.Received{InboundTransferID: in.ID, VirtualAccountID: acc.ID, Amount: in.Amount,
+		Rail: in.Rail.String(), Originator: in.Originator, Description: desc, JournalEntryID: jeID, ExpectedAt: in.ExpectedAt, At: in.At}}
+	if instant {
+		transfer = append(transfer, inbound.Completed{InboundTransferID: in.ID, At: in.At})
+	}
+	if _, err := appendAndProject(ctx, tx, inboundStream(c, in.ID), 0, meta, transfer); err != nil {
+		return err
+	}
+	_, err = appendAndProject(ctx, tx, journalStream(c, jeID), 0, meta, []domain.Event{ledger.Recorded{
+		JournalEntryID: jeID, PlatformID: c.PlatformID, Environment: c.Environment, Type: ledger.TypeInboundTransfer,
+		Description: desc, Status: status, Lines: lines, Source: ledger.Source{Type: "inbound_transfer", ID: in.ID},
+		EffectiveAt: in.At, At: in.At}})
+	return err
 }
 
 func inboundStream(c Caller, id string) eventstore.Stream {

@@ -33,8 +33,11 @@ const (
 // a broken one.
 //
 // Returns (addenda 99) fail the payment they name by its trace number;
-// notifications of change (addenda 98) are kept on it. Credit entries are
-// not applied yet (issue #16): a file that holds any is left in the inbox,
+// notifications of change (addenda 98) are kept on it. Credits (and their
+// prenotes) to our account numbers are applied with the file's record, in
+// one transaction (app.ApplyACHInbound): an unknown or closed account's
+// are owed back in our next file. Debits are not taken from virtual
+// accounts: a file that holds any entry but these is left in the inbox,
 // unapplied, with an error log line at each poll, so that nothing the
 // bank sent is acknowledged and lost.
 type ACHInbound struct {
@@ -102,11 +105,11 @@ func (in *ACHInbound) Poll(ctx context.Context) (int, error) {
 			continue
 		}
 		delete(in.unreadable, name)
-		if n := forwardEntries(file); n > 0 {
-			// Recorded as applied, the file would be skipped for good once
-			// credits are applied: the bank's money must not be
-			// acknowledged and dropped. It waits, untouched.
-			in.Log.Error("ACH inbound file holds entries that are not returns or notifications of change (credits are not applied yet): left in the inbox, unapplied",
+		if n := untaken(file); n > 0 {
+			// Recorded as applied, the file would be skipped for good: what
+			// the bank sent must not be acknowledged and dropped. It waits,
+			// untouched, for the operator.
+			in.Log.Error("ACH inbound file holds entries that are neither credits, returns nor notifications of change (debits are not taken from virtual accounts): left in the inbox, unapplied",
 				"name", name, "sha256", hash, "entries", n)
 			continue
 		}
@@ -121,13 +124,37 @@ func (in *ACHInbound) Poll(ctx context.Context) (int, error) {
 	return applied, nil
 }
 
-// forwardEntries counts the entries of f that are neither returns nor
-// notifications of change: credits (or debits) the bank forwards.
-func forwardEntries(f nacha.File) int {
+// An entry of an inbound file is one of these.
+const (
+	entryReturn = iota
+	entryChange
+	entryCredit
+	entryPrenote
+	entryUntaken // a debit, or a code we do not take
+)
+
+func kindOf(e nacha.Entry) int {
+	if a := e.Addenda; a != nil && a.Type == nacha.AddendaReturn {
+		return entryReturn
+	} else if a != nil && a.Type == nacha.AddendaNOC {
+		return entryChange
+	}
+	switch e.TransactionCode {
+	case nacha.CheckingCredit, nacha.SavingsCredit:
+		return entryCredit
+	case nacha.CheckingPrenote, nacha.SavingsPrenote:
+		return entryPrenote
+	}
+	return entryUntaken
+}
+
+// untaken counts the entries of f that are not applied: debits, and codes
+// we do not take.
+func untaken(f nacha.File) int {
 	n := 0
 	for _, b := range f.Batches {
 		for _, e := range b.Entries {
-			if e.Addenda == nil || (e.Addenda.Type != nacha.AddendaReturn && e.Addenda.Type != nacha.AddendaNOC) {
+			if kindOf(e) == entryUntaken {
 				n++
 			}
 		}
@@ -135,22 +162,26 @@ func forwardEntries(f nacha.File) int {
 	return n
 }
 
-// apply applies a file's returns and notifications of change, then
-// records the file.
+// apply applies a file's returns and notifications of change, then its
+// credits with the file's record.
 func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File) error {
 	rec := ach.InboundApplied{SHA256: hash, Name: name}
+	var credits []ach.Credit
 	for _, b := range f.Batches {
 		for _, e := range b.Entries {
 			a := e.Addenda
 			var id string
 			var err error
-			switch {
-			case a != nil && a.Type == nacha.AddendaReturn:
+			switch kindOf(e) {
+			case entryReturn:
 				id, err = in.App.ReturnACHPayment(ctx, meta, a.OriginalTrace, a.Code)
-			case a != nil && a.Type == nacha.AddendaNOC:
+			case entryChange:
 				id, err = in.App.NoteACHChange(ctx, meta, a.OriginalTrace, a.Code, a.CorrectedData)
-			default: // forwardEntries kept such files out
-				return fmt.Errorf("ACH inbound file %s: entry %s is neither a return nor a notification of change", name, e.TraceNumber)
+			case entryCredit, entryPrenote:
+				credits = append(credits, creditOf(b.Header, e))
+				continue
+			default: // untaken kept such files out
+				return fmt.Errorf("ACH inbound file %s: entry %s has transaction code %d, which is not taken", name, e.TraceNumber, e.TransactionCode)
 			}
 			if errors.Is(err, app.ErrNoSuchTrace) {
 				in.Log.Warn("ACH return or change of no payment of ours", "name", name, "original_trace", a.OriginalTrace, "code", a.Code)
@@ -168,7 +199,24 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 			}
 		}
 	}
-	return in.App.RecordACHInbound(ctx, meta, rec)
+	if err := in.App.ApplyACHInbound(ctx, meta, rec, credits); err != nil {
+		return err
+	}
+	if len(credits) > 0 {
+		in.Log.Info("ACH credits applied", "name", name, "credits", len(credits))
+	}
+	return nil
+}
+
+// creditOf is a credit entry of a batch, as the application and a return
+// of it need it.
+func creditOf(h nacha.BatchHeader, e nacha.Entry) ach.Credit {
+	return ach.Credit{TraceNumber: e.TraceNumber, AccountNumber: e.AccountNumber, Amount: e.Amount, Name: e.Name,
+		Identification: e.IdentificationNumber, ODFI: h.ODFI, OriginatorRouting: h.ODFI + string(nacha.CheckDigit(h.ODFI)),
+		CompanyName: h.CompanyName, CompanyID: h.CompanyID, SEC: h.SEC, EntryDescription: h.EntryDescription,
+		EffectiveDate: h.EffectiveDate.Format(time.DateOnly),
+		Prenote:       e.TransactionCode == nacha.CheckingPrenote || e.TransactionCode == nacha.SavingsPrenote,
+		Savings:       e.TransactionCode == nacha.SavingsCredit || e.TransactionCode == nacha.SavingsPrenote}
 }
 
 // pollEvery is how often Run looks in the inbox.

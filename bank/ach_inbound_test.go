@@ -10,6 +10,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/bank"
 	"github.com/opentreasury/treasury/bank/nacha"
+	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ach"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/projections/queries"
@@ -203,10 +204,10 @@ func TestACHInboundWaitsForAFileStillBeingWritten(t *testing.T) {
 	}
 }
 
-// A file that also holds a credit (not applied yet) is left in the inbox,
-// untouched: recorded as applied, it would be skipped for good once
-// credits are, and the bank's money lost.
-func TestACHInboundLeavesAFileWithCreditsInTheInbox(t *testing.T) {
+// A file that also holds a debit (not taken from virtual accounts) is left
+// in the inbox, untouched: recorded as applied, it would be skipped for
+// good, and what the bank sent lost.
+func TestACHInboundLeavesAFileWithDebitsInTheInbox(t *testing.T) {
 	l := newLive(t)
 	inbox, inDir := outbox(t)
 	id := l.pay(1000, "ach_same_day")
@@ -216,11 +217,11 @@ func TestACHInboundLeavesAFileWithCreditsInTheInbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	credit := nacha.Batch{Header: file.Batches[0].Header, Entries: []nacha.Entry{{TransactionCode: nacha.CheckingCredit,
-		RDFI: "11000000", CheckDigit: '0', AccountNumber: "123456789012", Amount: 5000, Name: "PAYER INC",
+	debit := nacha.Batch{Header: file.Batches[0].Header, Entries: []nacha.Entry{{TransactionCode: nacha.CheckingDebit,
+		RDFI: "11000000", CheckDigit: '0', AccountNumber: l.accountNumber(), Amount: 5000, Name: "PAYER INC",
 		TraceNumber: "011000010000099"}}}
-	credit.Header.ServiceClass, credit.Header.Number = nacha.CreditsOnly, 2
-	file.Batches = append(file.Batches, credit)
+	debit.Header.ServiceClass, debit.Header.Number = nacha.DebitsOnly, 2
+	file.Batches = append(file.Batches, debit)
 	data, err = nacha.Marshal(file)
 	if err != nil {
 		t.Fatal(err)
@@ -243,5 +244,127 @@ func TestACHInboundLeavesAFileWithCreditsInTheInbox(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(inDir, "mixed.ach")); err != nil {
 		t.Errorf("the file left the inbox: %v", err)
+	}
+}
+
+// creditFile is a file of credits forwarded by the bank: one CCD batch
+// from PAYROLL CO at the bank 01100001, an entry (a prenote when amount is
+// 0) for each account number.
+func creditFile(t *testing.T, credits ...nacha.Entry) []byte {
+	t.Helper()
+	b := nacha.Batch{Header: nacha.BatchHeader{ServiceClass: nacha.CreditsOnly, CompanyName: "PAYROLL CO",
+		CompanyID: "9876543210", SEC: "CCD", EntryDescription: "PAYROLL", EffectiveDate: time.Now(), SettlementDate: "331",
+		OriginatorStatus: '1', ODFI: "01100001", Number: 1}}
+	for i, c := range credits {
+		c.RDFI, c.CheckDigit = "11000000", '0'
+		if c.TransactionCode == 0 {
+			c.TransactionCode = nacha.CheckingCredit
+		}
+		c.Name, c.IdentificationNumber = "ACME WIDGETS", fmt.Sprintf("INV%04d", i+1)
+		c.TraceNumber = fmt.Sprintf("01100001%07d", i+1)
+		b.Entries = append(b.Entries, c)
+	}
+	data, err := nacha.Marshal(nacha.File{Header: nacha.FileHeader{ImmediateDestination: "110000000",
+		ImmediateOrigin: "011000015", CreatedAt: time.Now(), IDModifier: 'A'}, Batches: []nacha.Batch{b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// Credits to live virtual accounts become completed inbound transfers,
+// posted at once; an unknown account number is owed back R03, a closed
+// account R02, and the next file carries those returns, once. The file
+// is applied once, however often it comes.
+func TestACHInboundCreditsLiveAccountsAndReturnsTheRest(t *testing.T) {
+	l := newLive(t)
+	inbox, _ := outbox(t)
+	closed, err := l.a.OpenVirtualAccount(l.ctx, app.Meta{}, l.c, app.OpenVirtualAccount{PlatformID: l.c.PlatformID, EntityRef: "biz_2", Type: "checking"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedView, err := queries.GetVirtualAccount(l.ctx, l.a.Pool, queries.Scope{PlatformID: l.c.PlatformID, Environment: domain.Live}, closed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.a.CloseVirtualAccount(l.ctx, app.Meta{}, l.c, closed.ID); err != nil {
+		t.Fatal(err)
+	}
+	data := creditFile(t,
+		nacha.Entry{AccountNumber: l.accountNumber(), Amount: 5000},
+		nacha.Entry{AccountNumber: "999999999999", Amount: 700},
+		nacha.Entry{AccountNumber: closedView.AccountNumber, Amount: 800},
+		nacha.Entry{AccountNumber: l.accountNumber(), Amount: 1200},
+		nacha.Entry{AccountNumber: "999999999998", TransactionCode: nacha.CheckingPrenote},
+	)
+	before := l.balance()
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	for _, name := range []string{"credits.ach", "credits-again.ach"} { // the same file twice
+		if err := inbox.Put(l.ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Poll(l.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := l.balance()
+	if after.Posted-before.Posted != 6200 || after.Available-before.Available != 6200 {
+		t.Errorf("balance %+v → %+v: want 62.00 more, posted", before, after)
+	}
+	var transfers []string
+	rows, _ := l.a.Pool.Query(l.ctx, `SELECT id FROM inbound_transfers WHERE virtual_account_id = $1 ORDER BY amount`, l.va)
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		transfers = append(transfers, id)
+	}
+	if len(transfers) != 2 {
+		t.Fatalf("%d inbound transfers, want 2", len(transfers))
+	}
+	it, err := queries.GetInboundTransfer(l.ctx, l.a.Pool, queries.Scope{PlatformID: l.c.PlatformID, Environment: domain.Live}, transfers[0])
+	if err != nil || it.Status != "completed" || it.Amount != 1200 || it.Originator.Name != "PAYROLL CO" ||
+		it.Originator.RoutingNumber != "011000015" {
+		t.Errorf("inbound transfer %+v, %v", it, err)
+	}
+
+	f := cutOne(t, l)
+	if len(f.Entries) != 0 || len(f.Returns) != 3 {
+		t.Fatalf("the next file: %d entries, %d returns; want the 3 returns", len(f.Entries), len(f.Returns))
+	}
+	raw, err := bank.ACHFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := nacha.Parse(raw) // the independent reader checks every count and total
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"011000010000002": "R03", "011000010000003": "R02", "011000010000005": "R03"}
+	got := map[string]string{}
+	for _, b := range file.Batches {
+		if b.Header.CompanyName != "PAYROLL CO" || b.Header.SEC != "CCD" {
+			t.Errorf("return batch header %+v: the credit's company, not ours", b.Header)
+		}
+		for _, e := range b.Entries {
+			if e.TransactionCode != nacha.CheckingReturn || e.RDFI != "01100001" || e.CheckDigit != '5' || e.Addenda == nil {
+				t.Errorf("return entry %+v", e)
+				continue
+			}
+			got[e.Addenda.OriginalTrace] = e.Addenda.Code
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("returns %v, want %v", got, want)
+	}
+	if c := file.Control(); c.TotalCredit != 1500 || c.EntryAddendaCount != 6 {
+		t.Errorf("file control %+v: 3 returns of 15.00 with their addenda", c)
+	}
+	// Paid, they are owed no more.
+	l.pay(1000, "ach_same_day")
+	if f := cutOne(t, l); len(f.Returns) != 0 || len(f.Entries) != 1 {
+		t.Errorf("the file after: %d entries, %d returns", len(f.Entries), len(f.Returns))
+	}
+	if diffs, _, err := rebuild.CompareWithLog(l.ctx, l.a.Pool); err != nil || len(diffs) != 0 {
+		t.Errorf("the projections differ from the log: %+v, %v", diffs, err)
 	}
 }

@@ -112,6 +112,15 @@ func (l *live) balance() queries.BalanceView {
 	return v.Balance
 }
 
+func (l *live) accountNumber() string {
+	l.t.Helper()
+	v, err := queries.GetVirtualAccount(l.ctx, l.a.Pool, queries.Scope{PlatformID: l.c.PlatformID, Environment: domain.Live}, l.va)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return v.AccountNumber
+}
+
 func (l *live) events() int {
 	l.t.Helper()
 	var n int

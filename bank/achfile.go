@@ -74,7 +74,48 @@ func achFile(f ach.FileCreated) (nacha.File, error) {
 			Name:                 asNACHA(e.Name, 22), TraceNumber: e.TraceNumber,
 		})
 	}
-	return file, nil
+	return file, addReturns(&file, f, odfi)
+}
+
+// addReturns adds the credits f returns: a batch for each run of returns
+// of one originating company (its header copied from the credit's, as a
+// return's is), each entry back to the credit's bank with the return's
+// addenda naming the credit's trace number.
+func addReturns(file *nacha.File, f ach.FileCreated, odfi string) error {
+	if len(f.Returns) == 0 {
+		return nil
+	}
+	effective, err := time.Parse(time.DateOnly, f.Day)
+	if err != nil {
+		return fmt.Errorf("file day %q", f.Day)
+	}
+	var company string // of the batch being filled
+	for _, r := range f.Returns {
+		c := r.Credit
+		key := c.CompanyName + "\x00" + c.CompanyID + "\x00" + c.SEC + "\x00" + c.EntryDescription
+		n := len(file.Batches)
+		if n == 0 || key != company || file.Batches[n-1].Entries[0].Addenda == nil {
+			company = key
+			file.Batches = append(file.Batches, nacha.Batch{Header: nacha.BatchHeader{
+				ServiceClass: nacha.CreditsOnly, CompanyName: c.CompanyName, CompanyID: c.CompanyID,
+				SEC: c.SEC, EntryDescription: c.EntryDescription, EffectiveDate: effective, ODFI: odfi, Number: n + 1,
+			}})
+			n++
+		}
+		code := nacha.CheckingReturn
+		if c.Savings {
+			code = nacha.SavingsReturn
+		}
+		b := &file.Batches[n-1]
+		b.Entries = append(b.Entries, nacha.Entry{
+			TransactionCode: code, RDFI: c.ODFI, CheckDigit: nacha.CheckDigit(c.ODFI),
+			AccountNumber: c.AccountNumber, Amount: c.Amount, IdentificationNumber: c.Identification,
+			Name: c.Name, TraceNumber: r.TraceNumber,
+			Addenda: &nacha.Addenda{Type: nacha.AddendaReturn, Code: r.Code, OriginalTrace: c.TraceNumber,
+				OriginalRDFI: odfi, TraceNumber: r.TraceNumber},
+		})
+	}
+	return nil
 }
 
 // IdentificationNumber is what an entry carries of its payment: the last 15

@@ -25,6 +25,7 @@ const (
 	PrefixEvent          = "evt_"
 	PrefixDelivery       = "msg_"
 	PrefixACHFile        = "achf_"
+	PrefixACHReturn      = "achr_"
 )
 
 var (

@@ -71,9 +71,64 @@ type Entry struct {
 	SettlesAt time.Time `json:"settles_at"`
 }
 
+// Credit is a credit entry the bank forwarded: funds for one of our
+// account numbers, as its file gave it.
+type Credit struct {
+	TraceNumber    string `json:"trace_number"`
+	AccountNumber  string `json:"account_number"` // the DFI account number: ours
+	Amount         int64  `json:"amount"`
+	Name           string `json:"name"`                  // the receiver's name, as the originator wrote it
+	Identification string `json:"identification_number"` // the originator's reference
+	// ODFI is the first 8 digits of the originating bank's routing number:
+	// where a return goes.
+	ODFI string `json:"odfi"`
+	// OriginatorRouting is that routing number whole (with its check
+	// digit): the inbound transfer's originator.
+	OriginatorRouting string `json:"originator_routing"`
+	CompanyName       string `json:"company_name"`
+	CompanyID         string `json:"company_id"`
+	SEC               string `json:"sec"`
+	EntryDescription  string `json:"entry_description"`
+	EffectiveDate     string `json:"effective_date"`    // YYYY-MM-DD
+	Prenote           bool   `json:"prenote,omitempty"` // a zero-dollar test entry: nothing to credit
+	Savings           bool   `json:"savings,omitempty"` // to a savings account number: its return's code is 31
+}
+
+// Return codes of the credits we cannot apply (API.md §10).
+const (
+	ReturnAccountClosed = "R02"
+	ReturnNoAccount     = "R03"
+)
+
+// CreditReturn says whether a credit to an account is returned, and why:
+// "" when it is applied. found and closed describe the live virtual
+// account the credit's account number names.
+func CreditReturn(found, closed bool) string {
+	switch {
+	case !found:
+		return ReturnNoAccount
+	case closed:
+		return ReturnAccountClosed
+	}
+	return ""
+}
+
+// ReturnOwed is a credit we return to its originator in our next file.
+type ReturnOwed struct {
+	ID     string `json:"id"`
+	Credit Credit `json:"credit"`
+	Code   string `json:"code"` // R02, R03
+}
+
+// Return is a returned credit in a file.
+type Return struct {
+	ReturnOwed
+	TraceNumber string `json:"trace_number"` // ours: the return's own entry
+}
+
 // FileCreated: a file was cut. Its payments are submitted with their trace
 // numbers in the same transaction; the file is written to the outbox
-// after the commit.
+// after the commit. Returns are the credits returned in it.
 type FileCreated struct {
 	ACHFileID  string     `json:"ach_file_id"`
 	Day        string     `json:"day"`
@@ -81,6 +136,7 @@ type FileCreated struct {
 	IDModifier string     `json:"id_modifier"`
 	Originator Originator `json:"originator"`
 	Entries    []Entry    `json:"entries"`
+	Returns    []Return   `json:"returns,omitempty"`
 	At         time.Time  `json:"at"`
 }
 
@@ -99,10 +155,15 @@ type InboundApplied struct {
 	// Returns and Changes count the returns and notifications of change
 	// applied; Unmatched those that named no payment of ours (logged,
 	// left alone).
-	Returns   int       `json:"returns"`
-	Changes   int       `json:"changes"` // notifications of change
-	Unmatched int       `json:"unmatched"`
-	At        time.Time `json:"at"`
+	Returns   int `json:"returns"`
+	Changes   int `json:"changes"` // notifications of change
+	Unmatched int `json:"unmatched"`
+	// Credited counts the credits applied to live virtual accounts (each an
+	// inbound transfer, appended with this event); ReturnsOwed are those
+	// returned in the next outbound file.
+	Credited    int          `json:"credited,omitempty"`
+	ReturnsOwed []ReturnOwed `json:"returns_owed,omitempty"`
+	At          time.Time    `json:"at"`
 }
 
 func (FileCreated) EventType() string     { return "ach.file_created" }
@@ -121,14 +182,21 @@ const InboundStreamType = "ach_inbound_file"
 // InboundStreamID is the stream of an inbound file, by its SHA-256 (hex).
 func InboundStreamID(sha256 string) string { return "achin-" + sha256 }
 
-// TotalCredit is the sum of the file's entries, in cents.
+// TotalCredit is the sum of the file's entries (payments and returned
+// credits), in cents.
 func (f FileCreated) TotalCredit() int64 {
 	var total int64
 	for _, e := range f.Entries {
 		total += e.Amount
 	}
+	for _, r := range f.Returns {
+		total += r.Credit.Amount
+	}
 	return total
 }
+
+// EntryCount is the number of the file's entries.
+func (f FileCreated) EntryCount() int { return len(f.Entries) + len(f.Returns) }
 
 // File is what the day knows of one of its files.
 type File struct {
@@ -148,7 +216,7 @@ func Evolve(d Day, e domain.Event) Day {
 	switch ev := e.(type) {
 	case FileCreated:
 		d.Files = append(slices.Clip(d.Files), File{FileCreated: ev})
-		d.LastTrace += len(ev.Entries)
+		d.LastTrace += ev.EntryCount()
 	case FileTransmitted:
 		d.Files = slices.Clone(d.Files)
 		for i := range d.Files {
@@ -187,11 +255,13 @@ const MaxEntries = 10_000
 type (
 	// Cut makes a file of the payments given, those the window takes:
 	// same-day payments at every window, standard ones at the last window
-	// of the day or when the operator cuts (Standard).
+	// of the day or when the operator cuts (Standard); and of the returns
+	// owed, which go in whichever file comes first.
 	Cut struct {
 		ACHFileID  string
 		Originator Originator
 		Payments   []Pending
+		Returns    []ReturnOwed
 		Standard   bool // standard payments go too
 		At         time.Time
 	}
@@ -203,7 +273,7 @@ type (
 )
 
 // Decide returns the events of a command on the day d, or why not. A cut
-// with no payment for it makes no file (no events, no error).
+// with no payment or return for it makes no file (no events, no error).
 func Decide(d Day, cmd any) ([]domain.Event, error) {
 	switch c := cmd.(type) {
 	case Cut:
@@ -240,17 +310,23 @@ func decideCut(d Day, c Cut) ([]domain.Event, error) {
 			return nil, domain.Errorf(domain.CodeInternal, "payment %s on rail %s cannot go in an ACH file", p.PaymentID, p.Rail)
 		}
 	}
-	if len(take) == 0 {
+	returns := c.Returns
+	if len(take) == 0 && len(returns) == 0 {
 		return nil, nil
 	}
-	if len(take) > MaxEntries { // the oldest first; the rest go in the next file
-		take = take[:MaxEntries]
+	// Returns first (they have a deadline), then the oldest payments; the
+	// rest go in the next file.
+	if len(returns) > MaxEntries {
+		returns = returns[:MaxEntries]
+	}
+	if len(take) > MaxEntries-len(returns) {
+		take = take[:MaxEntries-len(returns)]
 	}
 	if len(d.Files) >= len(Modifiers) {
 		return nil, domain.Errorf(domain.CodeInvalidState, "the ACH day %s already has %d files, the most its file id modifiers allow", DayOf(c.At), len(d.Files))
 	}
-	if d.LastTrace+len(take) > MaxTrace {
-		return nil, domain.Errorf(domain.CodeInvalidState, "the ACH day %s has no trace numbers left for %d entries", DayOf(c.At), len(take))
+	if d.LastTrace+len(take)+len(returns) > MaxTrace {
+		return nil, domain.Errorf(domain.CodeInvalidState, "the ACH day %s has no trace numbers left for %d entries", DayOf(c.At), len(take)+len(returns))
 	}
 	modifier := Modifiers[len(d.Files) : len(d.Files)+1]
 	f := FileCreated{ACHFileID: c.ACHFileID, Day: DayOf(c.At), IDModifier: modifier, Originator: o, At: c.At,
@@ -269,6 +345,10 @@ func decideCut(d Day, c Cut) ([]domain.Event, error) {
 	})
 	for i := range f.Entries {
 		f.Entries[i].TraceNumber = fmt.Sprintf("%s%07d", o.RoutingNumber[:8], d.LastTrace+i+1)
+	}
+	for i, r := range returns {
+		f.Returns = append(f.Returns, Return{ReturnOwed: r,
+			TraceNumber: fmt.Sprintf("%s%07d", o.RoutingNumber[:8], d.LastTrace+len(f.Entries)+i+1)})
 	}
 	return []domain.Event{f}, nil
 }

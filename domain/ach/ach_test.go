@@ -77,6 +77,16 @@ func manyFiles(n int) []domain.Event {
 	return out
 }
 
+// owed is a credit we return, from the bank 01100001.
+func owed(id, code string) ach.ReturnOwed {
+	return ach.ReturnOwed{ID: id, Code: code, Credit: ach.Credit{TraceNumber: "01100001000000" + id[len(id)-1:],
+		AccountNumber: "999999999999", Amount: 700, ODFI: "01100001", CompanyName: "PAYROLL CO", SEC: "CCD"}}
+}
+
+func returned(r ach.ReturnOwed, seq int) ach.Return {
+	return ach.Return{ReturnOwed: r, TraceNumber: fmt.Sprintf("02100002%07d", seq)}
+}
+
 func TestDecide(t *testing.T) {
 	type outcome struct {
 		events []domain.Event
@@ -115,6 +125,22 @@ func TestDecide(t *testing.T) {
 		{"more than a file's worth: the first 10,000, the rest for the next file",
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: sameDayMany(ach.MaxEntries + 1), At: cutAt},
 			outcome{count: ach.MaxEntries}},
+		{"returns owed go in whichever file comes first, traced after its payments",
+			[]domain.Event{oneFile}, ach.Cut{ACHFileID: "achf_2", Originator: originator, Payments: []ach.Pending{sameDayA},
+				Returns: []ach.ReturnOwed{owed("achr_1", "R03"), owed("achr_2", "R02")}, At: cutAt},
+			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_2", Day: "2026-11-27", Name: "ach-20261127-101500-B.ach",
+				IDModifier: "B", Originator: originator, At: cutAt,
+				Entries: []ach.Entry{entry(sameDayA, 4, "2026-11-27", "10:30")},
+				Returns: []ach.Return{returned(owed("achr_1", "R03"), 5), returned(owed("achr_2", "R02"), 6)}}}}},
+		{"returns alone make a file, even at a window that takes no payment",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{standard},
+				Returns: []ach.ReturnOwed{owed("achr_1", "R03")}, At: cutAt},
+			outcome{events: []domain.Event{ach.FileCreated{ACHFileID: "achf_1", Day: "2026-11-27", Name: "ach-20261127-101500-A.ach",
+				IDModifier: "A", Originator: originator, At: cutAt, Returns: []ach.Return{returned(owed("achr_1", "R03"), 1)}}}}},
+		{"a full file: the returns first, then as many payments as fit",
+			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: sameDayMany(ach.MaxEntries),
+				Returns: []ach.ReturnOwed{owed("achr_1", "R03")}, At: cutAt},
+			outcome{count: ach.MaxEntries - 1}},
 		{"an instant payment never goes in a file",
 			nil, ach.Cut{ACHFileID: "achf_1", Originator: originator, Payments: []ach.Pending{sameDayA, instant}, At: cutAt},
 			outcome{code: domain.CodeInternal}},
@@ -155,8 +181,10 @@ func TestDecide(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.then.count > 0 {
-				payments := c.when.(ach.Cut).Payments
+				cut := c.when.(ach.Cut)
+				payments := cut.Payments
 				if len(got) != 1 || len(got[0].(ach.FileCreated).Entries) != c.then.count ||
+					len(got[0].(ach.FileCreated).Returns) != len(cut.Returns) ||
 					got[0].(ach.FileCreated).Entries[c.then.count-1].PaymentID != payments[c.then.count-1].PaymentID {
 					t.Fatalf("want one file of the first %d payments", c.then.count)
 				}
@@ -213,5 +241,30 @@ func TestNextCut(t *testing.T) {
 func TestFileCreatedTotal(t *testing.T) {
 	if got := oneFile.TotalCredit(); got != 3000 {
 		t.Errorf("TotalCredit = %d", got)
+	}
+	withReturn := oneFile
+	withReturn.Returns = []ach.Return{returned(owed("achr_1", "R03"), 4)}
+	if got, n := withReturn.TotalCredit(), withReturn.EntryCount(); got != 3700 || n != 4 {
+		t.Errorf("with a return: TotalCredit = %d, EntryCount = %d", got, n)
+	}
+	if d := fileOf(withReturn); d.LastTrace != 4 {
+		t.Errorf("a return's trace is the day's too: LastTrace = %d", d.LastTrace)
+	}
+}
+
+func TestCreditReturn(t *testing.T) {
+	cases := []struct {
+		name          string
+		found, closed bool
+		want          string
+	}{
+		{"an open (or frozen) account takes the credit", true, false, ""},
+		{"no account of that number: R03", false, false, "R03"},
+		{"a closed account: R02", true, true, "R02"},
+	}
+	for _, c := range cases {
+		if got := ach.CreditReturn(c.found, c.closed); got != c.want {
+			t.Errorf("%s: got %q", c.name, got)
+		}
 	}
 }

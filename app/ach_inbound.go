@@ -1,0 +1,181 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/domain/ach"
+	"github.com/opentreasury/treasury/domain/inbound"
+	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/domain/rails"
+	"github.com/opentreasury/treasury/eventstore"
+)
+
+// ACHInboundApplied says whether the bank's file of this SHA-256 (hex) was
+// applied already.
+func (a *App) ACHInboundApplied(ctx context.Context, sha256 string) (bool, error) {
+	var n int
+	err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM streams WHERE stream_id = $1`, ach.InboundStreamID(sha256)).Scan(&n)
+	return n > 0, err
+}
+
+// ApplyACHInbound applies the credits of a file of the bank and records
+// the file, in one transaction (API.md §10): a credit to a live virtual
+// account becomes a completed inbound transfer, posted at once (the file
+// comes when the entry settles); a credit to an unknown account number is
+// owed back R03, to a closed one R02, in our next outbound file. The
+// file's stream is new or the file was recorded already: then nothing
+// changes, so a file is applied once, its credits with it.
+//
+// The file's returns and notifications of change are applied before, one
+// command each (ReturnACHPayment, NoteACHChange): applying one twice
+// changes nothing, so a crash before the record only repeats them.
+func (a *App) ApplyACHInbound(ctx context.Context, meta Meta, applied ach.InboundApplied, credits []ach.Credit) error {
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		rec := applied
+		rec.At = now()
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM streams WHERE stream_id = $1`, ach.InboundStreamID(rec.SHA256)).Scan(&n); err != nil || n > 0 {
+			return Result{}, err
+		}
+		accounts, err := liveAccountsByNumber(ctx, tx, credits)
+		if err != nil {
+			return Result{}, err
+		}
+		owners := map[string][]string{} // platform → its accounts credited
+		for _, acc := range accounts {
+			owners[acc.platformID] = append(owners[acc.platformID], acc.id)
+		}
+		locked := map[string]lockedAccount{}
+		platforms := make([]string, 0, len(owners))
+		for p := range owners {
+			platforms = append(platforms, p)
+		}
+		sort.Strings(platforms) // a fixed order: two files never deadlock
+		for _, p := range platforms {
+			got, err := lockAccounts(ctx, tx, Caller{PlatformID: p, Environment: domain.Live}, owners[p])
+			if err != nil {
+				return Result{}, err
+			}
+			for id, acc := range got {
+				locked[id] = acc
+			}
+		}
+		for _, c := range credits {
+			acc, found := accounts[c.AccountNumber]
+			l := locked[acc.id]
+			code := ach.CreditReturn(found, l.Status == account.StatusClosed.String())
+			if code != "" {
+				rec.ReturnsOwed = append(rec.ReturnsOwed, ach.ReturnOwed{ID: domain.NewID(domain.PrefixACHReturn), Credit: c, Code: code})
+				continue
+			}
+			if c.Prenote {
+				continue // the account exists: nothing to say, nothing to credit
+			}
+			caller := Caller{PlatformID: acc.platformID, Environment: domain.Live}
+			err := a.creditAccount(ctx, tx, meta, caller, l, credit{ID: domain.NewID(domain.PrefixInbound), Rail: creditRail(c, rec.At),
+				Amount: c.Amount, Originator: inbound.Originator{Name: c.CompanyName, RoutingNumber: c.OriginatorRouting},
+				Description: c.EntryDescription + " from " + c.CompanyName, ExpectedAt: rec.At, At: rec.At})
+			if err != nil {
+				return Result{}, fmt.Errorf("credit %s to account %s: %w", c.TraceNumber, acc.id, err)
+			}
+			// Posted at once, it moves the account's balance: the next credit
+			// to the same account checks its bound against the new one.
+			l.Balance.Posted += c.Amount
+			locked[acc.id] = l
+			rec.Credited++
+		}
+		s := eventstore.Stream{ID: ach.InboundStreamID(rec.SHA256), Type: ach.InboundStreamType, Environment: domain.Live.String()}
+		_, err = appendAndProject(ctx, tx, s, 0, meta, []domain.Event{rec})
+		return Result{}, err
+	})
+	return err
+}
+
+// liveAccount is a live virtual account an inbound credit names.
+type liveAccount struct{ id, platformID string }
+
+// liveAccountsByNumber finds the live virtual accounts the credits name,
+// by account number (unique in an environment, never reused).
+func liveAccountsByNumber(ctx context.Context, tx pgx.Tx, credits []ach.Credit) (map[string]liveAccount, error) {
+	numbers := make([]string, 0, len(credits))
+	for _, c := range credits {
+		numbers = append(numbers, c.AccountNumber)
+	}
+	rows, err := tx.Query(ctx, `SELECT account_number, id, platform_id FROM virtual_accounts
+        WHERE environment = 'live' AND account_number = ANY($1)`, numbers)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]liveAccount{}
+	var number string
+	var acc liveAccount
+	_, err = pgx.ForEachRow(rows, []any{&number, &acc.id, &acc.platformID}, func() error {
+		out[number] = acc
+		return nil
+	})
+	return out, err
+}
+
+// creditRail is the rail of an inbound ACH credit: same-day when it
+// settles the day it arrives.
+func creditRail(c ach.Credit, at time.Time) rails.Rail {
+	if c.EffectiveDate == ach.DayOf(at) {
+		return rails.ACHSameDay
+	}
+	return rails.ACHStandard
+}
+
+// ErrNoSuchTrace is ReturnACHPayment's answer to a trace number no live
+// payment has.
+var ErrNoSuchTrace = errors.New("no live ACH payment has this trace number")
+
+// liveACHPayment is the id of the live ACH payment with this trace number.
+func (a *App) liveACHPayment(ctx context.Context, traceNumber string) (string, error) {
+	var id string
+	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments WHERE trace_number = $1 AND environment = 'live'`, traceNumber).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: %s", ErrNoSuchTrace, traceNumber)
+	}
+	return id, err
+}
+
+// ReturnACHPayment applies the bank's return of the live ACH payment with
+// this trace number: it fails with the return's code (a code the table
+// does not know is "unknown", never refused: the bank has spoken), its
+// hold released, or its posted entries reversed if it had completed. A
+// payment already failed stays as it is. It returns the payment's id.
+func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, traceNumber, returnCode string) (string, error) {
+	id, err := a.liveACHPayment(ctx, traceNumber)
+	if err != nil {
+		return "", err
+	}
+	return id, a.changePayment(ctx, meta, nil, id, func(s payment.State) any {
+		if s.Status == payment.StatusFailed || s.Status == payment.StatusCanceled {
+			return nil
+		}
+		r, _ := rails.Parse(s.Rail)
+		return payment.Fail{Failure: rails.FailureFor(r, returnCode), At: now()}
+	})
+}
+
+// NoteACHChange records the receiving bank's notification of change for
+// the live ACH payment with this trace number (API.md §10): it is kept on
+// the payment and emitted as payment.notification_of_change. The same
+// notice again changes nothing. It returns the payment's id.
+func (a *App) NoteACHChange(ctx context.Context, meta Meta, traceNumber, code, correctedData string) (string, error) {
+	id, err := a.liveACHPayment(ctx, traceNumber)
+	if err != nil {
+		return "", err
+	}
+	return id, a.changePayment(ctx, meta, nil, id, func(payment.State) any {
+		return payment.NoteChange{Code: code, CorrectedData: correctedData, At: now()}
+	})
+}
