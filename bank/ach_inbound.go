@@ -44,6 +44,8 @@ type ACHInbound struct {
 	App   *app.App
 	Inbox transport.Folder
 	Log   *slog.Logger
+	// Every is how often Run reads the inbox; default a minute.
+	Every time.Duration
 
 	mu sync.Mutex
 	// unreadable holds, by name, the SHA-256 of a file that did not read
@@ -219,16 +221,17 @@ func creditOf(h nacha.BatchHeader, e nacha.Entry) ach.Credit {
 		Savings:       e.TransactionCode == nacha.SavingsCredit || e.TransactionCode == nacha.SavingsPrenote}
 }
 
-// pollEvery is how often Run looks in the inbox.
-const pollEvery = time.Minute
-
-// Run polls the inbox every minute until ctx ends.
+// Run polls the inbox (every minute unless Every says) until ctx ends.
 func (in *ACHInbound) Run(ctx context.Context) {
+	every := in.Every
+	if every <= 0 {
+		every = time.Minute
+	}
 	for {
 		if _, err := in.Poll(ctx); err != nil && ctx.Err() == nil {
-			in.Log.Error("ACH inbox: will try again", "err", err, "in", pollEvery)
+			in.Log.Error("ACH inbox: will try again", "err", err, "in", every)
 		}
-		if !sleep(ctx, pollEvery) {
+		if !sleep(ctx, every) {
 			return
 		}
 	}

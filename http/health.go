@@ -7,6 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/opentreasury/treasury/app"
 )
 
 // GET /healthz: the process is up.
@@ -42,8 +44,8 @@ func (s *Server) readyz(c echo.Context) error {
 // which live rails are connected (a live payment on one that is not stays
 // pending).
 type readiness struct {
-	Status    string       `json:"status"`
-	LiveRails []RailStatus `json:"live_rails,omitempty"`
+	Status    string           `json:"status"`
+	LiveRails []app.RailStatus `json:"live_rails,omitempty"`
 }
 
 // GET /metrics: Prometheus exposition.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/bank"
 	"github.com/opentreasury/treasury/bank/nacha"
 	"github.com/opentreasury/treasury/bank/transport"
@@ -29,7 +30,7 @@ func (c *rtCutter) Cut(ctx context.Context, standard bool) ([]ach.FileCreated, e
 
 func TestOperatorCutsAndListsLiveACHFiles(t *testing.T) {
 	cutter := &rtCutter{}
-	api := newTestAPI(t, apihttp.Config{ACH: cutter, LiveRails: []apihttp.RailStatus{{Rail: "ach", Connected: true}}})
+	api := newTestAPI(t, apihttp.Config{ACH: cutter, LiveRails: []app.RailStatus{{Rail: "ach", Connected: true}}})
 	dir := t.TempDir()
 	outbox, err := transport.Open("file://"+dir, transport.SFTPConfig{})
 	if err != nil {
@@ -105,7 +106,7 @@ func TestOperatorCutsAndListsLiveACHFiles(t *testing.T) {
 }
 
 func TestCuttingWithoutAnOutboxIsRefused(t *testing.T) {
-	api := newTestAPI(t, apihttp.Config{LiveRails: []apihttp.RailStatus{
+	api := newTestAPI(t, apihttp.Config{LiveRails: []app.RailStatus{
 		{Rail: "ach", Reason: "TREASURY_ACH_OUTBOX is unset: live ACH payments stay pending"}}})
 	doc := oaDocument(t, api)
 	c := &oapChecker{t: t, doc: doc, seen: map[string]map[int]bool{}}

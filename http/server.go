@@ -49,21 +49,13 @@ type Config struct {
 	ACH ACHCutter
 	// LiveRails says, for /readyz, which live rails are connected and why
 	// not the others.
-	LiveRails []RailStatus
+	LiveRails []app.RailStatus
 }
 
 // ACHCutter cuts the live ACH files due now, standard payments included,
 // writes them to the outbox and returns them.
 type ACHCutter interface {
 	Cut(ctx context.Context, standard bool) ([]ach.FileCreated, error)
-}
-
-// RailStatus is one live rail's connection, as /readyz shows it.
-type RailStatus struct {
-	Rail      string `json:"rail"`
-	Connected bool   `json:"connected"`
-	// Reason says why a rail is not connected (what to configure).
-	Reason string `json:"reason,omitempty"`
 }
 
 // Server is the HTTP API.

@@ -51,11 +51,12 @@ type config struct {
 
 // achConfig is where live ACH files go and who sends them.
 type achConfig struct {
-	Outbox      string // TREASURY_ACH_OUTBOX: file:///path or sftp://user@host:port/path
-	Inbox       string // TREASURY_ACH_INBOX, the same forms; empty: nothing is read from the bank
-	Origin      string // TREASURY_ACH_ORIGIN, 10 characters
-	CompanyID   string // TREASURY_ACH_COMPANY_ID, up to 10
-	CompanyName string // TREASURY_ACH_COMPANY_NAME, up to 16
+	Outbox      string        // TREASURY_ACH_OUTBOX: file:///path or sftp://user@host:port/path
+	Inbox       string        // TREASURY_ACH_INBOX, the same forms; empty: nothing is read from the bank
+	InboxPoll   time.Duration // TREASURY_ACH_INBOX_POLL: how often the inbox is read
+	Origin      string        // TREASURY_ACH_ORIGIN, 10 characters
+	CompanyID   string        // TREASURY_ACH_COMPANY_ID, up to 10
+	CompanyName string        // TREASURY_ACH_COMPANY_NAME, up to 16
 	SFTP        transport.SFTPConfig
 }
 
@@ -72,6 +73,11 @@ func loadACH() (*achConfig, error) {
 	c := &achConfig{Outbox: outbox, Inbox: strings.TrimSpace(os.Getenv("TREASURY_ACH_INBOX")), Origin: os.Getenv("TREASURY_ACH_ORIGIN"), CompanyID: os.Getenv("TREASURY_ACH_COMPANY_ID"),
 		CompanyName: os.Getenv("TREASURY_ACH_COMPANY_NAME"),
 		SFTP:        transport.SFTPConfig{KeyFile: os.Getenv("TREASURY_SFTP_KEY_FILE"), KnownHostsFile: os.Getenv("TREASURY_SFTP_KNOWN_HOSTS")}}
+	poll, err := durationSetting("TREASURY_ACH_INBOX_POLL", time.Minute, time.Hour, "from 1s to 1h")
+	if err != nil || poll < time.Second {
+		return nil, fmt.Errorf("TREASURY_ACH_INBOX_POLL must be a duration from 1s to 1h, not %q", os.Getenv("TREASURY_ACH_INBOX_POLL"))
+	}
+	c.InboxPoll = poll
 	for _, f := range []struct {
 		name, value string
 		min, max    int

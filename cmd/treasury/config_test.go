@@ -225,9 +225,21 @@ func TestACHSettings(t *testing.T) {
 	if rails := liveRails(c); !rails[0].Connected || rails[0].Reason != "" {
 		t.Errorf("/readyz with both: %+v", rails)
 	}
-	if in, err := achInbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil || in.Inbox.String() != "file://"+dir+"/in" {
+	if in, err := achInbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil || in.Inbox.String() != "file://"+dir+"/in" ||
+		in.Every != time.Minute {
 		t.Fatalf("the inbox: %+v, %v", in, err)
 	}
+	t.Setenv("TREASURY_ACH_INBOX_POLL", "2s")
+	if c, err := loadConfig(); err != nil || c.ACH.InboxPoll != 2*time.Second {
+		t.Errorf("TREASURY_ACH_INBOX_POLL=2s: %+v, %v", c, err)
+	}
+	for _, bad := range []string{"0s", "500ms", "2h", "often"} {
+		t.Setenv("TREASURY_ACH_INBOX_POLL", bad)
+		if _, err := loadConfig(); err == nil || !strings.Contains(err.Error(), "TREASURY_ACH_INBOX_POLL") {
+			t.Errorf("TREASURY_ACH_INBOX_POLL=%s: %v", bad, err)
+		}
+	}
+	t.Setenv("TREASURY_ACH_INBOX_POLL", "")
 	t.Setenv("TREASURY_ACH_INBOX", "")
 	o, err := achOutbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil || o.Originator.RoutingNumber != c.RoutingNumber || o.Outbox.String() != "file://"+dir {

@@ -139,11 +139,8 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		go chain.Run(eventstore.WithOrigin(ctx, eventstore.OriginChain))
 		startWebhooks(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks), cfg, bgPool, &bg, notifier, pacer, log)
 		sim := &sandbox.Simulator{App: &bg, Pool: bgPool, Log: log, Pacer: pacer}
-		sandboxCtx := eventstore.WithOrigin(ctx, eventstore.OriginSandbox)
-		schedule := sim.Subscription(notifier.Subscribe())
-		schedule.Pacer = pacer
-		go schedule.Run(sandboxCtx)
-		go sim.RunSettler(sandboxCtx)
+		sandboxRails := sandbox.Connector{Sim: sim, Wake: notifier.Subscribe()}
+		go sandboxRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginSandbox))
 		if outbound != nil {
 			go outbound.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
 		}
@@ -351,12 +348,12 @@ func achInbound(cfg config, a *app.App, log *slog.Logger) (*bank.ACHInbound, err
 		return nil, fmt.Errorf("TREASURY_ACH_INBOX: %w", err)
 	}
 	log.Info("the bank's ACH files are read from the inbox", "inbox", folder.String())
-	return &bank.ACHInbound{App: a, Inbox: folder, Log: log}, nil
+	return &bank.ACHInbound{App: a, Inbox: folder, Log: log, Every: cfg.ACH.InboxPoll}, nil
 }
 
 // liveRails is what /readyz says of the live rails.
-func liveRails(cfg config) []apihttp.RailStatus {
-	ach := apihttp.RailStatus{Rail: "ach", Connected: cfg.ACH != nil}
+func liveRails(cfg config) []app.RailStatus {
+	ach := app.RailStatus{Rail: "ach", Connected: cfg.ACH != nil}
 	switch {
 	case cfg.ACH == nil:
 		ach.Reason = "TREASURY_ACH_OUTBOX is unset: live ACH payments stay pending"
@@ -364,5 +361,5 @@ func liveRails(cfg config) []apihttp.RailStatus {
 		ach.Reason = "TREASURY_ACH_INBOX is unset: the bank's returns are not read"
 	}
 	instant := "the instant-payments connector (TREASURY_INSTANT_URL, API.md §10) is not built yet: live payments on this rail stay pending"
-	return []apihttp.RailStatus{ach, {Rail: "rtp", Reason: instant}, {Rail: "fednow", Reason: instant}}
+	return []app.RailStatus{ach, {Rail: "rtp", Reason: instant}, {Rail: "fednow", Reason: instant}}
 }
