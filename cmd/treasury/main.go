@@ -15,7 +15,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), migrateCmd(), devCmd(), projectionsCmd(), auditCmd(), eventsCmd(), subscriptionsCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), devCmd(), projectionsCmd(), auditCmd(), eventsCmd(), subscriptionsCmd(), bankSimCmd())
 	if err := root.Execute(); err != nil {
 		if err != errAuditFailed { // the report says it all
 			fmt.Fprintln(os.Stderr, "treasury:", err)
