@@ -82,7 +82,7 @@ func (o *ACHOutbound) Cut(ctx context.Context, standard bool) ([]ach.FileCreated
 		if err := o.send(ctx, *f); err != nil {
 			return cut, err
 		}
-		if len(f.Entries) < ach.MaxEntries {
+		if f.EntryCount() < ach.MaxEntries {
 			return cut, nil
 		}
 	}
@@ -100,7 +100,7 @@ func (o *ACHOutbound) send(ctx context.Context, f ach.FileCreated) error {
 	if err := o.App.TransmitACHFile(ctx, meta, f.Day, f.ACHFileID); err != nil {
 		return fmt.Errorf("ACH file %s written, not recorded (it will be written again): %w", f.ACHFileID, err)
 	}
-	o.Log.Info("ACH file sent", "ach_file_id", f.ACHFileID, "name", f.Name, "entries", len(f.Entries),
+	o.Log.Info("ACH file sent", "ach_file_id", f.ACHFileID, "name", f.Name, "entries", len(f.Entries), "returns", len(f.Returns),
 		"total_credit", f.TotalCredit(), "outbox", o.Outbox.String())
 	return nil
 }

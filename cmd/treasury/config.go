@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -47,6 +48,46 @@ type config struct {
 	// ACH is live ACH's connection to the sponsor bank (API.md §10); nil
 	// when TREASURY_ACH_OUTBOX is unset (live ACH payments stay pending).
 	ACH *achConfig
+	// Instant is live RTP's and FedNow's connection to the bank's
+	// instant-payments API (API.md §10); nil when TREASURY_INSTANT_URL is
+	// unset (live RTP and FedNow payments stay pending).
+	Instant *instantConfig
+}
+
+// instantConfig is where live instant payments are sent.
+type instantConfig struct {
+	URL  string // TREASURY_INSTANT_URL: https://…, or http:// to a loopback address (a local bank-sim)
+	Auth string // TREASURY_INSTANT_AUTH: the Authorization header's value
+}
+
+// loadInstant reads the instant-payments API's settings. Payments leave
+// over TLS: plain http is taken only to this machine, where bank-sim runs.
+func loadInstant() (*instantConfig, error) {
+	raw := strings.TrimSpace(os.Getenv("TREASURY_INSTANT_URL"))
+	if raw == "" {
+		if os.Getenv("TREASURY_INSTANT_AUTH") != "" {
+			return nil, fmt.Errorf("TREASURY_INSTANT_AUTH is set without TREASURY_INSTANT_URL")
+		}
+		return nil, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("TREASURY_INSTANT_URL must be an https:// address with no credentials, query or fragment, not %q", raw)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, fmt.Errorf("TREASURY_INSTANT_URL %q: plain http only to a loopback address (a local bank-sim); the bank's API is https://", raw)
+		}
+	default:
+		return nil, fmt.Errorf("TREASURY_INSTANT_URL must be an https:// address, not %q", raw)
+	}
+	auth := os.Getenv("TREASURY_INSTANT_AUTH")
+	if strings.ContainsAny(auth, "\r\n") {
+		return nil, fmt.Errorf("TREASURY_INSTANT_AUTH must be one line")
+	}
+	return &instantConfig{URL: strings.TrimRight(raw, "/"), Auth: auth}, nil
 }
 
 // achConfig is where live ACH files go and who sends them.
@@ -155,6 +196,9 @@ func loadConfig() (config, error) {
 	}
 	if !rails.ValidABA(c.RoutingNumber) {
 		return c, fmt.Errorf("TREASURY_ROUTING_NUMBER %q is not a 9-digit ABA routing number with a valid checksum", c.RoutingNumber)
+	}
+	if c.Instant, err = loadInstant(); err != nil {
+		return c, err
 	}
 	if c.ACH, err = loadACH(); err != nil {
 		return c, err

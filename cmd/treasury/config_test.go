@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/app"
 	apihttp "github.com/opentreasury/treasury/http"
 )
 
@@ -184,6 +185,17 @@ func TestConnCapBelowFileLimit(t *testing.T) {
 	}
 }
 
+// liveRailsOf is what /readyz says of the live rails under c.
+func liveRailsOf(t *testing.T, c config) []app.RailStatus {
+	t.Helper()
+	conn, closeRails, err := liveConnector(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRails()
+	return conn.Rails()
+}
+
 // TestACHSettings: without an outbox there is no live ACH; with one, the
 // originator's three settings are required and must fit their NACHA
 // fields; a bad outbox address is refused when the server wires it.
@@ -206,7 +218,7 @@ func TestACHSettings(t *testing.T) {
 	if err != nil || c.ACH != nil {
 		t.Fatalf("no outbox: %+v, %v", c.ACH, err)
 	}
-	if rails := liveRails(c); rails[0].Connected || !strings.Contains(rails[0].Reason, "TREASURY_ACH_OUTBOX") {
+	if rails := liveRailsOf(t, c); rails[0].Connected || !strings.Contains(rails[0].Reason, "TREASURY_ACH_OUTBOX") {
 		t.Errorf("/readyz without an outbox: %+v", rails)
 	}
 	dir := t.TempDir()
@@ -214,7 +226,7 @@ func TestACHSettings(t *testing.T) {
 	if c, err = loadConfig(); err != nil || c.ACH == nil || c.ACH.CompanyName != "TREASURY INC" {
 		t.Fatalf("a whole configuration: %+v, %v", c.ACH, err)
 	}
-	if rails := liveRails(c); !rails[0].Connected || rails[1].Connected || rails[2].Connected ||
+	if rails := liveRailsOf(t, c); !rails[0].Connected || rails[1].Connected || rails[2].Connected ||
 		!strings.Contains(rails[0].Reason, "TREASURY_ACH_INBOX") {
 		t.Errorf("/readyz with an outbox and no inbox: %+v", rails)
 	}
@@ -222,7 +234,7 @@ func TestACHSettings(t *testing.T) {
 	if c, err = loadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	if rails := liveRails(c); !rails[0].Connected || rails[0].Reason != "" {
+	if rails := liveRailsOf(t, c); !rails[0].Connected || rails[0].Reason != "" {
 		t.Errorf("/readyz with both: %+v", rails)
 	}
 	if in, err := achInbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil || in.Inbox.String() != "file://"+dir+"/in" ||
@@ -267,5 +279,63 @@ func TestACHSettings(t *testing.T) {
 		if _, err := achOutbound(c, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "TREASURY_ACH_OUTBOX") {
 			t.Errorf("outbox %s: %v", outbox, err)
 		}
+	}
+}
+
+// TestInstantSettings: without TREASURY_INSTANT_URL live RTP and FedNow are
+// not connected; with one it must be https, or http to this machine only
+// (a local bank-sim): a payment never leaves in clear text.
+func TestInstantSettings(t *testing.T) {
+	t.Setenv("TREASURY_MIGRATE", "")
+	t.Setenv("TREASURY_OPERATOR_KEY", "")
+	t.Setenv("TREASURY_ACH_OUTBOX", "")
+	t.Setenv("TREASURY_ACH_INBOX", "")
+	cases := []struct {
+		url, auth string
+		want      string // the URL taken; "" refused
+	}{
+		{"https://bank.example.com/instant/", "Bearer s3cret", "https://bank.example.com/instant"},
+		{"http://127.0.0.1:8090", "", "http://127.0.0.1:8090"},
+		{"http://localhost:8090", "", "http://localhost:8090"},
+		{"http://[::1]:8090", "", "http://[::1]:8090"},
+		{"http://bank.example.com", "", ""}, // clear text over the network
+		{"http://10.0.0.5:8090", "", ""},    // a private address is still the network
+		{"ftp://bank.example.com", "", ""},  // not http
+		{"https://user:pw@bank.example.com", "", ""},
+		{"https://bank.example.com?x=1", "", ""},
+		{"https://bank.example.com", "Bearer a\nX-Evil: 1", ""}, // a header injected
+		{"", "Bearer s3cret", ""},                               // auth with nowhere to send it
+	}
+	for _, c := range cases {
+		t.Setenv("TREASURY_INSTANT_URL", c.url)
+		t.Setenv("TREASURY_INSTANT_AUTH", c.auth)
+		got, err := loadConfig()
+		if c.want == "" {
+			if err == nil || !strings.Contains(err.Error(), "TREASURY_INSTANT_") {
+				t.Errorf("%q %q: %v, want refused naming the variable", c.url, c.auth, err)
+			}
+			continue
+		}
+		if err != nil || got.Instant == nil || got.Instant.URL != c.want || got.Instant.Auth != c.auth {
+			t.Errorf("%q: %+v, %v", c.url, got.Instant, err)
+		}
+	}
+	t.Setenv("TREASURY_INSTANT_URL", "https://bank.example.com/instant")
+	t.Setenv("TREASURY_INSTANT_AUTH", "")
+	withInstant, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rails := liveRailsOf(t, withInstant); rails[0].Connected || !rails[1].Connected || !rails[2].Connected || rails[1].Reason != "" {
+		t.Errorf("/readyz with the instant API only: %+v", rails)
+	}
+	t.Setenv("TREASURY_INSTANT_URL", "")
+	t.Setenv("TREASURY_INSTANT_AUTH", "")
+	c, err := loadConfig()
+	if err != nil || c.Instant != nil {
+		t.Fatalf("unset: %+v, %v", c.Instant, err)
+	}
+	if rails := liveRailsOf(t, c); rails[1].Connected || !strings.Contains(rails[2].Reason, "TREASURY_INSTANT_URL") {
+		t.Errorf("/readyz without the instant API: %+v", rails)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/bank"
+	"github.com/opentreasury/treasury/bank/instant"
 	"github.com/opentreasury/treasury/bank/transport"
 	"github.com/opentreasury/treasury/domain/ach"
 	"github.com/opentreasury/treasury/eventstore"
@@ -102,22 +103,12 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	bg := *a
 	bg.Pool = bgPool
 	bg.Pacer = nil
-	outbound, err := achOutbound(cfg, &bg, log)
+	liveRails, closeRails, err := liveConnector(cfg, &bg, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	if outbound != nil {
-		defer outbound.Outbox.Close()
-	}
-	inbound, err := achInbound(cfg, &bg, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	if inbound != nil {
-		defer inbound.Inbox.Close()
-	}
+	defer closeRails()
 	go runWhenReady(ctx, &ready, func() {
 		for _, s := range projections.AsyncSubscribers() {
 			proj := projections.NewSubscription(s, bgPool, notifier.Subscribe(), log)
@@ -141,19 +132,14 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		sim := &sandbox.Simulator{App: &bg, Pool: bgPool, Log: log, Pacer: pacer}
 		sandboxRails := sandbox.Connector{Sim: sim, Wake: notifier.Subscribe()}
 		go sandboxRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginSandbox))
-		if outbound != nil {
-			go outbound.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
-		}
-		if inbound != nil {
-			go inbound.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
-		}
+		go liveRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
 	})
 	var achCutter apihttp.ACHCutter
-	if outbound != nil {
-		achCutter = outbound
+	if liveRails.ACHOut != nil {
+		achCutter = liveRails.ACHOut
 	}
 	api := apihttp.New(a, apihttp.Config{
-		ACH: achCutter, LiveRails: liveRails(cfg),
+		ACH: achCutter, LiveRails: liveRails.Rails(),
 		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit,
 		Ready:      ready.Load,
 		Pending:    func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
@@ -351,15 +337,30 @@ func achInbound(cfg config, a *app.App, log *slog.Logger) (*bank.ACHInbound, err
 	return &bank.ACHInbound{App: a, Inbox: folder, Log: log, Every: cfg.ACH.InboxPoll}, nil
 }
 
-// liveRails is what /readyz says of the live rails.
-func liveRails(cfg config) []app.RailStatus {
-	ach := app.RailStatus{Rail: "ach", Connected: cfg.ACH != nil}
-	switch {
-	case cfg.ACH == nil:
-		ach.Reason = "TREASURY_ACH_OUTBOX is unset: live ACH payments stay pending"
-	case cfg.ACH.Inbox == "":
-		ach.Reason = "TREASURY_ACH_INBOX is unset: the bank's returns are not read"
+// liveConnector is live mode's rail connector, with the parts the
+// configuration sets, and what closes their folders.
+func liveConnector(cfg config, a *app.App, log *slog.Logger) (bank.Connector, func(), error) {
+	var c bank.Connector
+	closeAll := func() {
+		if c.ACHOut != nil {
+			c.ACHOut.Outbox.Close()
+		}
+		if c.ACHIn != nil {
+			c.ACHIn.Inbox.Close()
+		}
 	}
-	instant := "the instant-payments connector (TREASURY_INSTANT_URL, API.md §10) is not built yet: live payments on this rail stay pending"
-	return []app.RailStatus{ach, {Rail: "rtp", Reason: instant}, {Rail: "fednow", Reason: instant}}
+	var err error
+	if c.ACHOut, err = achOutbound(cfg, a, log); err != nil {
+		return c, closeAll, err
+	}
+	if c.ACHIn, err = achInbound(cfg, a, log); err != nil {
+		closeAll()
+		return c, func() {}, err
+	}
+	if cfg.Instant != nil {
+		log.Info("live RTP and FedNow payments go to the bank's instant-payments API", "url", cfg.Instant.URL)
+		c.Instant = &bank.InstantOutbound{App: a, Log: log, RoutingNumber: cfg.RoutingNumber,
+			Client: &instant.Client{BaseURL: cfg.Instant.URL, Auth: cfg.Instant.Auth}}
+	}
+	return c, closeAll, nil
 }

@@ -25,7 +25,7 @@ type ACHFileView struct {
 
 // NewACHFileView shows a file just cut (not yet transmitted).
 func NewACHFileView(f ach.FileCreated) ACHFileView {
-	return ACHFileView{ID: f.ACHFileID, Object: "ach_file", Name: f.Name, EntryCount: len(f.Entries),
+	return ACHFileView{ID: f.ACHFileID, Object: "ach_file", Name: f.Name, EntryCount: f.EntryCount(),
 		TotalCredit: f.TotalCredit(), CreatedAt: NewTime(f.At)}
 }
 
