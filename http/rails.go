@@ -49,9 +49,16 @@ func (s *Server) cutACHFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]queries.ACHFileView, len(files))
+	ids := make([]string, len(files))
 	for i, f := range files {
-		views[i] = queries.NewACHFileView(f)
+		ids[i] = f.ACHFileID
+	}
+	views, err := queries.GetACHFiles(c.Request().Context(), s.pool, ids) // as written and recorded
+	if err != nil {
+		return err
+	}
+	if views == nil {
+		views = []queries.ACHFileView{}
 	}
 	return c.JSON(http.StatusOK, queries.List[queries.ACHFileView]{Object: "list", Data: views})
 }

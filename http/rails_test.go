@@ -67,7 +67,7 @@ func TestOperatorCutsAndListsLiveACHFiles(t *testing.T) {
 		t.Fatalf("cut: %v", cut)
 	}
 	file := files[0].(map[string]any)
-	if file["object"] != "ach_file" || file["entry_count"] != float64(2) || file["total_credit"] != float64(3_500) {
+	if file["object"] != "ach_file" || file["entry_count"] != float64(2) || file["total_credit"] != float64(3_500) || file["transmitted_at"] == nil {
 		t.Fatalf("the file: %v", file)
 	}
 	for _, pay := range []map[string]any{sameDay, standard} {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/opentreasury/treasury/domain/ach"
 	"github.com/opentreasury/treasury/eventstore"
 )
 
@@ -23,27 +22,35 @@ type ACHFileView struct {
 	TransmittedAt *Time `json:"transmitted_at"`
 }
 
-// NewACHFileView shows a file just cut (not yet transmitted).
-func NewACHFileView(f ach.FileCreated) ACHFileView {
-	return ACHFileView{ID: f.ACHFileID, Object: "ach_file", Name: f.Name, EntryCount: f.EntryCount(),
-		TotalCredit: f.TotalCredit(), CreatedAt: NewTime(f.At)}
+// achFileColumns are what scanACHFile reads.
+const achFileColumns = `id, name, entry_count, total_credit, created_at, transmitted_at`
+
+func scanACHFile(r pgx.Row) (ACHFileView, error) {
+	v := ACHFileView{Object: "ach_file"}
+	var created time.Time
+	var transmitted *time.Time
+	err := r.Scan(&v.ID, &v.Name, &v.EntryCount, &v.TotalCredit, &created, &transmitted)
+	v.CreatedAt, v.TransmittedAt = NewTime(created), NewTimePtr(transmitted)
+	return v, err
+}
+
+// GetACHFiles reads the files of these ids, in their order.
+func GetACHFiles(ctx context.Context, db eventstore.DB, ids []string) ([]ACHFileView, error) {
+	rows, err := db.Query(ctx, `SELECT `+achFileColumns+` FROM ach_files WHERE id = ANY($1) ORDER BY id`, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ACHFileView, error) { return scanACHFile(r) })
 }
 
 // ListACHFiles lists the files, newest first.
 func ListACHFiles(ctx context.Context, db eventstore.DB, page Page) (List[ACHFileView], error) {
-	rows, err := db.Query(ctx, `SELECT id, name, entry_count, total_credit, created_at, transmitted_at FROM ach_files
+	rows, err := db.Query(ctx, `SELECT `+achFileColumns+` FROM ach_files
         WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, page.After, page.Limit+1)
 	if err != nil {
 		return List[ACHFileView]{}, err
 	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ACHFileView, error) {
-		v := ACHFileView{Object: "ach_file"}
-		var created time.Time
-		var transmitted *time.Time
-		err := r.Scan(&v.ID, &v.Name, &v.EntryCount, &v.TotalCredit, &created, &transmitted)
-		v.CreatedAt, v.TransmittedAt = NewTime(created), NewTimePtr(transmitted)
-		return v, err
-	})
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ACHFileView, error) { return scanACHFile(r) })
 	if err != nil {
 		return List[ACHFileView]{}, err
 	}
