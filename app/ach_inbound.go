@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,8 +82,8 @@ func (a *App) ApplyACHInbound(ctx context.Context, meta Meta, applied ach.Inboun
 			}
 			caller := Caller{PlatformID: acc.platformID, Environment: domain.Live}
 			err := a.creditAccount(ctx, tx, meta, caller, l, credit{ID: domain.NewID(domain.PrefixInbound), Rail: creditRail(c, rec.At),
-				Amount: c.Amount, Originator: inbound.Originator{Name: c.CompanyName, RoutingNumber: c.OriginatorRouting},
-				Description: c.EntryDescription + " from " + c.CompanyName, ExpectedAt: rec.At, At: rec.At})
+				Amount: c.Amount, Originator: inbound.Originator{Name: originatorName(c), RoutingNumber: c.OriginatorRouting},
+				Description: strings.TrimSpace(c.EntryDescription + " from " + originatorName(c)), ExpectedAt: rec.At, At: rec.At})
 			if err != nil {
 				return Result{}, fmt.Errorf("credit %s to account %s: %w", c.TraceNumber, acc.id, err)
 			}
@@ -97,6 +98,17 @@ func (a *App) ApplyACHInbound(ctx context.Context, meta Meta, applied ach.Inboun
 		return Result{}, err
 	})
 	return err
+}
+
+// originatorName is who sent a credit: its batch's company name, else its
+// company identification (a bank may leave the name blank).
+func originatorName(c ach.Credit) string {
+	for _, s := range []string{c.CompanyName, c.CompanyID} {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
+	}
+	return "UNKNOWN ORIGINATOR"
 }
 
 // liveAccount is a live virtual account an inbound credit names.
