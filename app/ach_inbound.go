@@ -145,27 +145,40 @@ func creditRail(c ach.Credit, at time.Time) rails.Rail {
 	return rails.ACHStandard
 }
 
-// ErrNoSuchTrace is ReturnACHPayment's answer to a trace number no live
-// payment has.
-var ErrNoSuchTrace = errors.New("no live ACH payment has this trace number")
+// ErrNoSuchTrace is the answer of ReturnACHPayment and NoteACHChange to an
+// entry no live payment of ours is.
+var ErrNoSuchTrace = errors.New("no live ACH payment has this trace number, account number and amount")
 
-// liveACHPayment is the id of the live ACH payment with this trace number.
-func (a *App) liveACHPayment(ctx context.Context, traceNumber string) (string, error) {
+// ACHEntryRef names the entry of ours a return or a notification of change
+// is about: its trace number, which repeats from one ACH day to the next
+// (the sequence starts again each day), and the account number and amount
+// the bank's entry repeats from it.
+type ACHEntryRef struct {
+	TraceNumber   string
+	AccountNumber string
+	Amount        int64 // 0 in a notification of change: not compared
+}
+
+// liveACHPayment is the id of the live ACH payment the entry names: the
+// latest with its trace number, destination account number and amount.
+func (a *App) liveACHPayment(ctx context.Context, ref ACHEntryRef) (string, error) {
 	var id string
-	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments WHERE trace_number = $1 AND environment = 'live'`, traceNumber).Scan(&id)
+	err := a.Pool.QueryRow(ctx, `SELECT id FROM payments
+        WHERE trace_number = $1 AND environment = 'live' AND destination->>'account_number' = $2 AND ($3 = 0 OR amount = $3)
+        ORDER BY created_at DESC, id DESC LIMIT 1`, ref.TraceNumber, ref.AccountNumber, ref.Amount).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("%w: %s", ErrNoSuchTrace, traceNumber)
+		return "", fmt.Errorf("%w: %s (account %s, %d cents)", ErrNoSuchTrace, ref.TraceNumber, ref.AccountNumber, ref.Amount)
 	}
 	return id, err
 }
 
-// ReturnACHPayment applies the bank's return of the live ACH payment with
-// this trace number: it fails with the return's code (a code the table
-// does not know is "unknown", never refused: the bank has spoken), its
-// hold released, or its posted entries reversed if it had completed. A
-// payment already failed stays as it is. It returns the payment's id.
-func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, traceNumber, returnCode string) (string, error) {
-	id, err := a.liveACHPayment(ctx, traceNumber)
+// ReturnACHPayment applies the bank's return of the live ACH payment the
+// entry names: it fails with the return's code (a code the table does not
+// know is "unknown", never refused: the bank has spoken), its hold
+// released, or its posted entries reversed if it had completed. A payment
+// already failed stays as it is. It returns the payment's id.
+func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, ref ACHEntryRef, returnCode string) (string, error) {
+	id, err := a.liveACHPayment(ctx, ref)
 	if err != nil {
 		return "", err
 	}
@@ -179,11 +192,12 @@ func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, traceNumber, retu
 }
 
 // NoteACHChange records the receiving bank's notification of change for
-// the live ACH payment with this trace number (API.md §10): it is kept on
-// the payment and emitted as payment.notification_of_change. The same
-// notice again changes nothing. It returns the payment's id.
-func (a *App) NoteACHChange(ctx context.Context, meta Meta, traceNumber, code, correctedData string) (string, error) {
-	id, err := a.liveACHPayment(ctx, traceNumber)
+// the live ACH payment the entry names (API.md §10): it is kept on the
+// payment and emitted as payment.notification_of_change. The same notice
+// again changes nothing. It returns the payment's id.
+func (a *App) NoteACHChange(ctx context.Context, meta Meta, ref ACHEntryRef, code, correctedData string) (string, error) {
+	ref.Amount = 0 // a notification carries none
+	id, err := a.liveACHPayment(ctx, ref)
 	if err != nil {
 		return "", err
 	}

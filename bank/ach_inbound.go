@@ -176,9 +176,9 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 			var err error
 			switch kindOf(e) {
 			case entryReturn:
-				id, err = in.App.ReturnACHPayment(ctx, meta, a.OriginalTrace, a.Code)
+				id, err = in.App.ReturnACHPayment(ctx, meta, entryRef(e), a.Code)
 			case entryChange:
-				id, err = in.App.NoteACHChange(ctx, meta, a.OriginalTrace, a.Code, a.CorrectedData)
+				id, err = in.App.NoteACHChange(ctx, meta, entryRef(e), a.Code, a.CorrectedData)
 			case entryCredit, entryPrenote:
 				credits = append(credits, creditOf(b.Header, e))
 				continue
@@ -208,6 +208,13 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 		in.Log.Info("ACH credits applied", "name", name, "credits", len(credits))
 	}
 	return nil
+}
+
+// entryRef is the entry of ours a return or notification of change is
+// about: its addenda's original trace number, and the account number and
+// amount the bank's entry repeats.
+func entryRef(e nacha.Entry) app.ACHEntryRef {
+	return app.ACHEntryRef{TraceNumber: e.Addenda.OriginalTrace, AccountNumber: e.AccountNumber, Amount: e.Amount}
 }
 
 // creditOf is a credit entry of a batch, as the application and a return

@@ -34,15 +34,33 @@ func cutOne(t *testing.T, l *live) ach.FileCreated {
 
 // returnFile is what the bank sends back for entries of a file it took:
 // a return (addenda 99) of each, with its code.
-func returnFile(t *testing.T, codes map[string]string) []byte {
+func returnFile(t *testing.T, f ach.FileCreated, codes map[string]string) []byte {
 	t.Helper()
-	return bankFile(t, codes, nil)
+	return bankFile(t, f, codes, nil)
 }
 
 // bankFile is a file of returns (trace → return code) and notifications
-// of change (trace → [change code, corrected data]).
-func bankFile(t *testing.T, codes map[string]string, changes map[string][2]string) []byte {
+// of change (trace → [change code, corrected data]) of the entries of f,
+// each repeating its entry's account number and amount (a trace f does not
+// have: 123456789, $10.00).
+func bankFile(t *testing.T, f ach.FileCreated, codes map[string]string, changes map[string][2]string) []byte {
 	t.Helper()
+	account, amount := map[string]string{}, map[string]int64{}
+	for _, e := range f.Entries {
+		account[e.TraceNumber], amount[e.TraceNumber] = e.AccountNumber, e.Amount
+	}
+	accountOf := func(trace string) string {
+		if a, ok := account[trace]; ok {
+			return a
+		}
+		return "123456789"
+	}
+	amountOf := func(trace string) int64 {
+		if a, ok := amount[trace]; ok {
+			return a
+		}
+		return 1000
+	}
 	b := nacha.Batch{Header: nacha.BatchHeader{ServiceClass: nacha.MixedDebitsAndCredits, CompanyName: "TREASURY",
 		CompanyID: "1234567890", SEC: "CCD", EntryDescription: "PAYMENT", EffectiveDate: time.Now(), SettlementDate: "331",
 		OriginatorStatus: '1', ODFI: "01100001", Number: 1}}
@@ -51,7 +69,7 @@ func bankFile(t *testing.T, codes map[string]string, changes map[string][2]strin
 		i++
 		own := fmt.Sprintf("01100001%07d", i)
 		b.Entries = append(b.Entries, nacha.Entry{TransactionCode: nacha.CheckingReturn, RDFI: "02100002", CheckDigit: '1',
-			AccountNumber: "123456789", Amount: 1000, Name: "INITECH LLC", TraceNumber: own,
+			AccountNumber: accountOf(trace), Amount: amountOf(trace), Name: "INITECH LLC", TraceNumber: own,
 			Addenda: &nacha.Addenda{Type: nacha.AddendaReturn, Code: code, OriginalTrace: trace, OriginalRDFI: "01100001",
 				TraceNumber: own}})
 	}
@@ -59,7 +77,7 @@ func bankFile(t *testing.T, codes map[string]string, changes map[string][2]strin
 		i++
 		own := fmt.Sprintf("01100001%07d", i)
 		b.Entries = append(b.Entries, nacha.Entry{TransactionCode: nacha.CheckingReturn, RDFI: "02100002", CheckDigit: '1',
-			AccountNumber: "123456789", Name: "INITECH LLC", TraceNumber: own,
+			AccountNumber: accountOf(trace), Name: "INITECH LLC", TraceNumber: own,
 			Addenda: &nacha.Addenda{Type: nacha.AddendaNOC, Code: change[0], OriginalTrace: trace, OriginalRDFI: "01100001",
 				CorrectedData: change[1], TraceNumber: own}})
 	}
@@ -88,7 +106,7 @@ func TestACHInboundAppliesReturnsOnce(t *testing.T) {
 	if err := l.a.CompletePayment(l.ctx, app.Meta{}, nil, completed); err != nil { // settled before its return came
 		t.Fatal(err)
 	}
-	returns := returnFile(t, map[string]string{trace[submitted]: "R03", trace[completed]: "R01", "099999990000042": "R02"})
+	returns := returnFile(t, files[0], map[string]string{trace[submitted]: "R03", trace[completed]: "R01", "099999990000042": "R02"})
 	if err := inbox.Put(l.ctx, "returns-1.ach", returns); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +169,7 @@ func TestACHInboundKeepsNotificationsOfChange(t *testing.T) {
 	inbox, _ := outbox(t)
 	id := l.pay(1000, "ach_same_day")
 	files := []ach.FileCreated{cutOne(t, l)}
-	notice := bankFile(t, nil, map[string][2]string{files[0].Entries[0].TraceNumber: {"C01", "1918171614"}})
+	notice := bankFile(t, files[0], nil, map[string][2]string{files[0].Entries[0].TraceNumber: {"C01", "1918171614"}})
 	if err := inbox.Put(l.ctx, "noc.ach", notice); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +199,7 @@ func TestACHInboundWaitsForAFileStillBeingWritten(t *testing.T) {
 	inbox, inDir := outbox(t)
 	id := l.pay(1000, "ach_same_day")
 	files := []ach.FileCreated{cutOne(t, l)}
-	whole := returnFile(t, map[string]string{files[0].Entries[0].TraceNumber: "R03"})
+	whole := returnFile(t, files[0], map[string]string{files[0].Entries[0].TraceNumber: "R03"})
 	path := filepath.Join(inDir, "returns.ach")
 	if err := os.WriteFile(path, whole[:len(whole)/2], 0o644); err != nil { // half written
 		t.Fatal(err)
@@ -212,7 +230,7 @@ func TestACHInboundLeavesAFileWithDebitsInTheInbox(t *testing.T) {
 	inbox, inDir := outbox(t)
 	id := l.pay(1000, "ach_same_day")
 	f := cutOne(t, l)
-	data := returnFile(t, map[string]string{f.Entries[0].TraceNumber: "R03"})
+	data := returnFile(t, f, map[string]string{f.Entries[0].TraceNumber: "R03"})
 	file, err := nacha.Parse(data)
 	if err != nil {
 		t.Fatal(err)
@@ -366,5 +384,38 @@ func TestACHInboundCreditsLiveAccountsAndReturnsTheRest(t *testing.T) {
 	}
 	if diffs, _, err := rebuild.CompareWithLog(l.ctx, l.a.Pool); err != nil || len(diffs) != 0 {
 		t.Errorf("the projections differ from the log: %+v, %v", diffs, err)
+	}
+}
+
+// A trace number's sequence starts again each ACH day, so payments of two
+// days share trace numbers: the second day's cut is not refused, and a
+// return names its payment by trace, account number and amount.
+func TestACHInboundTraceNumbersRepeatFromDayToDay(t *testing.T) {
+	l := newLive(t)
+	inbox, _ := outbox(t)
+	yesterday, today := l.pay(1000, "ach_same_day"), ""
+	first := cutOne(t, l)
+	today = l.pay(2000, "ach_same_day")
+	second := cutOne(t, l)
+	// As if the second file were cut the next day: its sequence starts at 1
+	// again. (The projection is set by hand: one process cannot cut on two
+	// days within a test.)
+	trace := first.Entries[0].TraceNumber
+	if _, err := l.a.Pool.Exec(l.ctx, `UPDATE payments SET trace_number = $1 WHERE id = $2`, trace, today); err != nil {
+		t.Fatalf("a second day's payment with the first day's trace number: %v", err)
+	}
+	second.Entries[0].TraceNumber = trace
+	if err := inbox.Put(l.ctx, "returns.ach", returnFile(t, second, map[string]string{trace: "R03"})); err != nil {
+		t.Fatal(err)
+	}
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	if n, err := in.Poll(l.ctx); err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	if p := l.payment(today); p.Status != payment.StatusFailed || p.Failure == nil || p.Failure.NetworkCode != "R03" {
+		t.Errorf("the returned payment (today's, 20.00): %s %+v", p.Status, p.Failure)
+	}
+	if p := l.payment(yesterday); p.Status != payment.StatusSubmitted {
+		t.Errorf("yesterday's payment of the same trace number (10.00) is %s", p.Status)
 	}
 }
