@@ -19,3 +19,18 @@ func (a *App) FailPayment(ctx context.Context, meta Meta, caller *Caller, id, ne
 		return payment.Fail{Failure: rails.FailureFor(r, networkCode), At: now()}
 	})
 }
+
+// RejectPayment records the bank's refusal of a live payment (an instant
+// payment's RJCT): it fails with the bank's code through the returns
+// table, a code the table does not know being "unknown", never refused —
+// the bank has spoken, the money did not leave, the hold must go. A
+// payment already failed stays as it is.
+func (a *App) RejectPayment(ctx context.Context, meta Meta, id, networkCode string) error {
+	return a.changePayment(ctx, meta, nil, id, func(s payment.State) any {
+		if s.Status == payment.StatusFailed {
+			return nil
+		}
+		r, _ := rails.Parse(s.Rail)
+		return payment.Fail{Failure: rails.FailureFor(r, networkCode), At: now()}
+	})
+}

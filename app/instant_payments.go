@@ -21,6 +21,7 @@ type InstantPayment struct {
 	VirtualAccountNumber     string
 	AccountHolder            string // the business's KYB legal name, or the platform's name
 	CreatedAt                time.Time
+	SubmittedAt              *time.Time // when it was handed to the bank (nil while pending)
 }
 
 // liveInstantSQL reads the live instant payments in flight, pending ones
@@ -28,7 +29,7 @@ type InstantPayment struct {
 // payment waiting), oldest first. It uses payments_live_instant.
 const liveInstantSQL = `SELECT p.id, p.platform_id, p.rail, p.status, p.amount,
         p.destination->>'name', p.destination->>'account_number', p.destination->>'routing_number',
-        v.account_number, coalesce(k.business->>'legal_name', pl.name, ''), p.created_at
+        v.account_number, coalesce(k.business->>'legal_name', pl.name, ''), p.created_at, p.submitted_at
     FROM payments p
     JOIN virtual_accounts v ON v.id = p.virtual_account_id
     LEFT JOIN platforms pl ON pl.id = p.platform_id
@@ -51,7 +52,7 @@ func (a *App) LiveInstantPayments(ctx context.Context, limit int) ([]InstantPaym
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (InstantPayment, error) {
 		var p InstantPayment
 		err := r.Scan(&p.ID, &p.PlatformID, &p.Rail, &p.Status, &p.Amount, &p.DestinationName, &p.DestinationAccountNumber,
-			&p.DestinationRoutingNumber, &p.VirtualAccountNumber, &p.AccountHolder, &p.CreatedAt)
+			&p.DestinationRoutingNumber, &p.VirtualAccountNumber, &p.AccountHolder, &p.CreatedAt, &p.SubmittedAt)
 		return p, err
 	})
 }

@@ -277,10 +277,26 @@ func (o *InstantOutbound) exchange(ctx context.Context, p app.InstantPayment) (b
 	default:
 		st, err = o.Client.Ask(ctx, p.ID)
 		var unknown *instant.HTTPError
-		if errors.As(err, &unknown) && unknown.StatusCode == http.StatusNotFound { // never received: send it
+		if errors.As(err, &unknown) && unknown.StatusCode == http.StatusNotFound {
+			if p.SubmittedAt == nil || time.Since(*p.SubmittedAt) > resendWithin {
+				// Long after it was handed over, the bank may have forgotten
+				// a message it did pay: sending it again could pay twice.
+				wait := o.retryLater(p.ID, false)
+				o.Log.Error("the bank does not know an instant payment submitted long ago: not sent again, reconcile with the bank",
+					"payment_id", p.ID, "rail", p.Rail, "submitted_at", p.SubmittedAt, "again_in", wait)
+				return false, fmt.Errorf("payment %s: unknown to the bank", p.ID)
+			}
+			// Submitted moments ago, never received: the process stopped
+			// between the submit and the send.
 			o.Log.Warn("the bank does not know a submitted instant payment: sending it", "payment_id", p.ID, "rail", p.Rail)
 			st, err = o.Client.Send(ctx, o.message(p))
 		}
+	}
+	if refused(err) {
+		// The bank refused the message itself (400 or 422): the money did
+		// not leave, and the same message would be refused again.
+		st, err = instant.Status{TxSts: "RJCT", Reason: MessageRefused, OriginalMsgID: p.ID, OriginalEndToEndID: p.ID}, nil
+		o.Log.Error("the bank refused an instant payment's message: the payment fails", "payment_id", p.ID, "rail", p.Rail)
 	}
 	if err != nil {
 		wait := o.retryLater(p.ID, false)
@@ -296,6 +312,23 @@ func (o *InstantOutbound) exchange(ctx context.Context, p app.InstantPayment) (b
 	}
 	moved, err := o.apply(ctx, p, st)
 	return moved || submitted, err
+}
+
+// resendWithin is how long after its submit a payment the bank does not
+// know is sent (again): longer than any crash between the submit and the
+// send, shorter than any bank's memory of the messages it took.
+const resendWithin = 10 * time.Minute
+
+// MessageRefused is the reason code a payment fails with when the bank
+// refuses its message (ISO 20022 FF01, invalid file format).
+const MessageRefused = "FF01"
+
+// refused says whether the bank refused a message as such: a 400 or 422.
+// Not 401 or 403, which are ours to fix (TREASURY_INSTANT_AUTH): failing
+// every payment for them would be wrong.
+func refused(err error) bool {
+	var e *instant.HTTPError
+	return errors.As(err, &e) && (e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusUnprocessableEntity)
 }
 
 // submit records a pending payment submitted, before it is sent, and says
@@ -331,12 +364,9 @@ func (o *InstantOutbound) apply(ctx context.Context, p app.InstantPayment, st in
 	case instant.Rejected:
 		log = log.With("reason", st.Reason)
 		if r, _ := rails.Parse(p.Rail); !rails.KnownNetworkCode(r, st.Reason) {
-			wait := o.retryLater(p.ID, false)
-			log.Error("the bank rejected an instant payment with a reason code not in the returns table: the payment is left as it is",
-				"again_in", wait)
-			return false, fmt.Errorf("payment %s: %s reason code %q is unknown", p.ID, p.Rail, st.Reason)
+			log.Warn("the bank rejected an instant payment with a reason code not in the returns table: failed as unknown")
 		}
-		if err := o.App.FailPayment(ctx, instantMeta, nil, p.ID, st.Reason); err != nil {
+		if err := o.App.RejectPayment(ctx, instantMeta, p.ID, st.Reason); err != nil {
 			return false, o.notApplied(log, p, st, err)
 		}
 		log.Info("instant payment rejected by the bank")

@@ -391,9 +391,6 @@ func TestInstantOutboundRefusesBadAnswers(t *testing.T) {
 		"another payment": {func(id string) string {
 			return statusReport(id, instant.Status{TxSts: "ACSC", OriginalMsgID: "pay_other", OriginalEndToEndID: "pay_other"})
 		}, "not payment"},
-		"unknown reason code": {func(id string) string {
-			return statusReport(id, instant.Status{TxSts: "RJCT", Reason: "ZZ99", OriginalMsgID: id, OriginalEndToEndID: id})
-		}, "reason code not in the returns table"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -418,6 +415,34 @@ func TestInstantOutboundRefusesBadAnswers(t *testing.T) {
 				t.Errorf("log:\n%s", log)
 			}
 		})
+	}
+}
+
+// A rejection with a reason code the returns table does not know still
+// fails the payment, as "unknown" with the bank's code: the bank has
+// spoken, the money did not leave, and the hold must not stay forever.
+func TestInstantOutboundUnknownReasonCodeFailsAsUnknown(t *testing.T) {
+	ib := newInstantBank(t, func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			p, _ := instant.ReadCreditTransfer(body)
+			io.WriteString(w, statusReport(p.ID, instant.Status{TxSts: "RJCT", Reason: "ZZ99", OriginalMsgID: p.ID, OriginalEndToEndID: p.ID}))
+		})
+	})
+	before := ib.balance()
+	id := ib.payTo(1000, "fednow", "123456789")
+	if n := ib.poll(); n != 1 {
+		t.Fatalf("Poll moved %d", n)
+	}
+	p := ib.payment(id)
+	if p.Status != payment.StatusFailed || p.Failure == nil || p.Failure.Code != "unknown" || p.Failure.NetworkCode != "ZZ99" {
+		t.Fatalf("the payment: %s %+v", p.Status, p.Failure)
+	}
+	if after := ib.balance(); after != before {
+		t.Errorf("the hold stayed: balance %+v → %+v", before, after)
+	}
+	if log := ib.log.String(); !strings.Contains(log, "not in the returns table") || !strings.Contains(log, "level=WARN") {
+		t.Errorf("log:\n%s", log)
 	}
 }
 
@@ -528,5 +553,55 @@ func TestInstantOutboundRunSendsConcurrently(t *testing.T) {
 	waitUntil("the slow payment completed", func() bool { return ib.payment(slow).Status == payment.StatusCompleted })
 	if ib.sim.Payments() != 2 {
 		t.Errorf("the bank took %d payments", ib.sim.Payments())
+	}
+}
+
+// The bank refuses the message itself (400): the payment fails FF01, its
+// hold released, rather than being sent and refused for ever. A 401 (our
+// credentials) fails nothing.
+func TestInstantOutboundMessageRefused(t *testing.T) {
+	for status, want := range map[int]string{http.StatusBadRequest: payment.StatusFailed, http.StatusUnauthorized: payment.StatusSubmitted} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			ib := newInstantBank(t, func(http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					http.Error(w, "no", status)
+				})
+			})
+			before := ib.balance()
+			id := ib.payTo(1000, "rtp", "123456789")
+			ib.o.Poll(ib.ctx)
+			p := ib.payment(id)
+			if p.Status != want {
+				t.Fatalf("the payment is %s, want %s", p.Status, want)
+			}
+			if want == payment.StatusFailed && (p.Failure == nil || p.Failure.NetworkCode != bank.MessageRefused || ib.balance() != before) {
+				t.Errorf("failure %+v; balance %+v → %+v", p.Failure, before, ib.balance())
+			}
+		})
+	}
+}
+
+// A payment submitted long ago that the bank does not know is not sent
+// again (the bank may have forgotten a message it paid): it waits for a
+// reconciliation, with an error log line.
+func TestInstantOutboundDoesNotResendAnOldPayment(t *testing.T) {
+	ib := newInstantBank(t, nil)
+	id := ib.payTo(4100, "rtp", "123456789")
+	if err := ib.a.SubmitPayment(ib.ctx, app.Meta{}, id); err != nil {
+		t.Fatal(err)
+	}
+	// An hour ago. (Set on the read model the connector reads: a test
+	// cannot wait an hour.)
+	if _, err := ib.a.Pool.Exec(ib.ctx, `UPDATE payments SET submitted_at = now() - interval '1 hour' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ib.o.Poll(ib.ctx); n != 0 || err == nil {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	if len(ib.sent()) != 0 || ib.payment(id).Status != payment.StatusSubmitted {
+		t.Errorf("sent %v; the payment is %s", ib.sent(), ib.payment(id).Status)
+	}
+	if !strings.Contains(ib.log.String(), "reconcile") {
+		t.Errorf("log:\n%s", ib.log)
 	}
 }

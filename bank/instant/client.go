@@ -21,7 +21,7 @@ const MaxAnswer = 1 << 20
 type Client struct {
 	BaseURL string
 	Auth    string       // the Authorization header, if not empty
-	HTTP    *http.Client // nil: http.DefaultClient (the timeouts are the client's own)
+	HTTP    *http.Client // nil: noRedirects (the timeouts are the client's own)
 	// Timeout bounds one request; 0: 10 s.
 	Timeout time.Duration
 	// Attempts bounds the requests of one call; 0: 3.
@@ -134,7 +134,7 @@ func (c *Client) postOnce(ctx context.Context, path string, body []byte) ([]byte
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = noRedirects
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -161,3 +161,7 @@ func snippet(b []byte) string {
 	}
 	return s
 }
+
+// noRedirects is the default HTTP client: a payment message goes to the
+// configured address only, never where a redirect points.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -203,3 +203,19 @@ func TestClientStopsWithItsContext(t *testing.T) {
 		t.Errorf("Send = %v after %s", err, time.Since(start))
 	}
 }
+
+// A redirect is not followed: a payment message goes to the configured
+// address only.
+func TestClientDoesNotFollowRedirects(t *testing.T) {
+	elsewhere := 0
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere++ }))
+	defer other.Close()
+	srv := httptest.NewServer(http.RedirectHandler(other.URL+"/pacs.008", http.StatusTemporaryRedirect))
+	defer srv.Close()
+	c := &instant.Client{BaseURL: srv.URL, Timeout: time.Second, Attempts: 1}
+	_, err := c.Send(context.Background(), samplePayment())
+	var he *instant.HTTPError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusTemporaryRedirect || elsewhere != 0 {
+		t.Errorf("Send = %v; the redirect's target got %d requests", err, elsewhere)
+	}
+}
