@@ -34,8 +34,10 @@ const (
     WHERE environment = 'live' AND rail IN ('ach_standard', 'ach_same_day') AND status = 'pending'
     ORDER BY created_at, id LIMIT $1`
 	// owedReturnsSQL finds the credits owed back, oldest first (index
-	// ach_returns_owed); every cut takes them.
-	owedReturnsSQL = `SELECT data FROM ach_returns WHERE ach_file_id IS NULL ORDER BY created_at, id LIMIT $1`
+	// ach_returns_owed); every cut takes them. Locked: a cut of another
+	// ACH day (two replicas either side of midnight) waits, then finds
+	// them paid.
+	owedReturnsSQL = `SELECT data FROM ach_returns WHERE ach_file_id IS NULL ORDER BY created_at, id LIMIT $1 FOR UPDATE`
 )
 
 // CutACHFile cuts live mode's next outbound ACH file (API.md §10): the

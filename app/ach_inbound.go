@@ -69,27 +69,45 @@ func (a *App) ApplyACHInbound(ctx context.Context, meta Meta, applied ach.Inboun
 				locked[id] = acc
 			}
 		}
-		for _, c := range credits {
+		ids := make([]string, len(credits))
+		for i, c := range credits {
+			ids[i] = creditID(c)
+		}
+		seen, err := existingStreams(ctx, tx, ids)
+		if err != nil {
+			return Result{}, err
+		}
+		for i, c := range credits {
+			if seen[ids[i]] { // applied from another file: the bank sent it again
+				rec.Duplicates++
+				continue
+			}
+			seen[ids[i]] = true
 			acc, found := accounts[c.AccountNumber]
 			l := locked[acc.id]
 			code := ach.CreditReturn(found, l.Status == account.StatusClosed.String())
 			if code != "" {
-				rec.ReturnsOwed = append(rec.ReturnsOwed, ach.ReturnOwed{ID: domain.NewID(domain.PrefixACHReturn), Credit: c, Code: code})
+				rec.ReturnsOwed = append(rec.ReturnsOwed, ach.ReturnOwed{ID: returnID(ids[i]), Credit: c, Code: code})
 				continue
 			}
-			if c.Prenote {
+			if c.Prenote || c.Amount == 0 {
 				continue // the account exists: nothing to say, nothing to credit
 			}
 			caller := Caller{PlatformID: acc.platformID, Environment: domain.Live}
-			err := a.creditAccount(ctx, tx, meta, caller, l, credit{ID: domain.NewID(domain.PrefixInbound), Rail: creditRail(c, rec.At),
+			settles := creditSettles(c, rec.At)
+			err := a.creditAccount(ctx, tx, meta, caller, l, credit{ID: ids[i], Rail: creditRail(c, rec.At),
 				Amount: c.Amount, Originator: inbound.Originator{Name: originatorName(c), RoutingNumber: c.OriginatorRouting},
-				Description: strings.TrimSpace(c.EntryDescription + " from " + originatorName(c)), ExpectedAt: rec.At, At: rec.At})
+				Description: strings.TrimSpace(c.EntryDescription + " from " + originatorName(c)), ExpectedAt: settles, At: rec.At})
 			if err != nil {
 				return Result{}, fmt.Errorf("credit %s to account %s: %w", c.TraceNumber, acc.id, err)
 			}
-			// Posted at once, it moves the account's balance: the next credit
-			// to the same account checks its bound against the new one.
-			l.Balance.Posted += c.Amount
+			// It moves the account's balance: the next credit to the same
+			// account checks its bound against the new one.
+			if settles.After(rec.At) {
+				l.Balance.PendingInbound += c.Amount
+			} else {
+				l.Balance.Posted += c.Amount
+			}
 			locked[acc.id] = l
 			rec.Credited++
 		}
@@ -109,6 +127,84 @@ func originatorName(c ach.Credit) string {
 		}
 	}
 	return "UNKNOWN ORIGINATOR"
+}
+
+// creditID is a credit's inbound transfer id, made from what identifies
+// the entry (its bank's trace number, effective date, account and amount):
+// the same credit in another file the bank sends is the same transfer,
+// applied once.
+func creditID(c ach.Credit) string {
+	day, err := time.ParseInLocation(time.DateOnly, c.EffectiveDate, rails.Eastern)
+	if err != nil {
+		day = time.Unix(0, 0)
+	}
+	return domain.IDFor(domain.PrefixInbound, day, fmt.Sprintf("ach-credit|%s|%s|%s|%d", c.TraceNumber, c.EffectiveDate, c.AccountNumber, c.Amount))
+}
+
+// returnID is the id of the return owed of the credit whose transfer id
+// would be id: applied or returned, a credit is known by one of the two.
+func returnID(transferID string) string {
+	return domain.PrefixACHReturn + strings.TrimPrefix(transferID, domain.PrefixInbound)
+}
+
+// existingStreams says which of these credits were applied (their inbound
+// transfer's stream exists) or returned (their return is owed or paid),
+// by transfer id.
+func existingStreams(ctx context.Context, tx pgx.Tx, ids []string) (map[string]bool, error) {
+	streams, returns := make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		streams[i], returns[i] = inbound.StreamID(id), returnID(id)
+	}
+	rows, err := tx.Query(ctx, `SELECT substr(stream_id, length($3) + 1) FROM streams WHERE stream_id = ANY($1)
+        UNION ALL SELECT $4 || substr(id, length($5) + 1) FROM ach_returns WHERE id = ANY($2)`,
+		streams, returns, inbound.StreamID(""), domain.PrefixInbound, domain.PrefixACHReturn)
+	if err != nil {
+		return nil, err
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, id := range found {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// creditSettles is when a credit settles: at once when its effective date
+// has come, else at 08:30 ET that day (the standard settlement time), its
+// funds pending until then (CompleteSettledACHCredits).
+func creditSettles(c ach.Credit, at time.Time) time.Time {
+	day, err := time.ParseInLocation(time.DateOnly, c.EffectiveDate, rails.Eastern)
+	if err != nil || c.EffectiveDate <= ach.DayOf(at) {
+		return at
+	}
+	return day.Add(8*time.Hour + 30*time.Minute)
+}
+
+// settledLiveCreditsSQL finds the live inbound ACH credits whose
+// settlement time came.
+const settledLiveCreditsSQL = `SELECT id FROM inbound_transfers
+    WHERE environment = 'live' AND status = 'pending' AND expected_at <= $1 ORDER BY expected_at, id`
+
+// CompleteSettledACHCredits posts the live inbound credits that arrived
+// before their effective date, once it has come; it says how many.
+func (a *App) CompleteSettledACHCredits(ctx context.Context, meta Meta, asOf time.Time) (int, error) {
+	rows, err := a.Pool.Query(ctx, settledLiveCreditsSQL, asOf)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	for i, id := range ids {
+		if err := a.CompleteInboundTransfer(ctx, meta, id); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
 }
 
 // liveAccount is a live virtual account an inbound credit names.

@@ -13,6 +13,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ach"
 	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/projections/queries"
 	"github.com/opentreasury/treasury/projections/rebuild"
 )
@@ -266,12 +267,18 @@ func TestACHInboundLeavesAFileWithDebitsInTheInbox(t *testing.T) {
 }
 
 // creditFile is a file of credits forwarded by the bank: one CCD batch
-// from PAYROLL CO at the bank 01100001, an entry (a prenote when amount is
-// 0) for each account number.
+// from PAYROLL CO at the bank 01100001, effective today, an entry for each
+// account number.
 func creditFile(t *testing.T, credits ...nacha.Entry) []byte {
 	t.Helper()
+	return creditFileOf(t, time.Now().In(rails.Eastern), 'A', credits...)
+}
+
+// creditFileOf is creditFile effective on a date, with a file id modifier.
+func creditFileOf(t *testing.T, effective time.Time, modifier byte, credits ...nacha.Entry) []byte {
+	t.Helper()
 	b := nacha.Batch{Header: nacha.BatchHeader{ServiceClass: nacha.CreditsOnly, CompanyName: "PAYROLL CO",
-		CompanyID: "9876543210", SEC: "CCD", EntryDescription: "PAYROLL", EffectiveDate: time.Now(), SettlementDate: "331",
+		CompanyID: "9876543210", SEC: "CCD", EntryDescription: "PAYROLL", EffectiveDate: effective, SettlementDate: "331",
 		OriginatorStatus: '1', ODFI: "01100001", Number: 1}}
 	for i, c := range credits {
 		c.RDFI, c.CheckDigit = "11000000", '0'
@@ -283,7 +290,7 @@ func creditFile(t *testing.T, credits ...nacha.Entry) []byte {
 		b.Entries = append(b.Entries, c)
 	}
 	data, err := nacha.Marshal(nacha.File{Header: nacha.FileHeader{ImmediateDestination: "110000000",
-		ImmediateOrigin: "011000015", CreatedAt: time.Now(), IDModifier: 'A'}, Batches: []nacha.Batch{b}})
+		ImmediateOrigin: "011000015", CreatedAt: time.Now(), IDModifier: modifier}, Batches: []nacha.Batch{b}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,5 +424,64 @@ func TestACHInboundTraceNumbersRepeatFromDayToDay(t *testing.T) {
 	}
 	if p := l.payment(yesterday); p.Status != payment.StatusSubmitted {
 		t.Errorf("yesterday's payment of the same trace number (10.00) is %s", p.Status)
+	}
+}
+
+// The bank sends a file again with new bytes (another modifier, the same
+// entries): its credits, applied or returned from the first, are not
+// applied or returned twice.
+func TestACHInboundCreditSentAgainInAnotherFile(t *testing.T) {
+	l := newLive(t)
+	inbox, _ := outbox(t)
+	entries := []nacha.Entry{{AccountNumber: l.accountNumber(), Amount: 5000}, {AccountNumber: "999999999999", Amount: 700}}
+	before := l.balance()
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	for i, modifier := range []byte{'A', 'B'} {
+		if err := inbox.Put(l.ctx, fmt.Sprintf("credits-%d.ach", i), creditFileOf(t, time.Now().In(rails.Eastern), modifier, entries...)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := in.Poll(l.ctx); err != nil || n != 1 {
+			t.Fatalf("Poll %d = %d, %v", i, n, err)
+		}
+	}
+	if got := l.balance().Posted - before.Posted; got != 5000 {
+		t.Errorf("credited %d, want 5000 once", got)
+	}
+	if f := cutOne(t, l); len(f.Returns) != 1 {
+		t.Errorf("%d returns in the next file, want the unknown account's once", len(f.Returns))
+	}
+	var duplicates int
+	if err := l.a.Pool.QueryRow(l.ctx, `SELECT sum((data->>'duplicates')::int) FROM events WHERE event_type = 'ach.inbound_file_applied'`).Scan(&duplicates); err != nil || duplicates != 2 {
+		t.Errorf("duplicates recorded: %d, %v", duplicates, err)
+	}
+}
+
+// A credit the bank forwards before its effective date is pending until
+// then (pending_inbound, not available), and posts once it has come.
+func TestACHInboundCreditPendingUntilItsEffectiveDate(t *testing.T) {
+	l := newLive(t)
+	inbox, _ := outbox(t)
+	before := l.balance()
+	effective := time.Now().In(rails.Eastern).AddDate(0, 0, 3)
+	if err := inbox.Put(l.ctx, "future.ach", creditFileOf(t, effective, 'A', nacha.Entry{AccountNumber: l.accountNumber(), Amount: 5000})); err != nil {
+		t.Fatal(err)
+	}
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	if n, err := in.Poll(l.ctx); err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	b := l.balance()
+	if b.PendingInbound-before.PendingInbound != 5000 || b.Available != before.Available || b.Posted != before.Posted {
+		t.Errorf("before its date: %+v → %+v, want 50.00 pending inbound, not available", before, b)
+	}
+	if n, err := l.a.CompleteSettledACHCredits(l.ctx, app.Meta{}, time.Now()); err != nil || n != 0 {
+		t.Errorf("posted %d before its date, %v", n, err)
+	}
+	settles := time.Date(effective.Year(), effective.Month(), effective.Day(), 8, 30, 0, 0, rails.Eastern)
+	if n, err := l.a.CompleteSettledACHCredits(l.ctx, app.Meta{}, settles); err != nil || n != 1 {
+		t.Fatalf("at 08:30 ET on its date: posted %d, %v", n, err)
+	}
+	if b := l.balance(); b.Posted-before.Posted != 5000 || b.PendingInbound != before.PendingInbound {
+		t.Errorf("after its date: %+v", b)
 	}
 }

@@ -200,13 +200,13 @@ func TestInstantOutboundPendingThenCompleted(t *testing.T) {
 // A submitted payment is asked about with a growing backoff, not at
 // every pass.
 func TestInstantOutboundAsksWithBackoff(t *testing.T) {
-	var asked int
+	var asks []time.Time
 	var mu sync.Mutex
 	ib := newInstantBank(t, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(r.URL.Path, "/pacs.028") {
 				mu.Lock()
-				asked++
+				asks = append(asks, time.Now())
 				mu.Unlock()
 				http.Error(w, "try later", http.StatusServiceUnavailable)
 				return
@@ -217,17 +217,27 @@ func TestInstantOutboundAsksWithBackoff(t *testing.T) {
 	ib.o.Backoff = 50 * time.Millisecond
 	id := ib.payTo(5000, "fednow", instant.PendingAccount)
 	ib.poll()
-	deadline := time.Now().Add(400 * time.Millisecond)
-	for time.Now().Before(deadline) {
+	asked := func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), asks...)
+	}
+	// A pass every 5 ms: without the backoff it would ask every 5 ms.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(asked()) < 4 && time.Now().Before(deadline) {
 		ib.o.Poll(ib.ctx)
 		time.Sleep(5 * time.Millisecond)
 	}
-	// 50, 100, 200 ms: three questions in 400 ms, where a pass every 5 ms
-	// would have asked some eighty times.
-	mu.Lock()
-	defer mu.Unlock()
-	if asked < 2 || asked > 4 {
-		t.Errorf("asked %d times in 400 ms", asked)
+	got := asked()
+	if len(got) < 4 {
+		t.Fatalf("asked %d times in 10 s", len(got))
+	}
+	// The waits between questions: 50 ms doubling (a slow machine only
+	// makes them longer).
+	for i, least := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+		if gap := got[i+2].Sub(got[i+1]); gap < least {
+			t.Errorf("question %d came %s after the one before, want at least %s", i+3, gap, least)
+		}
 	}
 	if p := ib.payment(id); p.Status != payment.StatusSubmitted {
 		t.Errorf("the payment is %s", p.Status)

@@ -410,3 +410,21 @@ func TestOptionalRefusesUnknownNestedFields(t *testing.T) {
 		t.Fatalf("a known nested field: %v %+v", err, v.Inner)
 	}
 }
+
+func TestIDFor(t *testing.T) {
+	day := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	a := domain.IDFor(domain.PrefixInbound, day, "011000010000001|2026-11-27|123456789012|5000")
+	if again := domain.IDFor(domain.PrefixInbound, day, "011000010000001|2026-11-27|123456789012|5000"); again != a {
+		t.Errorf("the same key gave %s and %s", a, again)
+	}
+	if other := domain.IDFor(domain.PrefixInbound, day, "011000010000002|2026-11-27|123456789012|5000"); other == a {
+		t.Error("two keys gave one id")
+	}
+	if !domain.HasPrefix(a, domain.PrefixInbound) {
+		t.Errorf("%s is not a well-formed id", a)
+	}
+	later := domain.IDFor(domain.PrefixInbound, day.Add(24*time.Hour), "000")
+	if later <= a {
+		t.Errorf("ids do not sort by time: %s ≤ %s", later, a)
+	}
+}

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,19 @@ func NewID(prefix string) string {
 	entropyMu.Lock()
 	defer entropyMu.Unlock()
 	return prefix + strings.ToLower(ulid.MustNew(ulid.Timestamp(time.Now()), entropy).String())
+}
+
+// IDFor returns prefix + a ULID made from at and key alone: the same
+// thing named twice gets the same id (an inbound ACH credit the bank
+// sends again, say), and ids still sort by at.
+func IDFor(prefix string, at time.Time, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	var u ulid.ULID
+	if err := u.SetTime(ulid.Timestamp(at)); err != nil {
+		panic(err) // a time before 1970 or after 10889
+	}
+	copy(u[6:], sum[:10])
+	return prefix + strings.ToLower(u.String())
 }
 
 // HasPrefix reports whether id is well formed for prefix: the prefix then a ULID.

@@ -161,7 +161,9 @@ type InboundApplied struct {
 	// Credited counts the credits applied to live virtual accounts (each an
 	// inbound transfer, appended with this event); ReturnsOwed are those
 	// returned in the next outbound file.
-	Credited    int          `json:"credited,omitempty"`
+	Credited int `json:"credited,omitempty"`
+	// Duplicates counts the credits applied before, from another file.
+	Duplicates  int          `json:"duplicates,omitempty"`
 	ReturnsOwed []ReturnOwed `json:"returns_owed,omitempty"`
 	At          time.Time    `json:"at"`
 }
