@@ -85,7 +85,7 @@ func (a *App) ApplyACHInbound(ctx context.Context, meta Meta, applied ach.Inboun
 			seen[ids[i]] = true
 			acc, found := accounts[c.AccountNumber]
 			l := locked[acc.id]
-			code := ach.CreditReturn(found, l.Status == account.StatusClosed.String())
+			code := ach.CreditReturn(c, found, l.Status == account.StatusClosed.String())
 			if code != "" {
 				rec.ReturnsOwed = append(rec.ReturnsOwed, ach.ReturnOwed{ID: returnID(ids[i]), Credit: c, Code: code})
 				continue

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,14 +33,15 @@ const (
 // on two polls, so that a file the bank is still writing is not taken for
 // a broken one.
 //
-// Returns (addenda 99) fail the payment they name by its trace number;
-// notifications of change (addenda 98) are kept on it. Credits (and their
-// prenotes) to our account numbers are applied with the file's record, in
-// one transaction (app.ApplyACHInbound): an unknown or closed account's
-// are owed back in our next file. Debits are not taken from virtual
-// accounts: a file that holds any entry but these is left in the inbox,
-// unapplied, with an error log line at each poll, so that nothing the
-// bank sent is acknowledged and lost.
+// Returns (addenda 99) fail the payment they name by its trace number,
+// account number and amount; notifications of change (addenda 98) are
+// kept on it. Credits (and their prenotes) to our account numbers are
+// applied with the file's record, in one transaction
+// (app.ApplyACHInbound): an unknown or closed account's are owed back in
+// our next file, and so are debits (R20: virtual accounts take none). A
+// file that holds any other entry (a code we do not take) is left in the
+// inbox, unapplied, with an error log line at each poll, so that nothing
+// the bank sent is acknowledged and lost.
 type ACHInbound struct {
 	App   *app.App
 	Inbox transport.Folder
@@ -111,7 +113,7 @@ func (in *ACHInbound) Poll(ctx context.Context) (int, error) {
 			// Recorded as applied, the file would be skipped for good: what
 			// the bank sent must not be acknowledged and dropped. It waits,
 			// untouched, for the operator.
-			in.Log.Error("ACH inbound file holds entries that are neither credits, returns nor notifications of change (debits are not taken from virtual accounts): left in the inbox, unapplied",
+			in.Log.Error("ACH inbound file holds entries of codes not taken (neither credits, debits, returns nor notifications of change): left in the inbox, unapplied",
 				"name", name, "sha256", hash, "entries", n)
 			continue
 		}
@@ -132,7 +134,8 @@ const (
 	entryChange
 	entryCredit
 	entryPrenote
-	entryUntaken // a debit, or a code we do not take
+	entryDebit   // returned: virtual accounts take no ACH debits
+	entryUntaken // a code we do not take (general ledger, loan, …)
 )
 
 func kindOf(e nacha.Entry) int {
@@ -146,12 +149,19 @@ func kindOf(e nacha.Entry) int {
 		return entryCredit
 	case nacha.CheckingPrenote, nacha.SavingsPrenote:
 		return entryPrenote
+	case nacha.CheckingDebit, nacha.SavingsDebit, checkingDebitPrenote, savingsDebitPrenote:
+		return entryDebit
 	}
 	return entryUntaken
 }
 
-// untaken counts the entries of f that are not applied: debits, and codes
-// we do not take.
+// The prenotes of debits (nacha names the codes the connector writes).
+const (
+	checkingDebitPrenote = 28
+	savingsDebitPrenote  = 38
+)
+
+// untaken counts the entries of f with codes we do not take.
 func untaken(f nacha.File) int {
 	n := 0
 	for _, b := range f.Batches {
@@ -179,7 +189,7 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 				id, err = in.App.ReturnACHPayment(ctx, meta, entryRef(e), a.Code)
 			case entryChange:
 				id, err = in.App.NoteACHChange(ctx, meta, entryRef(e), a.Code, a.CorrectedData)
-			case entryCredit, entryPrenote:
+			case entryCredit, entryPrenote, entryDebit:
 				credits = append(credits, creditOf(b.Header, e))
 				continue
 			default: // untaken kept such files out
@@ -217,15 +227,16 @@ func entryRef(e nacha.Entry) app.ACHEntryRef {
 	return app.ACHEntryRef{TraceNumber: e.Addenda.OriginalTrace, AccountNumber: e.AccountNumber, Amount: e.Amount}
 }
 
-// creditOf is a credit entry of a batch, as the application and a return
+// creditOf is a credit (or debit) entry of a batch, as the application and a return
 // of it need it.
 func creditOf(h nacha.BatchHeader, e nacha.Entry) ach.Credit {
 	return ach.Credit{TraceNumber: e.TraceNumber, AccountNumber: e.AccountNumber, Amount: e.Amount, Name: e.Name,
 		Identification: e.IdentificationNumber, ODFI: h.ODFI, OriginatorRouting: h.ODFI + string(nacha.CheckDigit(h.ODFI)),
 		CompanyName: h.CompanyName, CompanyID: h.CompanyID, SEC: h.SEC, EntryDescription: h.EntryDescription,
 		EffectiveDate: h.EffectiveDate.Format(time.DateOnly),
-		Prenote:       e.TransactionCode == nacha.CheckingPrenote || e.TransactionCode == nacha.SavingsPrenote,
-		Savings:       e.TransactionCode == nacha.SavingsCredit || e.TransactionCode == nacha.SavingsPrenote}
+		Prenote:       slices.Contains([]int{nacha.CheckingPrenote, nacha.SavingsPrenote, checkingDebitPrenote, savingsDebitPrenote}, e.TransactionCode),
+		Savings:       slices.Contains([]int{nacha.SavingsCredit, nacha.SavingsPrenote, nacha.SavingsDebit, savingsDebitPrenote}, e.TransactionCode),
+		Debit:         kindOf(e) == entryDebit}
 }
 
 // Run polls the inbox (every minute unless Every says) until ctx ends.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -223,16 +224,17 @@ func TestACHInboundWaitsForAFileStillBeingWritten(t *testing.T) {
 	}
 }
 
-// A file that also holds a debit (not taken from virtual accounts) is left
-// in the inbox, untouched: recorded as applied, it would be skipped for
-// good, and what the bank sent lost.
-func TestACHInboundLeavesAFileWithDebitsInTheInbox(t *testing.T) {
+// A debit to a virtual account is returned R20 (no debits) in the next
+// file, the rest of its file applied; a file with an entry of a code not
+// taken (a general-ledger credit) is left in the inbox, untouched:
+// recorded as applied, it would be skipped for good, and what the bank
+// sent lost.
+func TestACHInboundDebitsAreReturnedAndUnknownCodesWait(t *testing.T) {
 	l := newLive(t)
 	inbox, inDir := outbox(t)
 	id := l.pay(1000, "ach_same_day")
 	f := cutOne(t, l)
-	data := returnFile(t, f, map[string]string{f.Entries[0].TraceNumber: "R03"})
-	file, err := nacha.Parse(data)
+	file, err := nacha.Parse(returnFile(t, f, map[string]string{f.Entries[0].TraceNumber: "R03"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,29 +242,56 @@ func TestACHInboundLeavesAFileWithDebitsInTheInbox(t *testing.T) {
 		RDFI: "11000000", CheckDigit: '0', AccountNumber: l.accountNumber(), Amount: 5000, Name: "PAYER INC",
 		TraceNumber: "011000010000099"}}}
 	debit.Header.ServiceClass, debit.Header.Number = nacha.DebitsOnly, 2
-	file.Batches = append(file.Batches, debit)
-	data, err = nacha.Marshal(file)
+	withDebit := file
+	withDebit.Batches = append(slices.Clone(file.Batches), debit)
+	ledger := debit
+	ledger.Entries = []nacha.Entry{debit.Entries[0]}
+	ledger.Entries[0].TransactionCode, ledger.Header.ServiceClass = 42, nacha.CreditsOnly // a general-ledger credit
+	withLedger := file
+	withLedger.Batches = append(slices.Clone(file.Batches), ledger)
+	for name, f := range map[string]nacha.File{"debit.ach": withDebit, "ledger.ach": withLedger} {
+		data, err := nacha.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := inbox.Put(l.ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := l.balance()
+	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
+	for range 2 { // and again at the next poll
+		if _, err := in.Poll(l.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(inDir, "ledger.ach")); err != nil {
+		t.Errorf("the file with a code not taken left the inbox: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(inDir, bank.Processed, "debit.ach")); err != nil {
+		t.Errorf("the file with a debit was not applied: %v", err)
+	}
+	if p := l.payment(id); p.Status != payment.StatusFailed {
+		t.Errorf("its return was not applied: %s", p.Status)
+	}
+	if b := l.balance(); b.Posted != before.Posted {
+		t.Errorf("the debit moved the balance: %+v → %+v", before, b)
+	}
+	next := cutOne(t, l)
+	raw, err := bank.ACHFile(next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := inbox.Put(l.ctx, "mixed.ach", data); err != nil {
+	out, err := nacha.Parse(raw)
+	if err != nil {
 		t.Fatal(err)
 	}
-	events := l.events()
-	in := &bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}
-	for range 2 { // and again at the next poll
-		if n, err := in.Poll(l.ctx); err != nil || n != 0 {
-			t.Fatalf("Poll = %d, %v", n, err)
-		}
+	if len(next.Returns) != 1 || next.Returns[0].Code != "R20" || len(out.Batches) != 1 ||
+		out.Batches[0].Header.ServiceClass != nacha.DebitsOnly || out.Batches[0].Entries[0].TransactionCode != nacha.CheckingDebitReturn {
+		t.Fatalf("the next file: %+v", out.Batches)
 	}
-	if got := l.events(); got != events {
-		t.Errorf("%d events appended", got-events)
-	}
-	if p := l.payment(id); p.Status != payment.StatusSubmitted {
-		t.Errorf("its return was applied: %s", p.Status)
-	}
-	if _, err := os.Stat(filepath.Join(inDir, "mixed.ach")); err != nil {
-		t.Errorf("the file left the inbox: %v", err)
+	if c := out.Control(); c.TotalDebit != 5000 || c.TotalCredit != 0 || next.TotalCredit() != 0 {
+		t.Errorf("the file's totals: %+v; TotalCredit %d", c, next.TotalCredit())
 	}
 }
 

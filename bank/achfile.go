@@ -77,7 +77,8 @@ func achFile(f ach.FileCreated) (nacha.File, error) {
 	return file, addReturns(&file, f, odfi)
 }
 
-// addReturns adds the credits f returns: a batch for each run of returns
+// addReturns adds the entries f returns (credits and debits the bank
+// forwarded): a batch for each run of returns
 // of one originating company (its header copied from the credit's, as a
 // return's is), each entry back to the credit's bank with the return's
 // addenda naming the credit's trace number.
@@ -103,7 +104,12 @@ func addReturns(file *nacha.File, f ach.FileCreated, odfi string) error {
 			n++
 		}
 		code := nacha.CheckingReturn
-		if c.Savings {
+		switch {
+		case c.Debit && c.Savings:
+			code = nacha.SavingsDebitReturn
+		case c.Debit:
+			code = nacha.CheckingDebitReturn
+		case c.Savings:
 			code = nacha.SavingsReturn
 		}
 		b := &file.Batches[n-1]
@@ -115,7 +121,29 @@ func addReturns(file *nacha.File, f ach.FileCreated, odfi string) error {
 				OriginalRDFI: odfi, TraceNumber: r.TraceNumber},
 		})
 	}
+	for i := range file.Batches {
+		if b := &file.Batches[i]; b.Entries[0].Addenda != nil {
+			b.Header.ServiceClass = serviceClass(b.Entries)
+		}
+	}
 	return nil
+}
+
+// serviceClass is a batch's class for its entries: credits only (returns
+// of credits), debits only (returns of debits), or mixed.
+func serviceClass(entries []nacha.Entry) int {
+	credits, debits := false, false
+	for _, e := range entries {
+		credits = credits || nacha.IsCredit(e.TransactionCode)
+		debits = debits || nacha.IsDebit(e.TransactionCode)
+	}
+	switch {
+	case credits && debits:
+		return nacha.MixedDebitsAndCredits
+	case debits:
+		return nacha.DebitsOnly
+	}
+	return nacha.CreditsOnly
 }
 
 // IdentificationNumber is what an entry carries of its payment: the last 15

@@ -71,8 +71,8 @@ type Entry struct {
 	SettlesAt time.Time `json:"settles_at"`
 }
 
-// Credit is a credit entry the bank forwarded: funds for one of our
-// account numbers, as its file gave it.
+// Credit is an entry the bank forwarded for one of our account numbers, as
+// its file gave it: a credit (funds), or a debit, which is returned.
 type Credit struct {
 	TraceNumber    string `json:"trace_number"`
 	AccountNumber  string `json:"account_number"` // the DFI account number: ours
@@ -92,23 +92,31 @@ type Credit struct {
 	EffectiveDate     string `json:"effective_date"`    // YYYY-MM-DD
 	Prenote           bool   `json:"prenote,omitempty"` // a zero-dollar test entry: nothing to credit
 	Savings           bool   `json:"savings,omitempty"` // to a savings account number: its return's code is 31
+	// Debit: the originator takes money (code 27 or 37, prenotes 28, 38):
+	// never applied, returned.
+	Debit bool `json:"debit,omitempty"`
 }
 
-// Return codes of the credits we cannot apply (API.md §10).
+// Return codes of the entries we cannot apply (API.md §10).
 const (
 	ReturnAccountClosed = "R02"
 	ReturnNoAccount     = "R03"
+	// ReturnNoDebits answers a debit: a virtual account takes no ACH
+	// debits (R20, non-transaction account).
+	ReturnNoDebits = "R20"
 )
 
-// CreditReturn says whether a credit to an account is returned, and why:
-// "" when it is applied. found and closed describe the live virtual
-// account the credit's account number names.
-func CreditReturn(found, closed bool) string {
+// CreditReturn says whether an entry the bank forwarded is returned, and
+// why: "" when it is applied. found and closed describe the live virtual
+// account its account number names.
+func CreditReturn(c Credit, found, closed bool) string {
 	switch {
 	case !found:
 		return ReturnNoAccount
 	case closed:
 		return ReturnAccountClosed
+	case c.Debit:
+		return ReturnNoDebits
 	}
 	return ""
 }
@@ -184,15 +192,17 @@ const InboundStreamType = "ach_inbound_file"
 // InboundStreamID is the stream of an inbound file, by its SHA-256 (hex).
 func InboundStreamID(sha256 string) string { return "achin-" + sha256 }
 
-// TotalCredit is the sum of the file's entries (payments and returned
-// credits), in cents.
+// TotalCredit is the sum of the file's credit entries (payments and
+// returned credits), in cents: its file control's total credit.
 func (f FileCreated) TotalCredit() int64 {
 	var total int64
 	for _, e := range f.Entries {
 		total += e.Amount
 	}
 	for _, r := range f.Returns {
-		total += r.Credit.Amount
+		if !r.Credit.Debit { // a debit's return is a debit
+			total += r.Credit.Amount
+		}
 	}
 	return total
 }

@@ -253,17 +253,22 @@ func TestFileCreatedTotal(t *testing.T) {
 }
 
 func TestCreditReturn(t *testing.T) {
+	credit, debit := ach.Credit{Amount: 100}, ach.Credit{Amount: 100, Debit: true}
 	cases := []struct {
 		name          string
+		entry         ach.Credit
 		found, closed bool
 		want          string
 	}{
-		{"an open (or frozen) account takes the credit", true, false, ""},
-		{"no account of that number: R03", false, false, "R03"},
-		{"a closed account: R02", true, true, "R02"},
+		{"an open (or frozen) account takes a credit", credit, true, false, ""},
+		{"no account of that number: R03", credit, false, false, "R03"},
+		{"a closed account: R02", credit, true, true, "R02"},
+		{"a debit to an open account: R20, no debits", debit, true, false, "R20"},
+		{"a debit to no account: R03", debit, false, false, "R03"},
+		{"a debit to a closed account: R02", debit, true, true, "R02"},
 	}
 	for _, c := range cases {
-		if got := ach.CreditReturn(c.found, c.closed); got != c.want {
+		if got := ach.CreditReturn(c.entry, c.found, c.closed); got != c.want {
 			t.Errorf("%s: got %q", c.name, got)
 		}
 	}
