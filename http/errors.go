@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,6 +40,24 @@ var statusOf = map[domain.Code]int{
 	domain.CodeUnavailable:            http.StatusServiceUnavailable,
 }
 
+// HeaderShouldRetry tells a client whether sending the same request again
+// (with the same Idempotency-Key) can succeed: the answer's own verdict,
+// which the client libraries follow over their defaults.
+const HeaderShouldRetry = "x-should-retry"
+
+// shouldRetry is that verdict: yes for a request that did not run (in
+// progress under its key, timed out, rate limited, the server unavailable
+// or failing); no for every other refusal, which the same request meets
+// again (an idempotency conflict above all: it never will succeed).
+func shouldRetry(code domain.Code, status int) bool {
+	switch {
+	case code == domain.CodeIdempotencyInProgress,
+		status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500:
+		return true
+	}
+	return false
+}
+
 // ErrorBody is the error response of every route.
 type ErrorBody struct {
 	Code       domain.Code `json:"code"`
@@ -57,6 +76,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	body, status := s.errorBody(err, c)
 	body.RequestID = ensureRequestID(c)
+	c.Response().Header().Set(HeaderShouldRetry, strconv.FormatBool(shouldRetry(body.Code, status)))
 	switch status {
 	case http.StatusServiceUnavailable:
 		c.Response().Header().Set("Retry-After", "1")

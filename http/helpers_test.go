@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -162,6 +163,13 @@ func requireError(t testing.TB, r response, status int, code string) map[string]
 	}
 	if m["message"] == "" || m["request_id"] == "" {
 		t.Fatalf("error body lacks message or request_id: %s", r.Body)
+	}
+	// The retry verdict of every error answer (API.md §11): retry what did
+	// not run, never a refusal the same request meets again.
+	retry := code == "idempotency_in_progress" || status == http.StatusRequestTimeout ||
+		status == http.StatusTooManyRequests || status >= 500
+	if got := r.Header.Get("x-should-retry"); got != fmt.Sprint(retry) {
+		t.Fatalf("x-should-retry %q on %d %s, want %v", got, status, code, retry)
 	}
 	return m
 }
