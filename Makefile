@@ -2,17 +2,34 @@
 SHELL := /bin/bash
 GO    ?= go
 
-.PHONY: run test test-short build vet fmt postgres bench clean
+.PHONY: run test test-tools test-short build vet fmt postgres bench clean
 
 ## run: start the service in sandbox mode (finds or starts PostgreSQL) and print how to call it
 run: postgres
 	$(GO) run ./cmd/treasury dev
 
-## test: every test, with the race detector, against a real PostgreSQL
-test: postgres
+## test: every test, with the race detector, against a real PostgreSQL; the
+## OpenAPI document linted (0 warnings); the client libraries against a
+## real server (their toolchains installed first: see test-tools)
+test: postgres test-tools
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	cd http/testdata/redocly && npm ci --no-audit --no-fund --loglevel=error && npx redocly lint ../../openapi.json --config redocly.yaml --format=stylish
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-tools: what the client libraries' tests need, from Debian's packages
+## (Ruby 3.1 and minitest; Python 3's standard library; Node.js and npm) —
+## installed only when missing
+test-tools:
+	@missing=; \
+	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	command -v python3 >/dev/null || missing="$$missing python3"; \
+	command -v ruby >/dev/null && ruby -e 'require "minitest"' 2>/dev/null || missing="$$missing ruby ruby-minitest"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian's$$missing for the client libraries' tests"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 ## bench: start the service on a fresh database and measure it (writes bench/results.json)
 bench: postgres
