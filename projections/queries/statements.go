@@ -97,15 +97,9 @@ func statementTotals(v *StatementView, opening string) error {
 // row per transaction with the balance after it.
 func WriteStatementCSV(w io.Writer, v StatementView) error {
 	cw := csv.NewWriter(w)
+	// One table, so that it loads as one (a spreadsheet, a data frame, a
+	// COPY): the summary (opening, totals, closing) is the JSON form's.
 	rows := [][]string{
-		{"virtual_account_id", v.VirtualAccountID},
-		{"month", v.Month},
-		{"currency", v.Currency},
-		{"opening_balance", itoa64(v.OpeningBalance)},
-		{"total_in", itoa64(v.TotalIn)},
-		{"total_out", itoa64(v.TotalOut)},
-		{"closing_balance", itoa64(v.ClosingBalance)},
-		{},
 		{"transaction_id", "posted_at", "type", "description", "amount", "balance", "source_type", "source_id"},
 	}
 	// Exact: between an opening and a closing that fit int64 the balance
