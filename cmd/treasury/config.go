@@ -319,7 +319,7 @@ func backgroundPool(ctx context.Context, api *pgxpool.Pool) (*pgxpool.Pool, erro
 // is more than TREASURY_PACE_MAX_LAG (default defaultPaceMaxLag) behind,
 // each at most paceMaxWait. A reader's lag overshoots the bound by about
 // a batch: at 150 ms the slowest reader's lag p99 stays under 250 ms at
-// 64 clients, for the same payments a second as at 200 ms (README,
+// 64 clients, for the same payments a second as at 200 ms (docs/performance.md,
 // Performance).
 const (
 	defaultPaceMaxLag = 150 * time.Millisecond
