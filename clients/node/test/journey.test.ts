@@ -1,0 +1,704 @@
+// The client against a real `treasury serve` (sandbox, TREASURY_WEBHOOK_ALLOW_PRIVATE=true):
+// the whole journey of issue #17, every error class from a real answer (5xx aside: see
+// unit.test.ts), a real 429 retried after Retry-After, and a final check that every route of the
+// API was called. Needs TREASURY_BASE_URL and TREASURY_OPERATOR_KEY; fails without them.
+
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import Treasury, {
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitError,
+  UnprocessableEntityError,
+  WebhookVerificationError,
+  type Fetch,
+  type KYBSubmitRequest,
+  type Payment,
+  type PaymentCreateParams,
+  type VirtualAccount,
+  type KYBVerification,
+  type WebhookEndpointWithSecret,
+} from '../src/index.js';
+import { ROUTES, matchRoute, poll, sleep } from './helpers.js';
+
+const BASE_URL = process.env['TREASURY_BASE_URL'];
+const OPERATOR_KEY = process.env['TREASURY_OPERATOR_KEY'];
+if (!BASE_URL || !OPERATOR_KEY) {
+  throw new Error(
+    'TREASURY_BASE_URL (e.g. http://127.0.0.1:8080/v1) and TREASURY_OPERATOR_KEY must be set: ' +
+      'this suite runs against a real `treasury serve`.',
+  );
+}
+
+const RUN = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+const basePath = new URL(BASE_URL).pathname.replace(/\/+$/, '');
+
+// Every request of every client goes through this fetch, which notes the route it hit.
+const hits = new Set<string>();
+const recordingFetch: Fetch = (input, init) => {
+  const url = new URL(String(input));
+  const route = matchRoute(init?.method ?? 'GET', url.pathname.slice(basePath.length));
+  if (route) hits.add(route);
+  return fetch(input, init);
+};
+const newClient = (apiKey: string, extra: { maxRetries?: number } = {}) =>
+  new Treasury({ apiKey, baseURL: BASE_URL, fetch: recordingFetch, ...extra });
+
+const op = newClient(OPERATOR_KEY);
+
+/** What the test's webhook receiver got. */
+interface Delivery {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+const deliveries: Delivery[] = [];
+let receiver: http.Server;
+let receiverURL: string;
+
+async function waitForDelivery(pred: (d: Delivery) => boolean, timeoutMs = 15_000): Promise<Delivery> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const d = deliveries.find(pred);
+    if (d) return d;
+    if (Date.now() > deadline) {
+      throw new Error(`no such delivery within ${timeoutMs} ms; got ${deliveries.map((x) => JSON.parse(x.body).type).join(', ')}`);
+    }
+    await sleep(50);
+  }
+}
+const eventOf = (d: Delivery) => JSON.parse(d.body) as { id: string; type: string; data: { object: any } };
+
+before(async () => {
+  receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      deliveries.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiverURL = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/treasury`;
+});
+
+after(async () => {
+  receiver.closeAllConnections?.();
+  await new Promise<void>((r) => receiver.close(() => r()));
+});
+
+const DEST = { account_number: '123456789', routing_number: '021000021', name: 'Initech LLC' };
+const ORIGINATOR = { name: 'Globex Corp', account_number: '987654321', routing_number: '021000021' };
+const ADDRESS = { line1: '500 Congress Ave', city: 'Austin', state: 'TX' as const, postal_code: '78701', country: 'US' as const };
+
+function kybBody(virtual_account_id: string, legal_name: string, ein: string): KYBSubmitRequest {
+  return {
+    virtual_account_id,
+    business: {
+      legal_name,
+      ein,
+      entity_type: 'llc',
+      formation_date: '2015-06-01',
+      formation_state: 'DE',
+      address: { ...ADDRESS, line2: 'Suite 200' },
+      website: 'https://example.com',
+      naics_code: '541214',
+      phone: '+15125550100',
+    },
+    beneficial_owners: [
+      {
+        first_name: 'Jane',
+        last_name: 'Doe',
+        date_of_birth: '1980-04-12',
+        ssn_last4: '1234',
+        ownership_percentage: '60',
+        is_control_person: true,
+        title: 'CEO',
+        address: ADDRESS,
+      },
+      {
+        first_name: 'John',
+        last_name: 'Roe',
+        date_of_birth: '1975-09-30',
+        ssn_last4: '5678',
+        ownership_percentage: 25.5,
+        is_control_person: false,
+        address: ADDRESS,
+      },
+    ],
+  };
+}
+
+/** Expects `promise` to reject with `cls` (and `code`, if given); returns the error. */
+async function expectError<E extends Error>(
+  promise: Promise<unknown>,
+  cls: new (...args: any[]) => E,
+  code?: string,
+): Promise<E> {
+  try {
+    await promise;
+  } catch (e) {
+    assert.ok(e instanceof cls, `expected ${cls.name}, got ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
+    if (code !== undefined) assert.equal((e as any).code, code, (e as Error).message);
+    assert.ok((e as any).requestId, 'the error carries the request id');
+    return e;
+  }
+  assert.fail(`expected ${cls.name}, but the call succeeded`);
+}
+
+const today = new Date().toISOString().slice(0, 10);
+const month = today.slice(0, 7);
+const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+
+describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
+  let platformId: string;
+  let sandboxKey: string;
+  let liveKey: string;
+  let sb: Treasury;
+  let va1: VirtualAccount; // funded, KYB approved: sends the payments
+  let va2: VirtualAccount; // never verified: freeze, unfreeze, close; kyb_not_approved
+  let va3: VirtualAccount; // KYB pending_review, approved by a simulation
+  let va4: VirtualAccount; // KYB pending_review, rejected by the operator
+  let webhook: WebhookEndpointWithSecret;
+  let beforeFunding: string;
+  const completed: Payment[] = [];
+
+  test('the operator registers, lists, configures, approves, opens live and funds a platform', async () => {
+    const body = { name: `node client ${RUN}`, contact_email: 'ops@example.com', metadata: { run: RUN } };
+    const platform = await op.platforms.register(body, { idempotencyKey: `register-${RUN}` });
+    assert.equal(platform.object, 'platform');
+    assert.equal(platform.status, 'pending_approval');
+    assert.equal(platform.lastResponse.idempotentReplayed, false);
+    platformId = platform.id;
+
+    // The same request with the same key replays the first answer.
+    const replay = await op.platforms.register(body, { idempotencyKey: `register-${RUN}` });
+    assert.equal(replay.id, platformId);
+    assert.equal(replay.lastResponse.idempotentReplayed, true);
+
+    const got = await op.platforms.retrieve(platformId);
+    assert.equal(got.name, body.name);
+    assert.deepEqual(got.metadata, { run: RUN });
+
+    // Newest first: ours is on one of the first pages of two.
+    let pagesSeen = 0;
+    let found = false;
+    for await (const page of op.platforms.list({ limit: 2 }).pages()) {
+      pagesSeen++;
+      assert.ok(page.data.length <= 2);
+      if (page.data.some((p) => p.id === platformId)) {
+        found = true;
+        break;
+      }
+    }
+    assert.ok(found, `platform not found in ${pagesSeen} pages`);
+
+    const configured = await op.platforms.update(platformId, {
+      fee_schedule: { rtp: 40 },
+      revenue_share_rate: '0.30',
+      interest_rate: '0.05',
+    });
+    assert.equal(configured.fee_schedule.rtp, 40);
+    assert.equal(configured.revenue_share_rate, '0.30');
+
+    const approved = await op.platforms.approve(platformId);
+    assert.equal(approved.status, 'approved');
+    assert.match(approved.sandbox_api_key.secret, /^sk_sandbox_[0-9A-Za-z]{40}$/);
+    sandboxKey = approved.sandbox_api_key.secret;
+
+    const live = await op.platforms.enableLive(platformId);
+    assert.equal(live.live_enabled, true);
+    assert.match(live.live_api_key.secret, /^sk_live_/);
+    liveKey = live.live_api_key.secret;
+
+    const funding = await op.platforms.fund(platformId, { amount: 1_000_000, environment: 'sandbox', description: `run ${RUN}` });
+    assert.equal(funding.object, 'journal_entry');
+    assert.equal(funding.type, 'funding');
+    assert.equal(funding.entries.length, 2);
+
+    sb = newClient(sandboxKey);
+  });
+
+  test('the platform reads itself, sets sandbox delays, and manages API keys', async () => {
+    const me = await sb.platform.retrieve();
+    assert.equal(me.id, platformId);
+    assert.equal(me.environment, 'sandbox');
+
+    const settings = await sb.platform.settings.retrieve();
+    assert.equal(settings.object, 'platform_settings');
+    const updated = await sb.platform.settings.update({
+      sandbox: { auto_settle: true, ach_same_day_delay_seconds: 1, ach_standard_delay_seconds: 1 },
+    });
+    assert.equal(updated.sandbox?.ach_same_day_delay_seconds, 1);
+    assert.equal(updated.sandbox?.ach_standard_delay_seconds, 1);
+
+    const key = await sb.platform.apiKeys.create({ name: `ci ${RUN}` });
+    assert.match(key.secret, /^sk_sandbox_/);
+    assert.equal(key.prefix, key.secret.slice(0, 12));
+    const listed = await sb.platform.apiKeys.list({ environment: 'sandbox' }).toArray();
+    assert.ok(listed.some((k) => k.id === key.id));
+    assert.ok(listed.every((k) => k.secret === undefined), 'lists never show secrets');
+
+    // The new key works; rolled with no grace, it stops at once (401 from the real server).
+    assert.equal((await newClient(key.secret).platform.retrieve()).id, platformId);
+    const rolled = await sb.platform.apiKeys.roll(key.id, { grace_seconds: 0 });
+    assert.notEqual(rolled.secret, key.secret);
+    const err = await expectError(newClient(key.secret).platform.retrieve(), AuthenticationError, 'unauthorized');
+    assert.equal(err.status, 401);
+
+    const revoked = await sb.platform.apiKeys.revoke(rolled.id);
+    assert.ok(revoked.revoked_at);
+  });
+
+  test('a webhook endpoint pointed at the test receiver', async () => {
+    webhook = await sb.webhooks.create({
+      url: receiverURL,
+      events: ['*'],
+      description: `node client ${RUN}`,
+      retry_policy: { max_attempts: 3, initial_delay_seconds: 1, max_delay_seconds: 2 },
+    });
+    assert.match(webhook.secret, /^whsec_/);
+    assert.equal(webhook.status, 'enabled');
+  });
+
+  test('virtual accounts are opened, read and listed', async () => {
+    const open = (suffix: string, type: 'checking' | 'savings' = 'checking') =>
+      sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-${suffix}-${RUN}`, type, metadata: { run: RUN } });
+    [va1, va2, va3, va4] = await Promise.all([open('a'), open('b', 'savings'), open('c'), open('d')]);
+    assert.equal(va1.object, 'virtual_account');
+    assert.equal(va1.status, 'active');
+    assert.equal(va1.kyb_status, 'not_started');
+    assert.match(va1.account_number, /^[1-9][0-9]{11}$/);
+    assert.equal((await sb.virtualAccounts.retrieve(va1.id)).id, va1.id);
+    const mine = await sb.virtualAccounts.list({ entity_ref: va1.entity_ref }).toArray();
+    assert.deepEqual(mine.map((a) => a.id), [va1.id]);
+    const active = await sb.virtualAccounts.list({ status: 'active', limit: 2 }).toArray();
+    assert.ok(active.length >= 4);
+  });
+
+  test('KYB: automatic approval, pending review decided by a simulation and by the operator', async () => {
+    const k1 = await sb.kyb.create(kybBody(va1.id, `Acme Widgets ${RUN} LLC`, '12-3456789'));
+    assert.equal(k1.status, 'pending');
+    assert.equal(k1.business.ein.slice(-4), '6789');
+    const k3 = await sb.kyb.submit(kybBody(va3.id, `Review Co ${RUN}`, '98-7651111'));
+    const k4 = await sb.kyb.create(kybBody(va4.id, `Reject Co ${RUN}`, '555551111'));
+
+    const approved = await poll(() => sb.kyb.retrieve(k1.id), (k) => k.status !== 'pending');
+    assert.equal(approved.status, 'approved');
+    assert.equal(approved.decision?.method, 'automatic');
+    const inReview = await Promise.all(
+      [k3, k4].map((k) => poll(() => sb.kyb.retrieve(k.id), (v: KYBVerification) => v.status !== 'pending')),
+    );
+    for (const k of inReview) {
+      assert.equal(k.status, 'pending_review');
+      assert.ok(k.review?.eta);
+    }
+
+    const bySimulation = await sb.simulations.kyb.decide(k3.id, { outcome: 'approved' });
+    assert.equal(bySimulation.status, 'approved');
+    assert.equal(bySimulation.decision?.method, 'manual');
+    const byOperator = await op.operator.kyb.decide(k4.id, {
+      outcome: 'rejected',
+      reasons: [{ code: 'document_mismatch', message: 'The articles name another business.', field: 'business.legal_name' }],
+    });
+    assert.equal(byOperator.status, 'rejected');
+    assert.equal(byOperator.decision?.reasons[0]?.code, 'document_mismatch');
+
+    const listed = await sb.kyb.list({ virtual_account_id: va1.id }).toArray();
+    assert.deepEqual(listed.map((k) => k.id), [k1.id]);
+    assert.equal((await sb.virtualAccounts.retrieve(va1.id)).kyb_status, 'approved');
+
+    // 409 from the real server: the business is already approved.
+    const again = await expectError(sb.kyb.create(kybBody(va1.id, `Acme Widgets ${RUN} LLC`, '12-3456789')), ConflictError, 'kyb_already_approved');
+    assert.equal(again.resourceId, k1.id);
+  });
+
+  test('inbound funds over RTP credit the account at once', async () => {
+    beforeFunding = new Date().toISOString();
+    await sleep(20);
+    const itx = await sb.simulations.inboundTransfers.create({
+      virtual_account_id: va1.id,
+      amount: 5_000_000,
+      rail: 'rtp',
+      originator: ORIGINATOR,
+      description: `seed ${RUN}`,
+    });
+    assert.equal(itx.object, 'inbound_transfer');
+    const account = await poll(() => sb.virtualAccounts.retrieve(va1.id), (a) => a.balance.available >= 5_000_000);
+    assert.equal(account.balance.posted, 5_000_000);
+  });
+
+  test('payments on all four rails complete; one fails; one is canceled', async () => {
+    const pay = (rail: Payment['rail'], amount: number, destination = DEST) =>
+      sb.payments.create({ virtual_account_id: va1.id, amount, rail, destination, description: `${rail} ${RUN}`, metadata: { run: RUN } });
+
+    const created = await Promise.all([
+      pay('rtp', 10_000),
+      pay('fednow', 11_000),
+      pay('ach_same_day', 12_000),
+      pay('ach_standard', 13_000),
+    ]);
+    for (const p of created) {
+      assert.equal(p.object, 'payment');
+      assert.ok(['pending', 'submitted', 'completed'].includes(p.status), p.status);
+      assert.equal(p.idempotency_key, p.lastResponse.idempotencyKey, 'the body key defaults to the header');
+    }
+    assert.equal(created[0]!.fee, 40, 'the fee schedule the operator set');
+
+    const done = await Promise.all(created.map((p) => poll(() => sb.payments.retrieve(p.id), (x) => ['completed', 'failed'].includes(x.status))));
+    for (const p of done) {
+      assert.equal(p.status, 'completed', `${p.rail}: ${JSON.stringify(p.failure)}`);
+      assert.ok(p.completed_at);
+    }
+    completed.push(...done);
+
+    // A destination that does not exist fails, with a recommendation.
+    const failing = await pay('rtp', 1_000, { ...DEST, account_number: '4000000003' });
+    const failed = await poll(() => sb.payments.retrieve(failing.id), (x) => ['completed', 'failed'].includes(x.status));
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.failure?.code, 'no_account');
+    assert.equal(failed.failure?.retry_recommendation.action, 'update_destination');
+
+    // An ACH payment stays pending for a second: cancel it now.
+    const pending = await pay('ach_standard', 2_000);
+    assert.equal(pending.status, 'pending');
+    const canceled = await sb.payments.cancel(pending.id);
+    assert.equal(canceled.status, 'canceled');
+    assert.ok(canceled.canceled_at);
+
+    // Cancelling a completed payment: 409 payment_not_cancelable.
+    await expectError(sb.payments.cancel(done[0]!.id), ConflictError, 'payment_not_cancelable');
+  });
+
+  test('with auto_settle off, simulations complete and fail submitted ACH payments', async () => {
+    await sb.platform.settings.update({ sandbox: { auto_settle: false } });
+    try {
+      const body = (rail: Payment['rail'], amount: number): PaymentCreateParams => ({
+        virtual_account_id: va1.id,
+        amount,
+        rail,
+        destination: DEST,
+      });
+      const [a, b] = await Promise.all([sb.payments.create(body('ach_same_day', 3_000)), sb.payments.create(body('ach_standard', 4_000))]);
+      await Promise.all([a, b].map((p) => poll(() => sb.payments.retrieve(p.id), (x) => x.status === 'submitted')));
+      const ok = await sb.simulations.payments.complete(a.id);
+      assert.equal(ok.status, 'completed');
+      const ko = await sb.simulations.payments.fail(b.id, { network_code: 'R01' });
+      assert.equal(ko.status, 'failed');
+      assert.equal(ko.failure?.network_code, 'R01');
+      assert.equal(ko.failure?.code, 'insufficient_funds');
+      assert.equal(ko.failure?.retry_recommendation.action, 'retry_later');
+    } finally {
+      await sb.platform.settings.update({ sandbox: { auto_settle: true } });
+    }
+  });
+
+  test('an idempotency key replays on the real server, and conflicts with another body', async () => {
+    const key = `pay-${RUN}`;
+    const body: PaymentCreateParams = { virtual_account_id: va1.id, amount: 777, rail: 'rtp', destination: DEST };
+    const first = await sb.payments.create(body, { idempotencyKey: key });
+    assert.equal(first.lastResponse.status, 201);
+    assert.equal(first.idempotency_key, key);
+    const replay = await sb.payments.create(body, { idempotencyKey: key });
+    assert.equal(replay.lastResponse.status, 200);
+    assert.equal(replay.lastResponse.idempotentReplayed, true);
+    assert.equal(replay.id, first.id);
+    const conflict = await expectError(
+      sb.payments.create({ ...body, amount: 778 }, { idempotencyKey: key }),
+      ConflictError,
+      'idempotency_conflict',
+    );
+    assert.equal(conflict.status, 409);
+    assert.equal(conflict.resourceId, first.id);
+    assert.equal(conflict.attempts, 1, 'idempotency_conflict is not retried');
+    const found = await sb.payments.list({ idempotency_key: key }).toArray();
+    assert.deepEqual(found.map((p) => p.id), [first.id]);
+  });
+
+  test('every list walks all its pages (limit 2)', async () => {
+    const pages = [];
+    for await (const page of sb.payments.list({ virtual_account_id: va1.id, limit: 2 }).pages()) pages.push(page);
+    assert.ok(pages.length >= 4, `${pages.length} pages`);
+    assert.ok(pages.slice(0, -1).every((p) => p.has_more && p.next_cursor && p.data.length === 2));
+    assert.equal(pages.at(-1)!.has_more, false);
+    const viaIterator: string[] = [];
+    for await (const p of sb.payments.list({ virtual_account_id: va1.id, limit: 2 })) viaIterator.push(p.id);
+    assert.deepEqual(viaIterator, pages.flatMap((p) => p.data.map((x) => x.id)));
+    assert.equal(new Set(viaIterator).size, viaIterator.length, 'no item twice');
+    for (const p of completed) assert.ok(viaIterator.includes(p.id));
+    const completedOnly = await sb.payments.list({ status: 'completed', rail: 'rtp', created_after: today }).toArray();
+    assert.ok(completedOnly.every((p) => p.status === 'completed' && p.rail === 'rtp'));
+  });
+
+  test('error classes from real answers: 400, 403, 404, 422', async () => {
+    const bad = await expectError(
+      sb.payments.create({ virtual_account_id: va1.id, amount: 100, rail: 'rtp', destination: { ...DEST, routing_number: '123456789' } }),
+      BadRequestError,
+      'invalid_request',
+    );
+    assert.equal(bad.status, 400);
+    assert.equal(bad.param, 'destination.routing_number');
+
+    const forbidden = await expectError(sb.platforms.list().firstPage(), PermissionDeniedError, 'forbidden');
+    assert.equal(forbidden.status, 403);
+    const liveOnSandboxRoute = newClient(liveKey).simulations.inboundTransfers.create({
+      virtual_account_id: va1.id,
+      amount: 100,
+      rail: 'rtp',
+      originator: ORIGINATOR,
+    });
+    await expectError(liveOnSandboxRoute, PermissionDeniedError, 'forbidden');
+
+    const missing = await expectError(sb.payments.retrieve('pay_0000000000000000000000000a'), NotFoundError, 'not_found');
+    assert.equal(missing.status, 404);
+    await expectError(sb.virtualAccounts.retrieve('va_does_not_exist'), NotFoundError);
+
+    const notApproved = await expectError(
+      sb.payments.create({ virtual_account_id: va2.id, amount: 100, rail: 'rtp', destination: DEST }),
+      UnprocessableEntityError,
+      'kyb_not_approved',
+    );
+    assert.equal(notApproved.status, 422);
+    assert.equal(notApproved.resourceId, va2.id);
+    await expectError(
+      sb.payments.create({ virtual_account_id: va3.id, amount: 100, rail: 'rtp', destination: DEST }),
+      UnprocessableEntityError,
+      'insufficient_funds',
+    );
+  });
+
+  test('a real 429: a burst over a low rate limit is refused, and the client waits Retry-After and succeeds', async () => {
+    const platform = await op.platforms.create({ name: `node client rate ${RUN}`, contact_email: 'ops@example.com' });
+    const approved = await op.platforms.approve(platform.id);
+    const limited = await op.platforms.update(platform.id, { rate_limit: { per_second: 1, burst: 1 } });
+    assert.deepEqual(limited.rate_limit, { per_second: 1, burst: 1 });
+    const key = approved.sandbox_api_key.secret;
+
+    const noRetries = newClient(key, { maxRetries: 0 });
+    const retrying = newClient(key);
+    for (let round = 1; ; round++) {
+      // Empty the bucket: a burst until the server refuses one.
+      const results = await Promise.allSettled(Array.from({ length: 4 }, () => noRetries.platform.retrieve()));
+      const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
+      assert.ok(refused.length > 0, 'a burst of 4 over a bucket of 1 got no 429 (is the server run with TREASURY_RATE_LIMIT=off?)');
+      const e = refused[0];
+      assert.ok(e instanceof RateLimitError, String(e));
+      assert.equal(e.status, 429);
+      assert.equal(e.code, 'rate_limited');
+      assert.ok(e.retryAfter !== undefined && e.retryAfter >= 1, `Retry-After: ${e.headers.get('retry-after')}`);
+
+      const t0 = performance.now();
+      const me = await retrying.platform.retrieve();
+      const waited = performance.now() - t0;
+      assert.equal(me.id, platform.id);
+      if (me.lastResponse.attempts === 1 && round < 3) continue; // the bucket refilled in between: again
+      assert.ok(me.lastResponse.attempts >= 2, 'the call was retried');
+      assert.ok(waited >= 900, `waited only ${waited.toFixed(0)} ms for a Retry-After of ${e.retryAfter} s`);
+      break;
+    }
+  });
+
+  test('the ledger: accounts, three forms of manual journal entry, entries over pages, the CSV export', async () => {
+    const accounts = await sb.ledger.accounts.list({ limit: 2 }).toArray();
+    const operating = accounts.find((a) => a.name === 'platform_operating');
+    const mine = accounts.find((a) => a.virtual_account_id === va1.id);
+    assert.ok(operating && mine, accounts.map((a) => a.name).join(','));
+    assert.ok(operating.balances.posted >= 1_000_000, 'the operator funded it');
+
+    const fee = await sb.ledger.entries.create({
+      type: 'fee',
+      description: `Monthly fee ${RUN}`,
+      virtual_account_id: va1.id,
+      direction: 'debit',
+      amount: 500,
+      metadata: { run: RUN },
+    });
+    assert.equal(fee.object, 'journal_entry');
+    assert.equal(fee.entries.length, 2);
+    assert.equal(fee.lastResponse.status, 201);
+
+    const lines = await sb.ledger.entries.create({
+      type: 'adjustment',
+      description: `Goodwill credit ${RUN}`,
+      lines: [
+        { virtual_account_id: va1.id, direction: 'credit', amount: 300 },
+        { ledger_account_id: operating.id, direction: 'debit', amount: 300 },
+      ],
+    });
+    assert.equal(lines.entries.length, 2);
+
+    const reversal = await sb.ledger.entries.create({ reverses: fee.id });
+    assert.equal(reversal.reverses, fee.id);
+
+    const unbalanced = await expectError(
+      sb.ledger.entries.create({
+        type: 'correction',
+        description: 'unbalanced',
+        lines: [
+          { virtual_account_id: va1.id, direction: 'credit', amount: 300 },
+          { ledger_account_id: operating.id, direction: 'debit', amount: 200 },
+        ],
+      }),
+      BadRequestError,
+      'unbalanced_entry',
+    );
+    assert.equal(unbalanced.status, 400);
+
+    let pages = 0;
+    const entries = [];
+    for await (const page of sb.ledger.entries.list({ virtual_account_id: va1.id, limit: 2 }).pages()) {
+      pages++;
+      entries.push(...page.data);
+    }
+    assert.ok(pages > 1);
+    assert.ok(entries.some((e) => e.journal_entry_id === fee.id));
+    const credits = await sb.ledger.entries.list({ ledger_account_id: mine.id, direction: 'credit', type: 'adjustment' }).toArray();
+    assert.ok(credits.some((e) => e.journal_entry_id === lines.id));
+
+    const csv = await sb.ledger.exports.retrieve({ created_after: today, created_before: tomorrow });
+    assert.equal(typeof csv, 'string');
+    assert.match(csv.split('\n')[0]!, /^entry_id,journal_entry_id,ledger_account_id/);
+    assert.ok(csv.includes(fee.id));
+  });
+
+  test('balances, transactions over pages, statements as JSON and CSV', async () => {
+    const now = await sb.virtualAccounts.balance(va1.id);
+    assert.equal(now.object, 'balance');
+    const account = await sb.virtualAccounts.retrieve(va1.id);
+    assert.equal(now.posted, account.balance.posted);
+    const then = await sb.virtualAccounts.balance(va1.id, { as_of: beforeFunding });
+    assert.equal(then.posted, 0);
+    assert.equal(then.as_of.slice(0, 19), beforeFunding.slice(0, 19));
+
+    const txPages = [];
+    for await (const page of sb.virtualAccounts.transactions.list(va1.id, { limit: 2 }).pages()) txPages.push(page);
+    assert.ok(txPages.length > 2);
+    const txns = txPages.flatMap((p) => p.data);
+    assert.ok(txns.some((t) => t.type === 'inbound_transfer' && t.amount === 5_000_000));
+    assert.ok(txns.some((t) => t.type === 'payment_fee' && t.amount < 0));
+    const posted = await sb.virtualAccounts.transactions.list(va1.id, { status: 'posted', type: 'payment' }).toArray();
+    assert.ok(posted.length >= 4 && posted.every((t) => t.status === 'posted' && t.type === 'payment'));
+
+    const statement = await sb.virtualAccounts.statements.retrieve(va1.id, month);
+    assert.equal(statement.object, 'statement');
+    assert.equal(statement.month, month);
+    assert.equal(statement.closing_balance, statement.opening_balance + statement.total_in - statement.total_out);
+    assert.ok(statement.transactions.length > 0);
+    const csv = await sb.virtualAccounts.statements.retrieve(va1.id, month, { format: 'csv' });
+    assert.equal(typeof csv, 'string');
+    assert.ok(csv.includes(statement.transactions[0]!.id));
+  });
+
+  test('an account is frozen, unfrozen and closed', async () => {
+    assert.equal((await sb.virtualAccounts.freeze(va2.id)).status, 'frozen');
+    assert.equal((await sb.virtualAccounts.unfreeze(va2.id)).status, 'active');
+    assert.equal((await sb.virtualAccounts.close(va2.id)).status, 'closed');
+    assert.equal((await sb.virtualAccounts.retrieve(va2.id)).status, 'closed');
+  });
+
+  test('events are listed and read', async () => {
+    const events = await sb.events.list({ type: 'payment.completed', created_after: today, limit: 2 }).toArray();
+    assert.ok(events.length >= completed.length);
+    assert.ok(events.every((e) => e.type === 'payment.completed'));
+    const one = await sb.events.retrieve(events[0]!.id);
+    assert.equal(one.id, events[0]!.id);
+    assert.equal((one.data.object as Payment).object, 'payment');
+  });
+
+  test('webhooks: deliveries verified by the helper, a tampered one refused, test, retry, rotation, delete', async () => {
+    // The journey's events arrived, each signed: all verify.
+    const paymentDone = await waitForDelivery((d) => eventOf(d).type === 'payment.completed');
+    assert.equal(Treasury.webhooks.verify(paymentDone.body, paymentDone.headers, webhook.secret).type, 'payment.completed');
+    for (const d of deliveries) {
+      const event = Treasury.webhooks.verify(d.body, d.headers, webhook.secret);
+      assert.equal(event.object, 'event');
+    }
+    // Tampered body, or a signature of another secret: refused.
+    const tampered = paymentDone.body.replace('"payment.completed"', '"payment.failed"');
+    assert.notEqual(tampered, paymentDone.body);
+    assert.throws(() => Treasury.webhooks.verify(tampered, paymentDone.headers, webhook.secret), WebhookVerificationError);
+    assert.throws(
+      () => sb.webhooks.verify(paymentDone.body, paymentDone.headers, 'whsec_' + randomBytes(24).toString('base64')),
+      WebhookVerificationError,
+    );
+    assert.throws(
+      () => Treasury.webhooks.verify(paymentDone.body, { ...paymentDone.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 600) }, webhook.secret),
+      WebhookVerificationError,
+    );
+
+    assert.equal((await sb.webhooks.retrieve(webhook.id)).url, receiverURL);
+    const all = await sb.webhooks.list().toArray();
+    assert.ok(all.some((w) => w.id === webhook.id));
+    const updated = await sb.webhooks.update(webhook.id, { description: `updated ${RUN}` });
+    assert.equal(updated.description, `updated ${RUN}`);
+
+    const queued = await sb.webhooks.test(webhook.id);
+    assert.equal(queued.status, 'pending');
+    assert.equal(queued.lastResponse.status, 202);
+    const testDelivery = await waitForDelivery((d) => d.headers['webhook-id'] === queued.id);
+    assert.equal(Treasury.webhooks.verify(testDelivery.body, testDelivery.headers, webhook.secret).type, 'webhook.test');
+
+    const succeeded = await poll(
+      () => sb.webhooks.deliveries.list(webhook.id, { status: 'succeeded', limit: 2 }).toArray(),
+      (list) => list.some((d) => d.id === queued.id),
+    );
+    const record = succeeded.find((d) => d.id === queued.id)!;
+    assert.equal(record.attempts[0]?.status_code, 200);
+
+    // A retry is a new attempt of the same delivery: the same webhook-id again.
+    const countBefore = deliveries.filter((d) => d.headers['webhook-id'] === queued.id).length;
+    const retried = await sb.webhooks.deliveries.retry(webhook.id, queued.id);
+    assert.equal(retried.id, queued.id);
+    await poll(
+      async () => deliveries.filter((d) => d.headers['webhook-id'] === queued.id).length,
+      (n) => n > countBefore,
+      10_000,
+      50,
+    );
+
+    // After a rotation, deliveries carry both signatures for a while: either secret verifies.
+    const rotated = await sb.webhooks.rotateSecret(webhook.id);
+    assert.notEqual(rotated.secret, webhook.secret);
+    const afterRotation = await sb.webhooks.test(webhook.id);
+    const signedTwice = await waitForDelivery((d) => d.headers['webhook-id'] === afterRotation.id);
+    assert.ok(String(signedTwice.headers['webhook-signature']).split(' ').length >= 2);
+    Treasury.webhooks.verify(signedTwice.body, signedTwice.headers, rotated.secret);
+    Treasury.webhooks.verify(signedTwice.body, signedTwice.headers, webhook.secret);
+
+    const deleted = await sb.webhooks.delete(webhook.id);
+    assert.equal(deleted.deleted, true);
+    await expectError(sb.webhooks.retrieve(webhook.id), NotFoundError, 'not_found');
+  });
+
+  test('the revenue share report', async () => {
+    const report = await sb.platform.revenueShare({ from: today, to: tomorrow });
+    assert.equal(report.object, 'revenue_share_report');
+    assert.equal(report.share_rate, '0.30');
+    const rtp = report.lines.find((l) => l.source === 'payment_fees' && l.rail === 'rtp');
+    assert.ok(rtp && rtp.gross_amount >= 40, JSON.stringify(report.lines));
+  });
+
+  test('the operator lists and cuts live ACH files', async () => {
+    const files = await op.operator.achFiles.list({ limit: 2 }).firstPage();
+    assert.equal(files.object, 'list');
+    try {
+      const cut = await op.operator.achFiles.cut();
+      assert.equal(cut.object, 'list');
+      assert.equal(cut.has_more, false);
+    } catch (e) {
+      // A server without TREASURY_ACH_OUTBOX says so with 409 invalid_state.
+      assert.ok(e instanceof ConflictError && e.code === 'invalid_state', String(e));
+    }
+  });
+
+  test('every route of the API was called against the server', () => {
+    const missed = Object.keys(ROUTES).filter((r) => !hits.has(r));
+    assert.deepEqual(missed, [], 'routes this suite never called');
+  });
+});

@@ -1,0 +1,404 @@
+// Behaviour that a real server cannot be made to show on demand, against tiny local HTTP stubs:
+// 5xx mapping (InternalServerError), the same Idempotency-Key across retries, x-should-retry,
+// connection errors, backoff; and the webhook signature helper on its own.
+
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Treasury, {
+  APIConnectionError,
+  APIError,
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  InternalServerError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitError,
+  UnprocessableEntityError,
+  WebhookVerificationError,
+  backoff,
+  errorClassForStatus,
+  retryDelay,
+  shouldRetry,
+} from '../src/index.js';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+type Reply = { status: number; headers?: Record<string, string>; body?: unknown };
+
+/** A stub server answering the n-th request with replies[n] (the last one after that). */
+async function stub(replies: Reply[]): Promise<{ url: string; seen: Seen[]; close: () => Promise<void> }> {
+  const seen: Seen[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString() });
+      const reply = replies[Math.min(seen.length - 1, replies.length - 1)]!;
+      const body = reply.body === undefined ? '' : typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
+      res.writeHead(reply.status, { 'Content-Type': 'application/json', 'X-Request-Id': `req_stub_${seen.length}`, ...reply.headers });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    seen,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+const err = (code: string, message = code) => ({ code, message, request_id: 'req_stub' });
+const payment = { id: 'pay_01', object: 'payment', status: 'pending' };
+const paymentBody = {
+  virtual_account_id: 'va_01',
+  amount: 100,
+  rail: 'rtp' as const,
+  destination: { account_number: '123456789', routing_number: '021000021', name: 'Initech' },
+};
+
+describe('errors from the answer status', () => {
+  test('each status maps to its class, all APIError', () => {
+    const table: Array<[number, Function]> = [
+      [400, BadRequestError],
+      [401, AuthenticationError],
+      [403, PermissionDeniedError],
+      [404, NotFoundError],
+      [409, ConflictError],
+      [422, UnprocessableEntityError],
+      [429, RateLimitError],
+      [500, InternalServerError],
+      [503, InternalServerError],
+      [413, APIError],
+    ];
+    for (const [status, cls] of table) {
+      assert.equal(errorClassForStatus(status), cls, String(status));
+      const e = APIError.generate(status, err('x'), new Headers());
+      assert.ok(e instanceof cls && e instanceof APIError && e instanceof Error);
+    }
+  });
+
+  test('a real 500 answer throws InternalServerError with the body fields, after the retries', async () => {
+    const s = await stub([{ status: 500, body: { ...err('internal_error', 'boom'), request_id: 'req_500' } }]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url, maxRetries: 1 });
+      const e = await client.payments.retrieve('pay_x').then(
+        () => assert.fail('no error'),
+        (e: unknown) => e,
+      );
+      assert.ok(e instanceof InternalServerError, String(e));
+      assert.equal(e.status, 500);
+      assert.equal(e.code, 'internal_error');
+      assert.equal(e.requestId, 'req_500');
+      assert.match(e.message, /boom/);
+      assert.equal(s.seen.length, 2, 'one retry');
+      assert.equal(e.attempts, 2);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a 500 without a JSON body still maps, with the request id of the header', async () => {
+    const s = await stub([{ status: 502, body: 'bad gateway', headers: { 'Content-Type': 'text/plain' } }]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url, maxRetries: 0 });
+      await assert.rejects(client.events.retrieve('evt_1'), (e: unknown) => {
+        assert.ok(e instanceof InternalServerError);
+        assert.equal(e.status, 502);
+        assert.equal(e.requestId, 'req_stub_1');
+        assert.equal(e.body, 'bad gateway');
+        return true;
+      });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('param and resource_id are exposed as param and resourceId', async () => {
+    const s = await stub([
+      { status: 409, body: { ...err('idempotency_conflict'), resource_id: 'pay_1' } },
+      { status: 400, body: { ...err('invalid_request'), param: 'amount' } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await assert.rejects(client.payments.create(paymentBody), (e: unknown) => {
+        assert.ok(e instanceof ConflictError);
+        assert.equal(e.resourceId, 'pay_1');
+        return true;
+      });
+      await assert.rejects(client.payments.create(paymentBody), (e: unknown) => {
+        assert.ok(e instanceof BadRequestError);
+        assert.equal(e.param, 'amount');
+        return true;
+      });
+      assert.equal(s.seen.length, 2, '409 idempotency_conflict and 400 are not retried');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('retries', () => {
+  test('a retried POST sends the same Idempotency-Key on every attempt, and the payment body carries it', async () => {
+    const s = await stub([
+      { status: 503, headers: { 'Retry-After': '0' }, body: err('unavailable') },
+      { status: 500, body: err('internal_error') },
+      { status: 201, body: payment },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const p = await client.payments.create(paymentBody);
+      assert.equal(p.id, 'pay_01');
+      assert.equal(p.lastResponse.attempts, 3);
+      assert.equal(s.seen.length, 3);
+      const keys = s.seen.map((r) => r.headers['idempotency-key']);
+      assert.ok(keys[0] && keys.every((k) => k === keys[0]), `keys: ${keys}`);
+      for (const r of s.seen) assert.equal(JSON.parse(r.body).idempotency_key, keys[0]);
+      assert.equal(p.lastResponse.idempotencyKey, keys[0]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("the caller's idempotency key is used as given; other POSTs get a random one each call", async () => {
+    const s = await stub([{ status: 201, body: { id: 'va_1' } }]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await client.payments.create(paymentBody, { idempotencyKey: 'order-42' });
+      await client.payments.create({ ...paymentBody, idempotency_key: 'order-43' });
+      await client.virtualAccounts.create({ platform_id: 'plt_1', entity_ref: 'e', type: 'checking' });
+      await client.virtualAccounts.create({ platform_id: 'plt_1', entity_ref: 'e', type: 'checking' });
+      await client.virtualAccounts.retrieve('va_1');
+      assert.equal(s.seen[0]!.headers['idempotency-key'], 'order-42');
+      assert.equal(JSON.parse(s.seen[0]!.body).idempotency_key, 'order-42');
+      assert.equal(s.seen[1]!.headers['idempotency-key'], 'order-43');
+      const [a, b] = [s.seen[2]!.headers['idempotency-key'], s.seen[3]!.headers['idempotency-key']];
+      assert.match(String(a), /^[0-9a-f-]{36}$/);
+      assert.notEqual(a, b);
+      assert.equal(s.seen[4]!.headers['idempotency-key'], undefined, 'no key on GET');
+      assert.equal(s.seen[4]!.headers['authorization'], 'Bearer k');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('408, 429 and 409 idempotency_in_progress are retried; other 4xx are not', async () => {
+    const s = await stub([
+      { status: 408, headers: { 'Retry-After': '0' }, body: err('request_timeout') },
+      { status: 429, headers: { 'Retry-After': '0' }, body: err('rate_limited') },
+      { status: 409, headers: { 'Retry-After': '0' }, body: err('idempotency_in_progress') },
+      { status: 200, body: payment },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url, maxRetries: 3 });
+      const p = await client.payments.cancel('pay_01');
+      assert.equal(p.lastResponse.attempts, 4);
+    } finally {
+      await s.close();
+    }
+    for (const [status, code] of [
+      [400, 'invalid_request'],
+      [404, 'not_found'],
+      [409, 'payment_not_cancelable'],
+      [422, 'insufficient_funds'],
+    ] as const) {
+      const t = await stub([{ status, body: err(code) }]);
+      try {
+        const client = new Treasury({ apiKey: 'k', baseURL: t.url });
+        await assert.rejects(client.payments.cancel('pay_01'), APIError);
+        assert.equal(t.seen.length, 1, `${status} ${code} retried`);
+      } finally {
+        await t.close();
+      }
+    }
+  });
+
+  test('x-should-retry overrides the default decision both ways', async () => {
+    const s = await stub([
+      { status: 400, headers: { 'x-should-retry': 'true', 'Retry-After': '0' }, body: err('invalid_request') },
+      { status: 200, body: payment },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const p = await client.payments.retrieve('pay_01');
+      assert.equal(p.lastResponse.attempts, 2);
+    } finally {
+      await s.close();
+    }
+    const t = await stub([{ status: 503, headers: { 'x-should-retry': 'false' }, body: err('unavailable') }]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: t.url });
+      await assert.rejects(client.payments.retrieve('pay_01'), InternalServerError);
+      assert.equal(t.seen.length, 1);
+    } finally {
+      await t.close();
+    }
+    assert.equal(shouldRetry({ status: 409, headers: new Headers() }, 'idempotency_conflict'), false);
+    assert.equal(shouldRetry({ status: 409, headers: new Headers() }, 'idempotency_in_progress'), true);
+  });
+
+  test('Retry-After is waited for', async () => {
+    const s = await stub([
+      { status: 429, headers: { 'Retry-After': '1' }, body: err('rate_limited') },
+      { status: 200, body: payment },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const t0 = performance.now();
+      await client.payments.retrieve('pay_01');
+      const waited = performance.now() - t0;
+      assert.ok(waited >= 950, `waited ${waited} ms`);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('maxRetries: 0 throws at once; a Retry-After over 60 s is not waited for', async () => {
+    const s = await stub([{ status: 429, headers: { 'Retry-After': '3600' }, body: err('rate_limited') }]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await assert.rejects(client.payments.retrieve('pay_01'), (e: unknown) => {
+        assert.ok(e instanceof RateLimitError);
+        assert.equal(e.retryAfter, 3600);
+        return true;
+      });
+      assert.equal(s.seen.length, 1);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('backoff: exponential from 0.5 s, capped at 8 s', () => {
+    for (let i = 0; i < 50; i++) {
+      const d1 = backoff(1);
+      assert.ok(d1 <= 500 && d1 >= 375, String(d1));
+      const d5 = backoff(5);
+      assert.ok(d5 <= 8000 && d5 >= 6000, String(d5));
+      assert.ok(backoff(12) <= 8000);
+    }
+    assert.equal(retryDelay(1, new Headers({ 'retry-after': '2' })), 2000);
+    const d = retryDelay(3, new Headers());
+    assert.ok(d !== null && d <= 2000 && d >= 1500);
+  });
+
+  test('connection errors are retried, then throw APIConnectionError', async () => {
+    // A port with nothing listening: take one, then close it.
+    const s = await stub([{ status: 200 }]);
+    const url = s.url;
+    await s.close();
+    const client = new Treasury({ apiKey: 'k', baseURL: url, maxRetries: 1 });
+    const t0 = performance.now();
+    await assert.rejects(client.platform.retrieve(), (e: unknown) => {
+      assert.ok(e instanceof APIConnectionError);
+      assert.ok(e instanceof APIError);
+      assert.equal(e.status, undefined);
+      return true;
+    });
+    assert.ok(performance.now() - t0 >= 350, 'waited a backoff before the retry');
+  });
+
+  test('lists follow next_cursor while has_more', async () => {
+    const s = await stub([
+      { status: 200, body: { object: 'list', data: [{ id: 1 }, { id: 2 }], has_more: true, next_cursor: 'c1' } },
+      { status: 200, body: { object: 'list', data: [{ id: 3 }], has_more: false, next_cursor: null } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const ids: number[] = [];
+      for await (const p of client.payments.list({ limit: 2, status: 'completed' })) ids.push((p as any).id);
+      assert.deepEqual(ids, [1, 2, 3]);
+      assert.equal(s.seen[0]!.url, '/v1/payments?limit=2&status=completed');
+      assert.equal(s.seen[1]!.url, '/v1/payments?limit=2&status=completed&cursor=c1');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('webhook verification (unit)', () => {
+  const secret = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64');
+  const other = 'whsec_' + Buffer.from('another secret of thirty-two byt').toString('base64');
+  const body = JSON.stringify({ id: 'evt_1', object: 'event', type: 'webhook.test', data: { object: {} } });
+
+  test('a signed body verifies and returns the event; any case of header names', () => {
+    const h = Treasury.webhooks.sign(body, secret, { id: 'msg_1' });
+    const event = Treasury.webhooks.verify(body, h, secret);
+    assert.equal(event.id, 'evt_1');
+    const upper = Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toUpperCase(), v]));
+    assert.equal(Treasury.webhooks.verify(Buffer.from(body), upper, secret).type, 'webhook.test');
+    assert.equal(Treasury.webhooks.verify(body, new Headers(h), secret).id, 'evt_1');
+  });
+
+  test('several signatures (a rotation): any match passes', () => {
+    const a = Treasury.webhooks.sign(body, other, { id: 'msg_1', timestamp: 1_700_000_000 });
+    const b = Treasury.webhooks.sign(body, secret, { id: 'msg_1', timestamp: 1_700_000_000 });
+    const h = { ...b, 'webhook-signature': `${a['webhook-signature']} ${b['webhook-signature']}` };
+    assert.ok(Treasury.webhooks.verify(body, h, secret, { now: 1_700_000_010 }));
+    assert.ok(Treasury.webhooks.verify(body, h, other, { now: 1_700_000_010 }));
+    assert.ok(Treasury.webhooks.verify(body, b, [other, secret], { now: 1_700_000_010 }));
+  });
+
+  test('tampering, a wrong secret, a stale or future timestamp, missing headers: rejected', () => {
+    const h = Treasury.webhooks.sign(body, secret);
+    const rejects = (fn: () => unknown) => assert.throws(fn, WebhookVerificationError);
+    rejects(() => Treasury.webhooks.verify(body.replace('webhook.test', 'payment.completed'), h, secret));
+    rejects(() => Treasury.webhooks.verify(body, h, other));
+    rejects(() => Treasury.webhooks.verify(body, { ...h, 'webhook-id': 'msg_2' }, secret));
+    rejects(() => Treasury.webhooks.verify(body, { ...h, 'webhook-signature': 'v2,' + h['webhook-signature'].slice(3) }, secret));
+    const now = Number(h['webhook-timestamp']);
+    rejects(() => Treasury.webhooks.verify(body, h, secret, { now: now + 301 }));
+    rejects(() => Treasury.webhooks.verify(body, h, secret, { now: now - 301 }));
+    assert.ok(Treasury.webhooks.verify(body, h, secret, { now: now + 299 }));
+    rejects(() => Treasury.webhooks.verify(body, { 'webhook-id': 'msg_1' }, secret));
+    assert.throws(() => Treasury.webhooks.verify(JSON.parse(body), h, secret), TypeError);
+  });
+});
+
+describe('packaging', () => {
+  test('the package entry point (by its name) exports the client, its errors and the version', async () => {
+    const name = '@opentreasury/treasury';
+    const pkg = await import(name);
+    assert.equal(typeof pkg.default, 'function');
+    assert.equal(pkg.default, pkg.Treasury);
+    assert.equal(typeof pkg.Treasury.webhooks.verify, 'function');
+    for (const cls of [
+      'APIError',
+      'BadRequestError',
+      'AuthenticationError',
+      'PermissionDeniedError',
+      'NotFoundError',
+      'ConflictError',
+      'UnprocessableEntityError',
+      'RateLimitError',
+      'InternalServerError',
+    ]) {
+      assert.equal(typeof pkg[cls], 'function', cls);
+      assert.equal(pkg.Treasury[cls], pkg[cls], `Treasury.${cls}`);
+    }
+    const { readFileSync } = await import('node:fs');
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    assert.equal(pkg.VERSION, manifest.version);
+    assert.equal(manifest.version, '1.4.2');
+  });
+
+  test('a client needs a key; the base URL defaults and loses its trailing slash', () => {
+    const saved = process.env['TREASURY_API_KEY'];
+    delete process.env['TREASURY_API_KEY'];
+    try {
+      assert.throws(() => new Treasury({ baseURL: 'http://x/v1' }), TypeError);
+    } finally {
+      if (saved !== undefined) process.env['TREASURY_API_KEY'] = saved;
+    }
+    const c = new Treasury({ apiKey: 'k', baseURL: 'http://127.0.0.1:8080/v1/' });
+    assert.equal(c.baseURL, 'http://127.0.0.1:8080/v1');
+    assert.equal(c.buildURL('/payments', { limit: 2, cursor: undefined, created_after: new Date(0) }), 'http://127.0.0.1:8080/v1/payments?limit=2&created_after=1970-01-01T00%3A00%3A00.000Z');
+  });
+});

@@ -1,0 +1,93 @@
+# frozen_string_literal: true
+
+module Treasury
+  module Resources
+    # The double-entry sub-ledger (`/ledger`).
+    class Ledger < Base
+      # @return [LedgerAccounts]
+      def accounts
+        @accounts ||= LedgerAccounts.new(@client)
+      end
+
+      # @return [LedgerEntries]
+      def entries
+        @entries ||= LedgerEntries.new(@client)
+      end
+
+      # The reconciliation export: every ledger entry created in the range, with each account's
+      # running balance, as CSV.
+      # `GET /ledger/exports`
+      #
+      # @param created_after [Time, String] inclusive
+      # @param created_before [Time, String] exclusive
+      # @return [String] CSV text
+      def export(created_after: NOT_GIVEN, created_before: NOT_GIVEN)
+        call(:get, "/ledger/exports", query: { created_after: created_after, created_before: created_before },
+                                      accept: "text/csv")
+      end
+      alias exports export
+    end
+
+    # Ledger accounts (`/ledger/accounts`).
+    class LedgerAccounts < Base
+      # `GET /ledger/accounts`
+      # @param limit [Integer]
+      # @param cursor [String]
+      # @return [Page<Models::LedgerAccount>]
+      def list(limit: NOT_GIVEN, cursor: NOT_GIVEN)
+        paged("/ledger/accounts", Models::LedgerAccount, limit: limit, cursor: cursor)
+      end
+    end
+
+    # Ledger entries and manual journal entries (`/ledger/entries`).
+    class LedgerEntries < Base
+      # `GET /ledger/entries`
+      #
+      # @param virtual_account_id [String] one account's entries
+      # @param ledger_account_id [String] one ledger account's entries
+      # @param type [String]
+      # @param direction [String] `debit` or `credit`
+      # @param status [String] `pending`, `posted` or `archived`
+      # @param created_after [Time, String]
+      # @param created_before [Time, String]
+      # @param limit [Integer]
+      # @param cursor [String]
+      # @return [Page<Models::LedgerEntry>]
+      def list(virtual_account_id: NOT_GIVEN, ledger_account_id: NOT_GIVEN, type: NOT_GIVEN, direction: NOT_GIVEN,
+               status: NOT_GIVEN, created_after: NOT_GIVEN, created_before: NOT_GIVEN, limit: NOT_GIVEN,
+               cursor: NOT_GIVEN)
+        paged("/ledger/entries", Models::LedgerEntry,
+              virtual_account_id: virtual_account_id, ledger_account_id: ledger_account_id, type: type,
+              direction: direction, status: status, created_after: created_after, created_before: created_before,
+              limit: limit, cursor: cursor)
+      end
+
+      # Posts a manual journal entry, in one of three forms:
+      # (a) `virtual_account_id:, direction:, amount:` (the offset goes to the platform's account),
+      # (b) `lines: [{ledger_account_id: or virtual_account_id:, direction:, amount:}, ...]` (balanced),
+      # (c) `reverses: "je_..."` (the mirror image of that entry).
+      # `POST /ledger/entries`
+      #
+      # @param type [String] `adjustment`, `fee` or `correction` (forms a and b)
+      # @param description [String] (forms a and b)
+      # @param virtual_account_id [String] form a
+      # @param direction [String] form a: `debit` or `credit`
+      # @param amount [Integer] form a: cents
+      # @param lines [Array<Hash>] form b
+      # @param reverses [String] form c: `je_...`
+      # @param effective_at [Time, String]
+      # @param metadata [Hash{String=>String}, nil]
+      # @param idempotency_key [String, nil] sent as the Idempotency-Key header (a random one when nil)
+      # @return [Models::JournalEntry]
+      def create(type: NOT_GIVEN, description: NOT_GIVEN, virtual_account_id: NOT_GIVEN, direction: NOT_GIVEN,
+                 amount: NOT_GIVEN, lines: NOT_GIVEN, reverses: NOT_GIVEN, effective_at: NOT_GIVEN,
+                 metadata: NOT_GIVEN, idempotency_key: nil)
+        effective_at = effective_at.utc.strftime("%Y-%m-%dT%H:%M:%S.%LZ") if effective_at.is_a?(Time)
+        body = compact(type: type, description: description, virtual_account_id: virtual_account_id,
+                       direction: direction, amount: amount, lines: lines, reverses: reverses,
+                       effective_at: effective_at, metadata: metadata)
+        call(:post, "/ledger/entries", model: Models::JournalEntry, body: body, idempotency_key: idempotency_key)
+      end
+    end
+  end
+end

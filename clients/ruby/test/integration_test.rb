@@ -1,0 +1,526 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require "date"
+
+# The journey against a real `treasury serve` (sandbox), named by TREASURY_BASE_URL and
+# TREASURY_OPERATOR_KEY: platform, accounts, KYB, inbound funds, payments on the four rails,
+# a journal entry, every page of a list, a webhook received and verified, each error class from a
+# real answer, a real 429 honoured, and every other route at least once. The steps run in order
+# and share what they made; the last one checks that every route of the API was called.
+class IntegrationTest < Minitest::Test
+  include TestHelpers
+  i_suck_and_my_tests_are_order_dependent!
+
+  BASE_URL = ENV.fetch("TREASURY_BASE_URL", "")
+  OPERATOR_KEY = ENV.fetch("TREASURY_OPERATOR_KEY", "")
+  RUN = "#{Time.now.utc.strftime("%Y%m%d%H%M%S")}-#{SecureRandom.hex(4)}"
+  S = {} # what the steps made, shared between them
+  GOOD = { account_number: "123456789", routing_number: "021000021", name: "Globex Supplies" }.freeze
+  ORIGINATOR = { name: "Initech Funding", account_number: "987654321", routing_number: "021000021" }.freeze
+  ADDRESS = { line1: "1 Market St", city: "San Francisco", state: "CA", postal_code: "94105", country: "US" }.freeze
+
+  def setup
+    return unless BASE_URL.empty? || OPERATOR_KEY.empty?
+
+    flunk "TREASURY_BASE_URL and TREASURY_OPERATOR_KEY must name a running treasury serve " \
+          "(e.g. TREASURY_BASE_URL=http://127.0.0.1:8080/v1)"
+  end
+
+  def operator
+    @operator ||= Treasury::Client.new(api_key: OPERATOR_KEY, base_url: BASE_URL)
+  end
+
+  def client
+    @client ||= Treasury::Client.new(api_key: S.fetch(:sandbox_key), base_url: BASE_URL)
+  end
+
+  def kyb_body(account_id, ein:, name: "Acme #{RUN} LLC")
+    {
+      virtual_account_id: account_id,
+      business: {
+        legal_name: name, ein: ein, entity_type: "llc", formation_date: "2019-04-01",
+        formation_state: "DE", address: ADDRESS, website: "https://acme.example"
+      },
+      beneficial_owners: [{
+        first_name: "Ada", last_name: "Lovelace", date_of_birth: "1985-12-10", ssn_last4: "1234",
+        ownership_percentage: "60", is_control_person: true, title: "CEO", address: ADDRESS
+      }]
+    }
+  end
+
+  def pay(rail, amount, destination: GOOD, account: S[:a], **opts)
+    client.payments.create(virtual_account_id: account, amount: amount, rail: rail, destination: destination, **opts)
+  end
+
+  def poll_payment(id, *statuses, timeout: 15)
+    wait_until("payment #{id} to be #{statuses.join(" or ")}", timeout: timeout) do
+      p = client.payments.retrieve(id)
+      statuses.include?(p.status) ? p : nil
+    end
+  end
+
+  # --- the journey --------------------------------------------------------------------------
+
+  def test_01_register_approve_and_configure_a_platform
+    platform = operator.platforms.register(name: "ruby-client #{RUN}", contact_email: "ops+#{RUN}@acme.example",
+                                           metadata: { "run" => RUN })
+    assert_match(/\Aplt_/, platform.id)
+    assert_equal "pending_approval", platform.status
+    assert_equal({ "run" => RUN }, platform.metadata)
+    assert_kind_of Treasury::Models::FeeSchedule, platform.fee_schedule
+    S[:platform] = platform.id
+
+    assert_equal platform.id, operator.platforms.retrieve(platform.id).id
+    # A second platform, for the rate limit of step 15 (and so that a fresh server lists two).
+    other = operator.platforms.register(name: "ruby-client rate #{RUN}", contact_email: "rate+#{RUN}@acme.example")
+    S[:other] = other.id
+    # Lazy paging: the first 2 platforms take two pages of 1, not the whole list.
+    before = Recorder.calls.size
+    first2 = operator.platforms.list(limit: 1).first(2)
+    assert_equal 2, first2.size
+    assert(first2.all? { |p| p.is_a?(Treasury::Models::Platform) })
+    assert_equal 2, Recorder.calls[before..].count { |c| c.uri.path.end_with?("/operator/platforms") }
+
+    approved = operator.platforms.approve(platform.id)
+    assert_kind_of Treasury::Models::PlatformWithKeys, approved
+    assert_equal "approved", approved.status
+    assert_match(/\Ask_sandbox_/, approved.sandbox_api_key.secret)
+    S[:sandbox_key] = approved.sandbox_api_key.secret
+    S[:sandbox_key_id] = approved.sandbox_api_key.id
+
+    updated = operator.platforms.update(platform.id, revenue_share_rate: "0.30", interest_rate: "0.045",
+                                                     fee_schedule: { rtp: 60 })
+    assert_equal "0.30", updated.revenue_share_rate
+    assert_equal 60, updated.fee_schedule.rtp
+    assert_equal 25, updated.fee_schedule.ach_standard
+
+    funding = operator.platforms.fund(platform.id, amount: 1_000_000, environment: "sandbox",
+                                                   description: "seed money")
+    assert_equal "funding", funding.type
+    assert_equal 2, funding.entries.size
+    assert_kind_of Treasury::Models::LedgerEntry, funding.entries.first
+
+    live = operator.platforms.enable_live(platform.id)
+    assert live.live_enabled
+    assert_match(/\Ask_live_/, live.live_api_key.secret)
+    S[:live_key] = live.live_api_key.secret
+
+    own = client.platform.retrieve
+    assert_equal platform.id, own.id
+    assert_equal "sandbox", own.environment
+
+    settings = client.platform.settings.update(
+      sandbox: { auto_settle: true, ach_same_day_delay_seconds: 1, ach_standard_delay_seconds: 1 }
+    )
+    assert_equal 1, settings.sandbox.ach_same_day_delay_seconds
+    assert_equal 1, client.platform.settings.retrieve.sandbox.ach_standard_delay_seconds
+  end
+
+  def test_02_open_accounts_and_pass_kyb
+    open = lambda do |entity|
+      client.virtual_accounts.create(platform_id: S[:platform], entity_ref: "#{entity}-#{RUN}", type: "checking",
+                                     metadata: { "entity" => entity })
+    end
+    a = open.call("acme")
+    assert_equal "active", a.status
+    assert_equal "not_started", a.kyb_status
+    assert_equal 0, a.balance.available
+    assert_match(/\A\d{12}\z/, a.account_number)
+    S[:a] = a.id
+    S[:b] = open.call("beta").id
+    S[:c] = open.call("gamma").id
+    S[:d] = open.call("delta").id
+
+    kyb = client.kyb.create(**kyb_body(S[:a], ein: "12-3456789"))
+    assert_equal "pending", kyb.status
+    assert kyb.business.ein.end_with?("6789"), kyb.business.ein
+    refute_includes kyb.business.ein, "12345", "the EIN is masked to its last 4 digits"
+    approved = wait_until("KYB approval") do
+      k = client.kyb.retrieve(kyb.id)
+      k.status == "approved" ? k : nil
+    end
+    assert_equal "approved", approved.decision.outcome
+    assert_equal "automatic", approved.decision.method
+    assert_equal "approved", client.virtual_accounts.retrieve(S[:a]).kyb_status
+
+    # An EIN ending 1111 goes to manual review: the operator decides one, a simulation the other.
+    review_b = client.kyb.submit(**kyb_body(S[:b], ein: "98-7651111", name: "Beta #{RUN} Inc"))
+    review_c = client.kyb.create(**kyb_body(S[:c], ein: "55-5551111", name: "Gamma #{RUN} Inc"))
+    [review_b, review_c].each do |k|
+      reviewed = wait_until("pending_review") do
+        r = client.kyb.retrieve(k.id)
+        r.status == "pending_review" ? r : nil
+      end
+      refute_nil reviewed.review.eta
+    end
+    decided = operator.kyb.decide(review_b.id, outcome: "approved")
+    assert_equal "approved", decided.status
+    assert_equal "manual", decided.decision.method
+    rejected = client.simulations.kyb.decide(review_c.id, outcome: "rejected",
+                                                          reasons: [{ code: "ein_mismatch", message: "EIN does not match" }])
+    assert_equal "rejected", rejected.status
+    assert_equal "ein_mismatch", rejected.decision.reasons.first.code
+
+    assert_equal [kyb.id], client.kyb.list(virtual_account_id: S[:a]).map(&:id)
+    assert_includes client.kyb.list(status: "rejected").map(&:id), review_c.id
+    assert_equal [S[:a]], client.virtual_accounts.list(entity_ref: "acme-#{RUN}").map(&:id)
+    assert_equal 4, client.virtual_accounts.list(limit: 100).count { |v| v.metadata["entity"] }
+  end
+
+  def test_03_fund_an_account_with_an_inbound_transfer
+    S[:before_funds] = Time.now.utc - 1
+    transfer = client.simulations.inbound_transfers.create(virtual_account_id: S[:a], amount: 500_000, rail: "rtp",
+                                                           originator: ORIGINATOR, description: "seed funds")
+    assert_match(/\Aitx_/, transfer.id)
+    assert_equal "completed", transfer.status
+    assert_equal "Initech Funding", transfer.originator.name
+    balance = client.virtual_accounts.balance(S[:a])
+    assert_equal 500_000, balance.posted
+    assert_equal 500_000, balance.available
+    assert_equal 0, client.virtual_accounts.balance(S[:a], as_of: S[:before_funds]).posted
+  end
+
+  def test_04_payments_on_the_four_rails_complete
+    rails = %w[rtp fednow ach_same_day ach_standard]
+    payments = rails.each_with_index.map { |rail, i| pay(rail, 1_000 + i, description: "rail #{rail}") }
+    payments.each { |p| assert_includes %w[pending submitted completed], p.status }
+    completed = payments.map { |p| poll_payment(p.id, "completed", "failed") }
+    assert_equal %w[completed] * 4, completed.map(&:status), completed.map { |p| [p.rail, p.failure&.to_h] }.inspect
+    assert_equal rails, completed.map(&:rail)
+    refute_nil completed.first.completed_at
+    assert_equal 60, completed.first.fee # the fee_schedule set in step 1
+    S[:completed] = completed.map(&:id)
+
+    failing = pay("rtp", 700, destination: GOOD.merge(account_number: "4000000003"))
+    failed = poll_payment(failing.id, "failed")
+    assert_equal "no_account", failed.failure.code
+    assert_equal "update_destination", failed.failure.retry_recommendation.action
+    S[:failed] = failed.id
+  end
+
+  def test_05_cancel_and_simulated_outcomes
+    client.platform.settings.update(sandbox: { auto_settle: false })
+    begin
+      to_cancel = pay("ach_standard", 300)
+      canceled = client.payments.cancel(to_cancel.id)
+      assert_equal "canceled", canceled.status
+      refute_nil canceled.canceled_at
+
+      to_complete = pay("ach_same_day", 301)
+      completed = client.simulations.payments.complete(to_complete.id)
+      assert_equal "completed", completed.status
+
+      to_fail = pay("ach_same_day", 302)
+      failed = client.simulations.payments.fail(to_fail.id, network_code: "R02")
+      assert_equal "failed", failed.status
+      assert_equal "account_closed", failed.failure.code
+    ensure
+      client.platform.settings.update(sandbox: { auto_settle: true })
+    end
+    error = assert_api_error(Treasury::ConflictError, code: "payment_not_cancelable", status: 409) do
+      client.payments.cancel(S[:completed].first)
+    end
+    refute_nil error.request_id
+  end
+
+  def test_06_idempotency_replay_and_conflict
+    key = "ruby-#{RUN}-order-1"
+    first = pay("rtp", 555, idempotency_key: key)
+    assert_equal key, first.idempotency_key
+    replay = pay("rtp", 555, idempotency_key: key)
+    assert_equal first.id, replay.id
+    error = assert_api_error(Treasury::ConflictError, code: "idempotency_conflict", status: 409) do
+      pay("rtp", 556, idempotency_key: key)
+    end
+    assert_equal first.id, error.resource_id
+    assert_equal [first.id], client.payments.list(idempotency_key: key).map(&:id)
+    # One attempt each: a conflict is not retried.
+    conflict_attempts = Recorder.calls.count { |c| c.status == 409 && c.headers["Idempotency-Key"] == key }
+    assert_equal 1, conflict_attempts
+  end
+
+  def test_07_journal_entries
+    adjustment = client.ledger.entries.create(type: "adjustment", description: "goodwill credit",
+                                              virtual_account_id: S[:a], direction: "credit", amount: 250,
+                                              metadata: { "ticket" => "T-1" })
+    assert_match(/\Aje_/, adjustment.id)
+    assert_equal 2, adjustment.entries.size
+    assert_equal %w[credit debit], adjustment.entries.map(&:direction).sort
+
+    operating = client.ledger.accounts.list(limit: 100).find { |la| la.name == "platform_operating" }
+    refute_nil operating
+    assert_kind_of Treasury::Models::LedgerAccountBalances, operating.balances
+    lines = client.ledger.entries.create(type: "fee", description: "monthly fee", lines: [
+                                           { virtual_account_id: S[:a], direction: "debit", amount: 100 },
+                                           { ledger_account_id: operating.id, direction: "credit", amount: 100 }
+                                         ])
+    assert_equal 2, lines.entries.size
+
+    reversal = client.ledger.entries.create(reverses: adjustment.id)
+    assert_equal adjustment.id, reversal.reverses
+
+    entries = client.ledger.entries.list(virtual_account_id: S[:a], limit: 100).to_a
+    assert_includes entries.map(&:journal_entry_id), lines.id
+    assert_operator client.ledger.entries.list(ledger_account_id: operating.id).count, :>=, 1
+
+    assert_api_error(Treasury::BadRequestError, code: "unbalanced_entry", status: 400) do
+      client.ledger.entries.create(type: "correction", description: "unbalanced", lines: [
+                                     { virtual_account_id: S[:a], direction: "debit", amount: 100 },
+                                     { ledger_account_id: operating.id, direction: "credit", amount: 99 }
+                                   ])
+    end
+
+    csv = client.ledger.export(created_after: Date.today - 1)
+    assert csv.start_with?("entry_id,journal_entry_id,ledger_account_id"), csv[0, 80]
+    assert_includes csv, lines.id
+  end
+
+  def test_08_every_page
+    page = client.payments.list(limit: 2)
+    assert_equal 2, page.data.size
+    assert page.has_more
+    refute_nil page.next_cursor
+    pages = page.each_page.to_a
+    assert_operator pages.size, :>, 3
+    all = client.payments.list(limit: 2).to_a
+    assert_equal all.size, pages.sum { |p| p.data.size }
+    assert_equal all.size, all.map(&:id).uniq.size
+    assert_operator all.size, :>=, 9 # steps 4 to 6 made 9 payments
+    assert_equal all.map(&:id), client.payments.list(limit: 100).map(&:id)
+    assert_equal all.map(&:id).sort.reverse, all.map(&:id), "newest first"
+
+    transactions = client.virtual_accounts.transactions(S[:a], limit: 2).to_a
+    assert_operator transactions.size, :>, 2
+    assert(transactions.all? { |t| t.virtual_account_id == S[:a] })
+    assert_equal "inbound_transfer", client.virtual_accounts.transactions(S[:a], type: "inbound_transfer").first.type
+    assert_equal 4, client.virtual_accounts.list(limit: 2).count
+  end
+
+  def test_09_webhooks_are_received_and_verified
+    receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
+    endpoint = client.webhooks.create(url: receiver.url("/hooks/treasury"), events: ["*"],
+                                      description: "ruby client #{RUN}",
+                                      retry_policy: { max_attempts: 3, initial_delay_seconds: 1 })
+    assert_match(/\Awhsec_/, endpoint.secret)
+    assert_equal "enabled", endpoint.status
+    secret = endpoint.secret
+
+    queued = client.webhooks.test(endpoint.id)
+    assert_match(/\Amsg_/, queued.id)
+    delivery = receiver.wait_for(timeout: 10) { |r| r["webhook-id"] == queued.id }
+    refute_nil delivery, "the test delivery did not arrive"
+    assert_equal "/hooks/treasury", delivery.path
+    event = Treasury::Webhooks.verify(delivery.body, delivery.headers, secret)
+    assert_equal "webhook.test", event["type"]
+    assert_equal endpoint.id, event.dig("data", "object", "id")
+
+    tampered = delivery.body.sub("webhook.test", "payment.completed")
+    assert_raises(Treasury::WebhookVerificationError) { Treasury::Webhooks.verify(tampered, delivery.headers, secret) }
+    forged = delivery.headers.merge("webhook-signature" => Treasury::Webhooks.sign(queued.id, Time.now.to_i, tampered,
+                                                                                   "whsec_#{["forger"].pack("m0")}"))
+    assert_raises(Treasury::WebhookVerificationError) { Treasury::Webhooks.verify(tampered, forged, secret) }
+
+    # A real event of the journey, delivered too.
+    pay_event = pay("rtp", 123)
+    poll_payment(pay_event.id, "completed")
+    completed = receiver.wait_for(timeout: 10) do |r|
+      body = JSON.parse(r.body)
+      body["type"] == "payment.completed" && body.dig("data", "object", "id") == pay_event.id
+    end
+    refute_nil completed, "payment.completed was not delivered"
+    event = Treasury::Webhooks.verify(completed.body, completed.headers, secret)
+    assert_equal pay_event.id, Treasury::Models::Event.construct(event).data.resource.id
+
+    deliveries = wait_until("the delivery to be recorded as succeeded") do
+      list = client.webhooks.deliveries.list(endpoint.id, status: "succeeded").to_a
+      list.any? { |d| d.id == queued.id } ? list : nil
+    end
+    recorded = deliveries.find { |d| d.id == queued.id }
+    assert_equal 200, recorded.attempts.first.status_code
+    assert_kind_of Treasury::Models::WebhookAttempt, recorded.attempts.first
+
+    retried = client.webhooks.deliveries.retry(endpoint.id, queued.id)
+    assert_equal queued.id, retried.id
+    again = receiver.wait_for(timeout: 10) { |r| r["webhook-id"] == queued.id && !r.equal?(delivery) }
+    refute_nil again, "the retried delivery did not arrive"
+    assert_equal "webhook.test", Treasury::Webhooks.verify(again.body, again.headers, secret)["type"]
+
+    rotated = client.webhooks.rotate_secret(endpoint.id)
+    refute_equal secret, rotated.secret
+    queued2 = client.webhooks.test(endpoint.id)
+    after = receiver.wait_for(timeout: 10) { |r| r["webhook-id"] == queued2.id }
+    refute_nil after, "the delivery after the rotation did not arrive"
+    assert_equal 2, after["webhook-signature"].split(" ").size, "two signatures during the rotation"
+    assert Treasury::Webhooks.verify(after.body, after.headers, rotated.secret)
+    assert Treasury::Webhooks.verify(after.body, after.headers, secret)
+
+    updated = client.webhooks.update(endpoint.id, description: "payments only", events: ["payment.completed"])
+    assert_equal ["payment.completed"], updated.events
+    assert_nil client.webhooks.retrieve(endpoint.id).secret
+    assert_includes client.webhooks.list.map(&:id), endpoint.id
+    health = client.webhooks.retrieve(endpoint.id).delivery_status
+    assert_kind_of Treasury::Models::WebhookDeliveryStatus, health
+
+    deleted = client.webhooks.delete(endpoint.id)
+    assert deleted.deleted
+    assert_api_error(Treasury::NotFoundError, code: "not_found") { client.webhooks.retrieve(endpoint.id) }
+  ensure
+    receiver&.close
+  end
+
+  def test_10_events
+    events = client.events.list(type: "payment.completed", limit: 2)
+    assert(events.first(3).all? { |e| e.type == "payment.completed" })
+    event = client.events.retrieve(events.data.first.id)
+    assert_equal events.data.first.id, event.id
+    assert_kind_of Treasury::Models::Payment, event.data.resource
+    assert_operator client.events.list(created_after: S[:before_funds], limit: 100).count, :>, 10
+  end
+
+  def test_11_api_keys
+    created = client.platform.api_keys.create(name: "ci #{RUN}")
+    assert_match(/\Ask_sandbox_/, created.secret)
+    assert_includes client.platform.api_keys.list.map(&:id), created.id
+    assert(client.platform.api_keys.list.all? { |k| k.secret.nil? }, "secrets are never listed")
+
+    rolled = client.platform.api_keys.roll(created.id, grace_seconds: 0)
+    refute_equal created.id, rolled.id
+    assert_equal "ci #{RUN}", rolled.name
+
+    with_new = Treasury::Client.new(api_key: rolled.secret, base_url: BASE_URL)
+    assert_equal S[:platform], with_new.platform.retrieve.id
+    revoked = client.platform.api_keys.revoke(rolled.id)
+    refute_nil revoked.revoked_at
+
+    # 401: the revoked key.
+    error = assert_api_error(Treasury::AuthenticationError, code: "unauthorized", status: 401) do
+      with_new.platform.retrieve
+    end
+    refute_nil error.request_id
+
+    # 403: a sandbox key cannot create a live key.
+    assert_api_error(Treasury::PermissionDeniedError, code: "forbidden", status: 403) do
+      client.platform.api_keys.create(name: "live", environment: "live")
+    end
+  end
+
+  def test_12_each_error_class_from_the_server
+    # 400
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) { pay("rtp", 0) }
+    assert_equal "amount", error.param
+    # 403: a platform key on an operator route; a live key on a sandbox-only route.
+    assert_api_error(Treasury::PermissionDeniedError, code: "forbidden", status: 403) { client.platforms.list }
+    live = Treasury::Client.new(api_key: S[:live_key], base_url: BASE_URL)
+    assert_api_error(Treasury::PermissionDeniedError, code: "forbidden", status: 403) do
+      live.simulations.payments.complete(S[:completed].first)
+    end
+    # 404
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      client.payments.retrieve("pay_01jh3v8x9q2w3e4r5t6y7u8i9z")
+    end
+    # 409
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) do
+      operator.platforms.approve(S[:platform])
+    end
+    # 422: KYB not approved; insufficient funds.
+    assert_api_error(Treasury::UnprocessableEntityError, code: "kyb_not_approved", status: 422) do
+      pay("rtp", 100, account: S[:d])
+    end
+    error = assert_api_error(Treasury::UnprocessableEntityError, code: "insufficient_funds", status: 422) do
+      pay("rtp", 9_000_000)
+    end
+    refute_nil error.request_id
+  end
+
+  def test_13_account_lifecycle_statements_and_revenue
+    frozen = client.virtual_accounts.freeze(S[:d])
+    assert_equal "frozen", frozen.status
+    assert_api_error(Treasury::UnprocessableEntityError) { pay("rtp", 100, account: S[:d]) }
+    assert_equal "active", client.virtual_accounts.unfreeze(S[:d]).status
+    closed = client.virtual_accounts.close(S[:d])
+    assert_equal "closed", closed.status
+    assert_equal [S[:d]], client.virtual_accounts.list(status: "closed").map(&:id)
+
+    month = Time.now.utc.strftime("%Y-%m")
+    statement = client.virtual_accounts.statement(S[:a], month)
+    assert_equal "statement", statement.object
+    assert_equal 0, statement.opening_balance
+    assert_equal statement.total_in - statement.total_out, statement.closing_balance
+    assert_kind_of Treasury::Models::Transaction, statement.transactions.first
+    csv = client.virtual_accounts.statement(S[:a], month, format: "csv")
+    assert_kind_of String, csv
+    rows = csv.lines.map { |l| l.chomp.split(",", -1) }
+    assert_equal %w[transaction_id posted_at type description amount balance source_type source_id], rows.first
+    assert_includes csv, statement.transactions.first.id
+
+    today = Date.today
+    report = client.platform.revenue_share(from: today - 1, to: today)
+    assert_equal "revenue_share_report", report.object
+    assert_equal "0.30", report.share_rate
+    assert(report.lines.all? { |l| l.is_a?(Treasury::Models::RevenueLine) })
+  end
+
+  def test_14_operator_rails
+    files = operator.rails.ach_files.list(limit: 10)
+    assert_kind_of Treasury::Page, files
+    begin
+      cut = operator.rails.ach_files.cut
+      assert_equal "list", cut.object
+    rescue Treasury::ConflictError => e
+      # A server without TREASURY_ACH_OUTBOX cannot cut files: the route answers 409.
+      assert_equal "invalid_state", e.code
+    end
+  end
+
+  def test_15_a_real_429_is_retried_after_retry_after
+    other = S.fetch(:other)
+    key = operator.platforms.approve(other).sandbox_api_key.secret
+    limited = operator.platforms.update(other, rate_limit: { per_second: 1, burst: 1 })
+    assert_equal 1, limited.rate_limit.burst
+
+    no_retry = Treasury::Client.new(api_key: key, base_url: BASE_URL, max_retries: 0)
+    with_retry = Treasury::Client.new(api_key: key, base_url: BASE_URL)
+    error = nil
+    5.times do # empty the bucket (burst 1): a 429 comes by the second call
+      no_retry.platform.retrieve
+    rescue Treasury::RateLimitError => e
+      error = e
+      break
+    end
+    refute_nil error, "no 429 with a rate limit of 1/s"
+    assert_equal 429, error.status
+    assert_equal "rate_limited", error.code
+    assert_operator error.retry_after, :>=, 1
+
+    # The bucket is empty: the retrying client gets a 429, waits its Retry-After, and succeeds.
+    started = monotonic
+    before = Recorder.calls.size
+    account = with_retry.virtual_accounts.create(platform_id: other, entity_ref: "rate-#{RUN}", type: "savings")
+    elapsed = monotonic - started
+    assert_equal "savings", account.type
+    attempts = Recorder.calls[before..].select { |c| c.uri.path.end_with?("/virtual-accounts") }
+    statuses = attempts.map(&:status)
+    assert_equal 429, statuses.first, "the first attempt was rate limited: #{statuses.inspect}"
+    assert_equal 201, statuses.last
+    # Retry-After here is 1 s (1 token a second); the backoff's first wait would be 0.5 s at most.
+    gap = attempts[1].at - attempts[0].at
+    assert_operator gap, :>=, 0.95, "waited the Retry-After of 1 s, not the backoff: #{statuses.inspect}"
+    assert_operator elapsed, :>=, 0.95
+    keys = attempts.map { |c| c.headers["Idempotency-Key"] }.uniq
+    assert_equal 1, keys.size, "the retried POST kept its Idempotency-Key"
+  ensure
+    operator.platforms.update(other, rate_limit: nil) if other
+  end
+
+  def test_99_every_route_was_called_on_the_server
+    calls = Recorder.calls.select { |c| "#{c.uri.scheme}://#{c.uri.host}:#{c.uri.port}#{c.uri.path}".start_with?(BASE_URL) }
+    prefix = URI.parse(BASE_URL).path
+    lines = calls.map { |c| ["#{c.method.to_s.upcase} #{c.uri.request_uri}", c.status] }
+    missing = OpenAPIRoutesTest::ROUTES.keys.reject do |route|
+      matcher = OpenAPIRoutesTest.matcher(route, prefix)
+      lines.any? { |line, status| status && matcher.match?(line) && (status < 300 || route == "POST /operator/rails/ach/files") }
+    end
+    assert_empty missing, "routes the suite did not call successfully on the server"
+  end
+end

@@ -1,0 +1,110 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+
+# Every operation of the OpenAPI document has a client method, and each method sends its
+# operation's method and path. A route added to the API fails here until the client has it.
+# (integration_test.rb then checks that the suite called every route on the real server.)
+class OpenAPIRoutesTest < Minitest::Test
+  # "METHOD /path" => how the client calls it.
+  ROUTES = {
+    "POST /platforms" => ->(c) { c.platforms.register(name: "n", contact_email: "e@x.co") },
+    "GET /operator/platforms" => ->(c) { c.platforms.list },
+    "GET /operator/platforms/{id}" => ->(c) { c.platforms.retrieve("plt_1") },
+    "PATCH /operator/platforms/{id}" => ->(c) { c.platforms.update("plt_1", revenue_share_rate: "0.1") },
+    "POST /operator/platforms/{id}/approve" => ->(c) { c.platforms.approve("plt_1") },
+    "POST /operator/platforms/{id}/enable-live" => ->(c) { c.platforms.enable_live("plt_1") },
+    "POST /operator/platforms/{id}/fund" => ->(c) { c.platforms.fund("plt_1", amount: 1) },
+    "GET /platform" => ->(c) { c.platform.retrieve },
+    "GET /platform/settings" => ->(c) { c.platform.settings.retrieve },
+    "PATCH /platform/settings" => ->(c) { c.platform.settings.update(daily_payment_limit: nil) },
+    "POST /platform/api-keys" => ->(c) { c.platform.api_keys.create(name: "k") },
+    "GET /platform/api-keys" => ->(c) { c.platform.api_keys.list },
+    "DELETE /platform/api-keys/{id}" => ->(c) { c.platform.api_keys.revoke("key_1") },
+    "POST /platform/api-keys/{id}/roll" => ->(c) { c.platform.api_keys.roll("key_1") },
+    "GET /platform/revenue-share" => ->(c) { c.platform.revenue_share(from: "2026-01-01", to: "2026-01-31") },
+    "POST /virtual-accounts" => ->(c) { c.virtual_accounts.create(platform_id: "plt_1", entity_ref: "e", type: "checking") },
+    "GET /virtual-accounts" => ->(c) { c.virtual_accounts.list },
+    "GET /virtual-accounts/{id}" => ->(c) { c.virtual_accounts.retrieve("va_1") },
+    "GET /virtual-accounts/{id}/balance" => ->(c) { c.virtual_accounts.balance("va_1") },
+    "GET /virtual-accounts/{id}/transactions" => ->(c) { c.virtual_accounts.transactions("va_1") },
+    "GET /virtual-accounts/{id}/statements/{month}" => ->(c) { c.virtual_accounts.statement("va_1", "2026-01") },
+    "POST /virtual-accounts/{id}/freeze" => ->(c) { c.virtual_accounts.freeze("va_1") },
+    "POST /virtual-accounts/{id}/unfreeze" => ->(c) { c.virtual_accounts.unfreeze("va_1") },
+    "POST /virtual-accounts/{id}/close" => ->(c) { c.virtual_accounts.close("va_1") },
+    "GET /ledger/accounts" => ->(c) { c.ledger.accounts.list },
+    "GET /ledger/entries" => ->(c) { c.ledger.entries.list },
+    "POST /ledger/entries" => ->(c) { c.ledger.entries.create(reverses: "je_1") },
+    "GET /ledger/exports" => ->(c) { c.ledger.export },
+    "POST /payments" => lambda { |c|
+      c.payments.create(virtual_account_id: "va_1", amount: 1, rail: "rtp",
+                        destination: { account_number: "1234", routing_number: "021000021", name: "n" })
+    },
+    "GET /payments" => ->(c) { c.payments.list },
+    "GET /payments/{id}" => ->(c) { c.payments.retrieve("pay_1") },
+    "POST /payments/{id}/cancel" => ->(c) { c.payments.cancel("pay_1") },
+    "POST /kyb" => ->(c) { c.kyb.create(virtual_account_id: "va_1", business: {}, beneficial_owners: []) },
+    "GET /kyb" => ->(c) { c.kyb.list },
+    "GET /kyb/{id}" => ->(c) { c.kyb.retrieve("kyb_1") },
+    "POST /operator/kyb/{id}/decision" => ->(c) { c.kyb.decide("kyb_1", outcome: "approved") },
+    "POST /simulations/inbound-transfers" => lambda { |c|
+      c.simulations.inbound_transfers.create(virtual_account_id: "va_1", amount: 1, rail: "rtp", originator: {})
+    },
+    "POST /simulations/kyb/{id}/decision" => ->(c) { c.simulations.kyb.decide("kyb_1", outcome: "approved") },
+    "POST /simulations/payments/{id}/complete" => ->(c) { c.simulations.payments.complete("pay_1") },
+    "POST /simulations/payments/{id}/fail" => ->(c) { c.simulations.payments.fail("pay_1", network_code: "R01") },
+    "GET /events" => ->(c) { c.events.list },
+    "GET /events/{id}" => ->(c) { c.events.retrieve("evt_1") },
+    "POST /webhooks" => ->(c) { c.webhooks.create(url: "http://127.0.0.1/hook") },
+    "GET /webhooks" => ->(c) { c.webhooks.list },
+    "GET /webhooks/{id}" => ->(c) { c.webhooks.retrieve("wh_1") },
+    "PATCH /webhooks/{id}" => ->(c) { c.webhooks.update("wh_1", description: "d") },
+    "DELETE /webhooks/{id}" => ->(c) { c.webhooks.delete("wh_1") },
+    "POST /webhooks/{id}/rotate-secret" => ->(c) { c.webhooks.rotate_secret("wh_1") },
+    "POST /webhooks/{id}/test" => ->(c) { c.webhooks.test("wh_1") },
+    "GET /webhooks/{id}/deliveries" => ->(c) { c.webhooks.deliveries.list("wh_1") },
+    "POST /webhooks/{id}/deliveries/{delivery_id}/retry" => ->(c) { c.webhooks.deliveries.retry("wh_1", "msg_1") },
+    "GET /operator/rails/ach/files" => ->(c) { c.rails.ach_files.list },
+    "POST /operator/rails/ach/files" => ->(c) { c.rails.ach_files.cut }
+  }.freeze
+
+  # Routes that are not the API's resources.
+  NOT_CLIENT_ROUTES = ["GET /openapi.json"].freeze
+
+  def self.operations
+    doc = JSON.parse(File.read(OPENAPI_PATH))
+    doc["paths"].flat_map do |path, item|
+      item.keys.select { |m| %w[get post put patch delete].include?(m) }.map { |m| "#{m.upcase} #{path}" }
+    end
+  end
+
+  # "GET /payments/{id}" => /\AGET \/v1\/payments\/[^\/?]+(\?|\z)/
+  def self.matcher(route, prefix = "")
+    method, path = route.split(" ", 2)
+    pattern = Regexp.escape(path).gsub(/\\\{[^}]+\\\}/, "[^/?]+")
+    Regexp.new("\\A#{method} #{Regexp.escape(prefix)}#{pattern}(\\?|\\z)")
+  end
+
+  def test_every_operation_has_a_client_method
+    ops = self.class.operations - NOT_CLIENT_ROUTES
+    assert_empty ops - ROUTES.keys, "operations of openapi.json without a client method in ROUTES"
+    assert_empty ROUTES.keys - ops, "ROUTES entries that openapi.json does not have"
+  end
+
+  def test_each_method_sends_its_operation
+    stub = StubServer.new do
+      [200, { "Content-Type" => "application/json" }, '{"object":"list","data":[],"has_more":false,"next_cursor":null}']
+    end
+    client = Treasury::Client.new(api_key: "k", base_url: stub.url("/v1"), max_retries: 0)
+    ROUTES.each do |route, call|
+      before = stub.requests.size
+      call.call(client)
+      sent = stub.requests[before..]
+      assert_equal 1, sent.size, "#{route}: one request"
+      line = "#{sent.first.method} #{sent.first.path}"
+      assert_match self.class.matcher(route, "/v1"), line, "#{route} sent #{line}"
+    end
+  ensure
+    stub&.close
+  end
+end

@@ -1,0 +1,230 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+
+# Retries, idempotency keys and error mapping against a local stub: for what a real server cannot
+# be made to answer on demand (a 500; a 503 then a success). Everything else is tested against
+# the real server in integration_test.rb, including a real 429 and its Retry-After.
+class TransportTest < Minitest::Test
+  include TestHelpers
+
+  JSON_TYPE = { "Content-Type" => "application/json" }.freeze
+  PAYMENT = {
+    virtual_account_id: "va_01", amount: 100, rail: "rtp",
+    destination: { account_number: "123456789", routing_number: "021000021", name: "Globex" }
+  }.freeze
+
+  def teardown
+    @stub&.close
+  end
+
+  def stub(&handler)
+    @stub = StubServer.new(&handler)
+  end
+
+  def client(max_retries: 2)
+    Treasury::Client.new(api_key: "sk_sandbox_test", base_url: @stub.url("/v1"), max_retries: max_retries)
+  end
+
+  def error_body(code, message = "failed", **extra)
+    JSON.generate({ code: code, message: message, request_id: "req_stub" }.merge(extra))
+  end
+
+  def payment_body(key)
+    JSON.generate(PAYMENT.merge(id: "pay_01", object: "payment", status: "pending", idempotency_key: key))
+  end
+
+  def test_internal_server_error_after_the_retries
+    stub { [500, JSON_TYPE.merge("Retry-After" => "0"), error_body("internal_error", "an internal error occurred")] }
+    error = assert_api_error(Treasury::InternalServerError, code: "internal_error", status: 500) do
+      client.payments.retrieve("pay_01")
+    end
+    assert_equal "req_stub", error.request_id
+    assert_equal 3, @stub.requests.size, "2 retries by default"
+  end
+
+  def test_503_is_an_internal_server_error_too
+    stub { [503, JSON_TYPE.merge("Retry-After" => "0"), error_body("unavailable")] }
+    assert_api_error(Treasury::InternalServerError, code: "unavailable", status: 503) do
+      client(max_retries: 0).events.list
+    end
+    assert_equal 1, @stub.requests.size
+  end
+
+  def test_a_retried_post_keeps_its_idempotency_key
+    stub do |req, i|
+      if i < 2
+        [503, JSON_TYPE.merge("Retry-After" => "0"), error_body("unavailable")]
+      else
+        [201, JSON_TYPE, payment_body(JSON.parse(req.body)["idempotency_key"])]
+      end
+    end
+    payment = client.payments.create(**PAYMENT)
+    assert_equal "pending", payment.status
+    reqs = @stub.requests
+    assert_equal 3, reqs.size
+    keys = reqs.map { |r| r["idempotency-key"] }
+    refute_nil keys.first
+    assert_equal [keys.first] * 3, keys, "the same Idempotency-Key on every attempt"
+    assert_equal [keys.first] * 3, reqs.map { |r| JSON.parse(r.body)["idempotency_key"] },
+                 "the payment's body idempotency_key defaults to the header's"
+    assert_equal 1, reqs.map(&:body).uniq.size, "the same body on every attempt"
+    assert_equal keys.first, payment.idempotency_key
+  end
+
+  def test_the_callers_idempotency_key_is_used
+    stub do |req, i|
+      i.zero? ? [503, JSON_TYPE.merge("Retry-After" => "0"), error_body("unavailable")] : [201, JSON_TYPE, payment_body(req["idempotency-key"])]
+    end
+    client.payments.create(**PAYMENT, idempotency_key: "order-42")
+    assert_equal %w[order-42 order-42], @stub.requests.map { |r| r["idempotency-key"] }
+    assert_equal %w[order-42 order-42], @stub.requests.map { |r| JSON.parse(r.body)["idempotency_key"] }
+  end
+
+  def test_every_post_sends_an_idempotency_key_and_other_methods_none
+    stub { |req, _| [200, JSON_TYPE, req.method == "GET" ? '{"id":"va_01"}' : '{"id":"va_01","status":"frozen"}'] }
+    c = client
+    c.virtual_accounts.freeze("va_01")
+    c.virtual_accounts.retrieve("va_01")
+    post, get = @stub.requests
+    assert_match(/\A\S+\z/, post["idempotency-key"])
+    assert_equal "{}", post.body
+    assert_nil get["idempotency-key"]
+    assert_equal "Bearer sk_sandbox_test", get["authorization"]
+    assert_match(%r{\Atreasury-ruby/1\.2\.1}, get["user-agent"])
+  end
+
+  def test_two_calls_get_two_keys
+    stub { [200, JSON_TYPE, "{}"] }
+    c = client
+    2.times { c.virtual_accounts.freeze("va_01") }
+    keys = @stub.requests.map { |r| r["idempotency-key"] }
+    assert_equal 2, keys.uniq.size
+  end
+
+  def test_x_should_retry_false_stops_a_retry
+    stub { [500, JSON_TYPE.merge("x-should-retry" => "false"), error_body("internal_error")] }
+    assert_api_error(Treasury::InternalServerError) { client.payments.retrieve("pay_01") }
+    assert_equal 1, @stub.requests.size
+  end
+
+  def test_x_should_retry_true_forces_a_retry
+    stub do |_req, i|
+      i.zero? ? [400, JSON_TYPE.merge("x-should-retry" => "true", "Retry-After" => "0"), error_body("invalid_request")] : [200, JSON_TYPE, '{"id":"pay_01"}']
+    end
+    assert_equal "pay_01", client.payments.retrieve("pay_01").id
+    assert_equal 2, @stub.requests.size
+  end
+
+  def test_client_errors_are_not_retried
+    stub { [400, JSON_TYPE, error_body("invalid_request", "amount must be at least 1", param: "amount")] }
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.payments.create(**PAYMENT, amount: 0)
+    end
+    assert_equal "amount", error.param
+    assert_equal 1, @stub.requests.size
+  end
+
+  def test_idempotency_in_progress_is_retried_and_other_conflicts_are_not
+    stub do |_req, i|
+      if i.zero?
+        [409, JSON_TYPE.merge("Retry-After" => "0"), error_body("idempotency_in_progress")]
+      else
+        [409, JSON_TYPE, error_body("idempotency_conflict", resource_id: "pay_07")]
+      end
+    end
+    error = assert_api_error(Treasury::ConflictError, code: "idempotency_conflict") { client.payments.create(**PAYMENT) }
+    assert_equal "pay_07", error.resource_id
+    assert_equal 2, @stub.requests.size
+  end
+
+  def test_408_and_429_are_retried
+    stub do |_req, i|
+      case i
+      when 0 then [408, JSON_TYPE.merge("Retry-After" => "0"), error_body("request_timeout")]
+      when 1 then [429, JSON_TYPE.merge("Retry-After" => "0"), error_body("rate_limited")]
+      else [200, JSON_TYPE, '{"id":"pay_01"}']
+      end
+    end
+    client.payments.retrieve("pay_01")
+    assert_equal 3, @stub.requests.size
+  end
+
+  def test_backoff_without_retry_after_starts_at_half_a_second
+    stub { |_req, i| i.zero? ? [502, {}, "bad gateway"] : [200, JSON_TYPE, '{"id":"pay_01"}'] }
+    started = monotonic
+    client.payments.retrieve("pay_01")
+    waited = @stub.requests[1].received_at - @stub.requests[0].received_at
+    assert_operator waited, :>=, 0.35
+    assert_operator monotonic - started, :<, 2
+  end
+
+  def test_retry_after_is_honoured
+    stub do |_req, i|
+      i.zero? ? [429, JSON_TYPE.merge("Retry-After" => "1"), error_body("rate_limited")] : [200, JSON_TYPE, '{"id":"pay_01"}']
+    end
+    client.payments.retrieve("pay_01")
+    waited = @stub.requests[1].received_at - @stub.requests[0].received_at
+    assert_operator waited, :>=, 0.95
+  end
+
+  def test_backoff_doubles_and_is_capped
+    transport = client_for_backoff
+    assert_in_delta 0.5, transport.backoff(0), 0.13
+    assert_in_delta 1.0, transport.backoff(1), 0.26
+    assert_operator transport.backoff(10), :<=, 8.0
+    assert_operator transport.backoff(10), :>=, 6.0
+    assert_equal 3.0, transport.delay(0, { "retry-after" => "3" })
+    assert_in_delta 0.5, transport.delay(0, { "retry-after" => "3600" }), 0.13
+  end
+
+  def test_a_connection_error_is_retried_then_raised
+    server = TCPServer.new("127.0.0.1", 0)
+    port = server.addr[1]
+    server.close # nothing listens there now
+    c = Treasury::Client.new(api_key: "k", base_url: "http://127.0.0.1:#{port}/v1", max_retries: 1)
+    started = monotonic
+    error = assert_raises(Treasury::APIConnectionError) { c.events.list }
+    assert_kind_of Treasury::APIError, error
+    assert_nil error.status
+    assert_operator monotonic - started, :>=, 0.35, "one retry after a backoff"
+  end
+
+  def test_other_statuses_are_api_errors
+    stub { [413, JSON_TYPE, error_body("request_too_large")] }
+    error = assert_raises(Treasury::APIError) { client.events.list }
+    assert_equal Treasury::APIError, error.class
+    assert_equal 413, error.status
+  end
+
+  def test_a_non_json_error_body
+    stub { [500, { "Content-Type" => "text/plain", "X-Request-Id" => "req_header" }, "oops"] }
+    error = assert_raises(Treasury::InternalServerError) { client(max_retries: 0).events.list }
+    assert_equal "oops", error.body
+    assert_equal "req_header", error.request_id
+    assert_nil error.code
+  end
+
+  def test_query_parameters_and_path_escaping
+    stub { [200, JSON_TYPE, '{"object":"list","data":[],"has_more":false,"next_cursor":null}'] }
+    at = Time.utc(2026, 1, 2, 3, 4, 5.678r)
+    client.payments.list(status: "completed", created_after: at, limit: 5).to_a
+    client.virtual_accounts.transactions("va/../x", created_before: Date.new(2026, 2, 1)).to_a
+    first, second = @stub.requests
+    assert_equal "/v1/payments?status=completed&created_after=2026-01-02T03%3A04%3A05.678Z&limit=5", first.path
+    assert_equal "/v1/virtual-accounts/va%2F..%2Fx/transactions?created_before=2026-02-01", second.path
+  end
+
+  def test_nil_is_sent_as_null_and_not_given_is_left_out
+    stub { [200, JSON_TYPE, "{}"] }
+    Treasury::Client.new(api_key: "op", base_url: @stub.url("/v1")).platforms.update("plt_01", rate_limit: nil)
+    assert_equal({ "rate_limit" => nil }, JSON.parse(@stub.requests.first.body))
+  end
+
+  private
+
+  def client_for_backoff
+    Treasury::Transport.new(api_key: "k", base_url: "http://127.0.0.1:1/v1", max_retries: 2, timeout: 1,
+                            open_timeout: 1, user_agent: "t")
+  end
+end
