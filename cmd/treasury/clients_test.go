@@ -19,6 +19,7 @@ var clientSuites = []struct {
 	command   []string
 }{
 	{"node", "clients/node", []string{"bash", "-c", "npm ci --no-audit --no-fund --loglevel=error && npm test"}},
+	{"python", "clients/python", []string{"python3", "-m", "unittest", "discover", "-s", "tests"}},
 	{"ruby", "clients/ruby", []string{"ruby", "test/run.rb"}},
 }
 

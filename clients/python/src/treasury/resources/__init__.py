@@ -1,0 +1,18 @@
+"""The resource namespaces of :class:`treasury.Treasury`."""
+
+from .events import Events
+from .kyb import KYB
+from .ledger import Ledger, LedgerAccounts, LedgerEntries
+from .operator import ACHFiles, Operator, OperatorKYB
+from .payments import Payments
+from .platform import APIKeys, PlatformResource, Settings
+from .platforms import Platforms
+from .simulations import SimulatedInboundTransfers, SimulatedKYB, SimulatedPayments, Simulations
+from .virtual_accounts import VirtualAccounts
+from .webhooks import WebhookDeliveries, Webhooks
+
+__all__ = [
+    "ACHFiles", "APIKeys", "Events", "KYB", "Ledger", "LedgerAccounts", "LedgerEntries", "Operator",
+    "OperatorKYB", "Payments", "PlatformResource", "Platforms", "Settings", "SimulatedInboundTransfers",
+    "SimulatedKYB", "SimulatedPayments", "Simulations", "VirtualAccounts", "WebhookDeliveries", "Webhooks",
+]

@@ -1,0 +1,123 @@
+"""The platform's ledger: ``client.ledger``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Union
+
+from .._base import strip_not_given
+from .._pagination import Page
+from .._types import NOT_GIVEN, NotGiven, RequestOptions
+from ..types import (
+    Direction,
+    JournalEntry,
+    JournalLineParam,
+    LedgerAccount,
+    LedgerEntry,
+    LedgerEntryStatus,
+    LedgerEntryType,
+    ManualEntryType,
+    Metadata,
+)
+from ._base import APIResource
+
+if TYPE_CHECKING:
+    from .._base import BaseClient
+
+__all__ = ["Ledger", "LedgerAccounts", "LedgerEntries"]
+
+
+class LedgerAccounts(APIResource):
+    """``client.ledger.accounts``."""
+
+    def list(
+        self,
+        *,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+        request_options: Optional[RequestOptions] = None,
+    ) -> Page[LedgerAccount]:
+        """List the ledger accounts with their balances (``GET /ledger/accounts``)."""
+        return self._list("/ledger/accounts", query={"limit": limit, "cursor": cursor},
+                          request_options=request_options)
+
+
+class LedgerEntries(APIResource):
+    """``client.ledger.entries``: ledger entries, and manual journal entries."""
+
+    def list(
+        self,
+        *,
+        virtual_account_id: Optional[str] = None,
+        ledger_account_id: Optional[str] = None,
+        type: Optional[LedgerEntryType] = None,
+        direction: Optional[Direction] = None,
+        status: Optional[LedgerEntryStatus] = None,
+        created_after: Optional[str] = None,
+        created_before: Optional[str] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+        request_options: Optional[RequestOptions] = None,
+    ) -> Page[LedgerEntry]:
+        """List ledger entries, of one account or of the whole platform (``GET /ledger/entries``)."""
+        return self._list(
+            "/ledger/entries",
+            query={"virtual_account_id": virtual_account_id, "ledger_account_id": ledger_account_id,
+                   "type": type, "direction": direction, "status": status, "created_after": created_after,
+                   "created_before": created_before, "limit": limit, "cursor": cursor},
+            request_options=request_options,
+        )
+
+    def create(
+        self,
+        *,
+        type: Union[ManualEntryType, NotGiven] = NOT_GIVEN,
+        description: Union[str, NotGiven] = NOT_GIVEN,
+        virtual_account_id: Union[str, NotGiven] = NOT_GIVEN,
+        direction: Union[Direction, NotGiven] = NOT_GIVEN,
+        amount: Union[int, NotGiven] = NOT_GIVEN,
+        lines: Union[List[JournalLineParam], NotGiven] = NOT_GIVEN,
+        reverses: Union[str, NotGiven] = NOT_GIVEN,
+        effective_at: Union[str, NotGiven] = NOT_GIVEN,
+        metadata: Union[Metadata, None, NotGiven] = NOT_GIVEN,
+        idempotency_key: Optional[str] = None,
+        request_options: Optional[RequestOptions] = None,
+    ) -> JournalEntry:
+        """Post a manual journal entry (``POST /ledger/entries``), in one of three forms:
+
+        * shorthand: ``type``, ``description``, ``virtual_account_id``, ``direction``,
+          ``amount`` (the offset goes to ``platform_fees`` for a fee, else
+          ``platform_operating``);
+        * lines: ``type``, ``description``, ``lines`` (≥ 2, balanced);
+        * reversal: ``reverses="je_…"`` posts the mirror image of that entry.
+
+        ``idempotency_key`` is sent as the ``Idempotency-Key`` header.
+        """
+        body = strip_not_given(type=type, description=description, virtual_account_id=virtual_account_id,
+                               direction=direction, amount=amount, lines=lines, reverses=reverses,
+                               effective_at=effective_at, metadata=metadata)
+        return self._post("/ledger/entries", body=body, idempotency_key=idempotency_key,
+                          request_options=request_options)
+
+
+class Ledger(APIResource):
+    """``client.ledger``: ``accounts``, ``entries`` and the CSV ``exports``."""
+
+    accounts: LedgerAccounts
+    entries: LedgerEntries
+
+    def __init__(self, client: "BaseClient") -> None:
+        super().__init__(client)
+        self.accounts = LedgerAccounts(client)
+        self.entries = LedgerEntries(client)
+
+    def exports(
+        self,
+        *,
+        created_after: Optional[str] = None,
+        created_before: Optional[str] = None,
+        request_options: Optional[RequestOptions] = None,
+    ) -> str:
+        """The reconciliation export (``GET /ledger/exports``): CSV text of every ledger
+        entry created in the range, with each account's running balance."""
+        return self._get("/ledger/exports", query={"created_after": created_after, "created_before": created_before},
+                         request_options=request_options, accept="text/csv")

@@ -1,0 +1,813 @@
+"""The resources of the Treasury API, as typed dictionaries.
+
+Every method returns plain ``dict`` objects decoded from JSON; these
+``TypedDict`` classes describe them for type checkers and editors. They are
+kept equal to the schemas of ``/v1/openapi.json``: the test suite
+(``tests/test_openapi.py``) fails when a schema gains or loses a property that
+the model here does not.
+
+Amounts are integers of cents; rates are decimal strings (``"0.30"``); times are
+RFC 3339 strings in UTC.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
+
+__all__ = [
+    # enumerations
+    "Environment", "Rail", "Direction", "ErrorCode", "EventType", "WebhookEventSelector",
+    "PlatformStatus", "VirtualAccountType", "VirtualAccountStatus", "KYBStatus",
+    "KYBVerificationStatus", "KYBOutcome", "KYBMethod", "EntityType", "USState",
+    "TransactionType", "TransactionStatus", "SourceType", "LedgerAccountName",
+    "LedgerEntryType", "LedgerEntryStatus", "ManualEntryType", "InboundTransferStatus",
+    "PaymentStatus", "FailureCode", "RetryAction", "WebhookStatus", "WebhookDeliveryState",
+    "WebhookDeliveryStatusValue", "RevenueSource",
+    # resources
+    "Metadata", "FeeSchedule", "RateLimit", "Platform", "PlatformWithKeys", "APIKey",
+    "WebhookRetryPolicy", "SandboxSettings", "PlatformSettings",
+    "AccountBalance", "VirtualAccount", "Balance", "Source", "Transaction", "Statement",
+    "LedgerAccountBalances", "LedgerAccount", "LedgerEntry", "JournalEntry",
+    "InboundOriginator", "InboundTransfer",
+    "Destination", "RetryRecommendation", "PaymentFailure", "NotificationOfChange", "Payment",
+    "EventData", "Event",
+    "KYBAddress", "KYBBusiness", "KYBOwner", "KYBReason", "KYBDecision", "KYBReview",
+    "KYBVerification",
+    "WebhookDeliveryStatus", "WebhookEndpoint", "DeletedWebhookEndpoint", "WebhookAttempt",
+    "WebhookDelivery", "QueuedWebhookDelivery",
+    "RevenueLine", "RevenueShareReport", "ACHFile", "ACHFileCut",
+    # request parameters
+    "FeeScheduleParam", "RateLimitParam", "WebhookRetryPolicyParam", "SandboxSettingsParam",
+    "DestinationParam", "OriginatorParam", "KYBAddressParam", "KYBBusinessParam",
+    "KYBOwnerParam", "KYBReasonParam", "JournalLineParam",
+]
+
+# ---------------------------------------------------------------------------
+# Enumerations
+# ---------------------------------------------------------------------------
+
+Environment = Literal["sandbox", "live"]
+"""The environment of a key and of everything it creates."""
+
+Rail = Literal["ach_standard", "ach_same_day", "rtp", "fednow"]
+"""A payment rail."""
+
+Direction = Literal["debit", "credit"]
+
+ErrorCode = Literal[
+    "invalid_request", "unbalanced_entry", "amount_exceeds_rail_limit", "unauthorized",
+    "forbidden", "not_found", "idempotency_conflict", "idempotency_in_progress",
+    "payment_not_cancelable", "kyb_in_progress", "kyb_already_approved", "invalid_state",
+    "request_too_large", "request_timeout", "kyb_not_approved", "compliance_rejected",
+    "insufficient_funds", "account_not_active", "limit_exceeded", "live_not_enabled",
+    "rate_limited", "internal_error", "unavailable",
+]
+"""The ``code`` of an error answer (``APIError.code``)."""
+
+EventType = Literal[
+    "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
+    "payment.failed", "payment.canceled", "payment.notification_of_change",
+    "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
+    "inbound_transfer.completed", "webhook.test",
+]
+
+WebhookEventSelector = Literal[
+    "*", "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
+    "payment.failed", "payment.canceled", "payment.notification_of_change",
+    "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
+    "inbound_transfer.completed", "webhook.test",
+]
+"""An event type a webhook endpoint subscribes to, or ``"*"`` for all."""
+
+PlatformStatus = Literal["pending_approval", "approved"]
+VirtualAccountType = Literal["checking", "savings"]
+VirtualAccountStatus = Literal["active", "frozen", "closed"]
+KYBStatus = Literal["not_started", "pending", "pending_review", "approved", "rejected"]
+KYBVerificationStatus = Literal["pending", "pending_review", "approved", "rejected"]
+KYBOutcome = Literal["approved", "rejected"]
+KYBMethod = Literal["automatic", "manual"]
+EntityType = Literal["llc", "corporation", "partnership", "sole_proprietorship", "nonprofit"]
+USState = Literal[
+    "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA",
+    "KS", "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ",
+    "NM", "NY", "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT",
+    "VA", "WA", "WV", "WI", "WY", "DC", "PR", "GU", "VI", "AS", "MP",
+]
+TransactionType = Literal[
+    "inbound_transfer", "payment", "payment_fee", "payment_reversal", "adjustment", "fee", "correction",
+]
+TransactionStatus = Literal["pending", "posted", "void"]
+SourceType = Literal["inbound_transfer", "payment", "journal_entry"]
+LedgerAccountName = Literal[
+    "virtual_account", "platform_operating", "platform_fees", "service_fee_revenue",
+    "rail_clearing_ach_standard", "rail_clearing_ach_same_day", "rail_clearing_rtp",
+    "rail_clearing_fednow", "operator_funding",
+]
+LedgerEntryType = Literal[
+    "inbound_transfer", "payment", "payment_fee", "payment_reversal", "adjustment", "fee",
+    "correction", "funding",
+]
+LedgerEntryStatus = Literal["pending", "posted", "archived"]
+ManualEntryType = Literal["adjustment", "fee", "correction"]
+"""The types of a manual journal entry (``client.ledger.entries.create``)."""
+InboundTransferStatus = Literal["pending", "completed"]
+PaymentStatus = Literal["pending", "submitted", "completed", "failed", "canceled"]
+FailureCode = Literal[
+    "insufficient_funds", "account_closed", "no_account", "invalid_account_number",
+    "unauthorized_debit", "returned_by_odfi", "authorization_revoked", "payment_stopped",
+    "uncollected_funds", "unauthorized", "entry_not_per_authorization", "account_sold",
+    "invalid_routing_number", "recipient_deceased", "account_frozen", "file_record_edit_criteria",
+    "non_transaction_account", "credit_refused", "duplicate_entry", "corporate_not_authorized",
+    "transaction_forbidden", "transaction_not_supported", "amount_exceeds_limit",
+    "invalid_recipient", "invalid_format", "not_specified", "network_unavailable", "unknown",
+]
+RetryAction = Literal[
+    "retry_later", "retry_other_rail", "update_destination", "contact_recipient", "do_not_retry",
+]
+WebhookStatus = Literal["enabled", "disabled"]
+WebhookDeliveryState = Literal["healthy", "failing", "disabled"]
+WebhookDeliveryStatusValue = Literal["pending", "succeeded", "failed"]
+RevenueSource = Literal["payment_fees", "interest"]
+
+Metadata = Dict[str, str]
+"""Free-form string pairs: at most 50 keys of 1 to 40 characters, values ≤ 500 characters."""
+
+# ---------------------------------------------------------------------------
+# Platforms, keys and settings
+# ---------------------------------------------------------------------------
+
+
+class FeeSchedule(TypedDict):
+    """Fee per payment in cents, by rail."""
+
+    ach_standard: int
+    ach_same_day: int
+    rtp: int
+    fednow: int
+
+
+class RateLimit(TypedDict):
+    """A token bucket: ``per_second`` tokens a second, up to ``burst``."""
+
+    per_second: int
+    burst: int
+
+
+class Platform(TypedDict):
+    """A platform: the parent entity whose businesses hold virtual accounts."""
+
+    id: str
+    object: str
+    name: str
+    contact_email: str
+    status: PlatformStatus
+    live_enabled: bool
+    revenue_share_rate: str
+    interest_rate: str
+    fee_schedule: FeeSchedule
+    rate_limit: Optional[RateLimit]
+    metadata: Metadata
+    environment: Environment
+    created_at: str
+    updated_at: str
+
+
+class _APIKeyRequired(TypedDict):
+    id: str
+    object: str
+    platform_id: str
+    name: str
+    environment: Environment
+    prefix: str
+    created_at: str
+    last_used_at: Optional[str]
+    expires_at: Optional[str]
+    revoked_at: Optional[str]
+
+
+class APIKey(_APIKeyRequired, total=False):
+    """A platform API key; ``secret`` only in the answer that created it
+    (approval, enabling live, ``api_keys.create``, ``api_keys.roll``)."""
+
+    secret: str
+
+
+class PlatformWithKeys(Platform, total=False):
+    """A platform with the key its approval (``sandbox_api_key``) or enabling
+    live (``live_api_key``) just minted, ``secret`` included."""
+
+    sandbox_api_key: APIKey
+    live_api_key: APIKey
+
+
+class WebhookRetryPolicy(TypedDict):
+    """How deliveries are retried: exponential backoff from ``initial_delay_seconds``."""
+
+    max_attempts: int
+    initial_delay_seconds: int
+    max_delay_seconds: int
+
+
+class SandboxSettings(TypedDict):
+    """The simulated rails' behaviour (sandbox only)."""
+
+    auto_settle: bool
+    ach_same_day_delay_seconds: int
+    ach_standard_delay_seconds: int
+
+
+class PlatformSettings(TypedDict):
+    """A platform's settings in the caller's environment."""
+
+    object: str
+    platform_id: str
+    environment: Environment
+    webhook_retry_policy: WebhookRetryPolicy
+    payment_approval_threshold: Optional[int]
+    daily_payment_limit: Optional[int]
+    sandbox: Optional[SandboxSettings]
+    updated_at: Optional[str]
+
+
+# ---------------------------------------------------------------------------
+# Virtual accounts
+# ---------------------------------------------------------------------------
+
+
+class AccountBalance(TypedDict):
+    """A virtual account's balance in cents; ``available = posted − pending_outbound``."""
+
+    posted: int
+    pending_inbound: int
+    pending_outbound: int
+    available: int
+
+
+class VirtualAccount(TypedDict):
+    """A virtual account of a business (``entity_ref``) of the platform."""
+
+    id: str
+    object: str
+    platform_id: str
+    entity_ref: str
+    type: VirtualAccountType
+    status: VirtualAccountStatus
+    account_number: str
+    routing_number: str
+    currency: str
+    balance: AccountBalance
+    kyb_status: KYBStatus
+    metadata: Metadata
+    environment: Environment
+    created_at: str
+
+
+class Balance(TypedDict):
+    """A virtual account's balance at an instant (``as_of``)."""
+
+    object: str
+    virtual_account_id: str
+    currency: str
+    as_of: str
+    posted: int
+    pending_inbound: int
+    pending_outbound: int
+    available: int
+
+
+class Source(TypedDict):
+    """What caused a transaction."""
+
+    type: SourceType
+    id: str
+
+
+class Transaction(TypedDict):
+    """One line of a virtual account's history; ``amount`` is signed."""
+
+    id: str
+    object: str
+    virtual_account_id: str
+    type: TransactionType
+    amount: int
+    currency: str
+    status: TransactionStatus
+    description: str
+    source: Source
+    environment: Environment
+    created_at: str
+    posted_at: Optional[str]
+
+
+class Statement(TypedDict):
+    """A virtual account's statement of one calendar month (UTC)."""
+
+    object: str
+    virtual_account_id: str
+    month: str
+    currency: str
+    period_start: str
+    period_end: str
+    opening_balance: int
+    closing_balance: int
+    total_in: int
+    total_out: int
+    transactions: List[Transaction]
+
+
+# ---------------------------------------------------------------------------
+# Ledger
+# ---------------------------------------------------------------------------
+
+
+class LedgerAccountBalances(TypedDict):
+    posted: int
+    pending: int
+    available: int
+
+
+class LedgerAccount(TypedDict):
+    """An account of the platform's sub-ledger."""
+
+    id: str
+    object: str
+    name: LedgerAccountName
+    virtual_account_id: Optional[str]
+    normal_balance: Direction
+    currency: str
+    balances: LedgerAccountBalances
+    environment: Environment
+    created_at: str
+
+
+class LedgerEntry(TypedDict):
+    """One debit or credit of one ledger account."""
+
+    id: str
+    object: str
+    journal_entry_id: str
+    ledger_account_id: str
+    virtual_account_id: Optional[str]
+    direction: Direction
+    amount: int
+    currency: str
+    type: LedgerEntryType
+    status: LedgerEntryStatus
+    description: str
+    environment: Environment
+    effective_at: str
+    created_at: str
+
+
+class JournalEntry(TypedDict):
+    """A balanced journal entry (Σ debits = Σ credits) with its ledger entries."""
+
+    id: str
+    object: str
+    type: LedgerEntryType
+    description: str
+    status: LedgerEntryStatus
+    reverses: Optional[str]
+    reversed_by: Optional[str]
+    entries: List[LedgerEntry]
+    metadata: Metadata
+    environment: Environment
+    effective_at: str
+    created_at: str
+
+
+# ---------------------------------------------------------------------------
+# Inbound transfers and payments
+# ---------------------------------------------------------------------------
+
+
+class InboundOriginator(TypedDict):
+    name: str
+    account_number: str
+    routing_number: str
+
+
+class InboundTransfer(TypedDict):
+    """Funds arriving in a virtual account."""
+
+    id: str
+    object: str
+    virtual_account_id: str
+    amount: int
+    currency: str
+    rail: Rail
+    originator: InboundOriginator
+    description: str
+    status: InboundTransferStatus
+    journal_entry_id: str
+    expected_settlement_at: str
+    completed_at: Optional[str]
+    environment: Environment
+    created_at: str
+
+
+class Destination(TypedDict):
+    """The receiving bank account of a payment."""
+
+    account_number: str
+    routing_number: str
+    name: str
+
+
+class _RetryRecommendationRequired(TypedDict):
+    action: RetryAction
+
+
+class RetryRecommendation(_RetryRecommendationRequired, total=False):
+    """What to do about a failed payment."""
+
+    suggested_rail: Rail
+    retry_after: int
+
+
+class PaymentFailure(TypedDict):
+    """Why a payment failed."""
+
+    code: FailureCode
+    network_code: str
+    reason: str
+    retry_recommendation: RetryRecommendation
+
+
+class NotificationOfChange(TypedDict):
+    """A live ACH notification of change (NACHA addenda 98)."""
+
+    code: str
+    corrected_data: str
+
+
+class _PaymentRequired(TypedDict):
+    id: str
+    object: str
+    virtual_account_id: str
+    amount: int
+    currency: str
+    rail: Rail
+    destination: Destination
+    status: PaymentStatus
+    fee: int
+    idempotency_key: str
+    description: str
+    metadata: Metadata
+    failure: Optional[PaymentFailure]
+    expected_settlement_at: str
+    submitted_at: Optional[str]
+    completed_at: Optional[str]
+    failed_at: Optional[str]
+    canceled_at: Optional[str]
+    environment: Environment
+    created_at: str
+
+
+class Payment(_PaymentRequired, total=False):
+    """A payment out of a virtual account over a rail.
+
+    ``trace_number``, ``ach_file_id`` and ``notification_of_change`` appear on
+    live ACH payments only.
+    """
+
+    trace_number: str
+    ach_file_id: str
+    notification_of_change: NotificationOfChange
+
+
+# ---------------------------------------------------------------------------
+# Events
+# ---------------------------------------------------------------------------
+
+
+class EventData(TypedDict):
+    object: Dict[str, Any]
+    """The resource as ``GET`` returned it at the moment of the event."""
+
+
+class Event(TypedDict):
+    """A public event, also the body of every webhook delivery."""
+
+    id: str
+    object: str
+    type: EventType
+    platform_id: str
+    environment: Environment
+    created_at: str
+    data: EventData
+
+
+# ---------------------------------------------------------------------------
+# KYB
+# ---------------------------------------------------------------------------
+
+
+class _KYBAddressRequired(TypedDict):
+    line1: str
+    city: str
+    state: USState
+    postal_code: str
+    country: str
+
+
+class KYBAddress(_KYBAddressRequired, total=False):
+    """A US street address (no PO box)."""
+
+    line2: Optional[str]
+
+
+class KYBBusiness(TypedDict):
+    """The business of a verification (``ein`` masked to its last 4 digits)."""
+
+    legal_name: str
+    dba: Optional[str]
+    ein: str
+    entity_type: EntityType
+    formation_date: str
+    formation_state: USState
+    address: KYBAddress
+    website: Optional[str]
+    naics_code: Optional[str]
+    phone: Optional[str]
+
+
+class KYBOwner(TypedDict):
+    """A beneficial owner of a verification (masked)."""
+
+    first_name: str
+    last_name: str
+    date_of_birth: str
+    ssn_last4: str
+    ownership_percentage: str
+    is_control_person: bool
+    title: Optional[str]
+    address: KYBAddress
+
+
+class _KYBReasonRequired(TypedDict):
+    code: str
+    message: str
+
+
+class KYBReason(_KYBReasonRequired, total=False):
+    field: str
+
+
+class KYBDecision(TypedDict):
+    outcome: KYBOutcome
+    method: KYBMethod
+    reasons: List[KYBReason]
+    decided_at: str
+
+
+class KYBReview(TypedDict):
+    eta: str
+
+
+class KYBVerification(TypedDict):
+    """A KYB verification of a business."""
+
+    id: str
+    object: str
+    virtual_account_id: str
+    entity_ref: str
+    status: KYBVerificationStatus
+    business: KYBBusiness
+    beneficial_owners: List[KYBOwner]
+    decision: Optional[KYBDecision]
+    review: Optional[KYBReview]
+    environment: Environment
+    created_at: str
+    updated_at: str
+
+
+# ---------------------------------------------------------------------------
+# Webhooks
+# ---------------------------------------------------------------------------
+
+
+class WebhookDeliveryStatus(TypedDict):
+    """The health of an endpoint's deliveries."""
+
+    state: WebhookDeliveryState
+    last_attempt_at: Optional[str]
+    last_success_at: Optional[str]
+    last_status_code: Optional[int]
+    consecutive_failures: int
+    pending: int
+    failed: int
+
+
+class _WebhookEndpointRequired(TypedDict):
+    id: str
+    object: str
+    url: str
+    events: List[str]
+    description: str
+    status: WebhookStatus
+    retry_policy: WebhookRetryPolicy
+    delivery_status: WebhookDeliveryStatus
+    environment: Environment
+    created_at: str
+    updated_at: str
+
+
+class WebhookEndpoint(_WebhookEndpointRequired, total=False):
+    """A webhook endpoint; ``secret`` (``whsec_…``) only when created or rotated."""
+
+    secret: str
+
+
+class DeletedWebhookEndpoint(TypedDict):
+    id: str
+    object: str
+    deleted: bool
+
+
+class WebhookAttempt(TypedDict):
+    attempted_at: str
+    status_code: Optional[int]
+    duration_ms: int
+    error: Optional[str]
+    response_body: Optional[str]
+
+
+class WebhookDelivery(TypedDict):
+    """The delivery of one event to one endpoint; its id is the ``webhook-id`` header."""
+
+    id: str
+    object: str
+    webhook_endpoint_id: str
+    event_id: str
+    event_type: EventType
+    status: WebhookDeliveryStatusValue
+    attempts: List[WebhookAttempt]
+    next_attempt_at: Optional[str]
+    created_at: str
+
+
+class _QueuedWebhookDeliveryRequired(TypedDict):
+    id: str
+    object: str
+    status: str
+
+
+class QueuedWebhookDelivery(_QueuedWebhookDeliveryRequired, total=False):
+    """A delivery just queued (by ``test`` or ``retry``)."""
+
+    event_type: EventType
+
+
+# ---------------------------------------------------------------------------
+# Reports and operator resources
+# ---------------------------------------------------------------------------
+
+
+class _RevenueLineRequired(TypedDict):
+    source: RevenueSource
+    basis_amount: int
+    gross_amount: int
+    platform_share: int
+
+
+class RevenueLine(_RevenueLineRequired, total=False):
+    rail: Rail
+    count: int
+
+
+RevenueShareReport = TypedDict(
+    "RevenueShareReport",
+    {
+        "object": str,
+        "from": str,
+        "to": str,
+        "currency": str,
+        "share_rate": str,
+        "interest_rate": str,
+        "lines": List[RevenueLine],
+        "total_gross": int,
+        "total_platform_share": int,
+    },
+)
+RevenueShareReport.__doc__ = "The platform's share of fee and interest revenue over a period."
+
+
+class ACHFile(TypedDict):
+    """An outbound NACHA file of live mode."""
+
+    id: str
+    object: str
+    name: str
+    entry_count: int
+    total_credit: int
+    created_at: str
+    transmitted_at: Optional[str]
+
+
+class ACHFileCut(TypedDict):
+    """The files one cut made (``data``; none when no live ACH payment was pending)."""
+
+    object: str
+    data: List[ACHFile]
+    has_more: bool
+    next_cursor: Optional[str]
+
+
+# ---------------------------------------------------------------------------
+# Request parameters (nested objects of request bodies)
+# ---------------------------------------------------------------------------
+
+
+class FeeScheduleParam(TypedDict, total=False):
+    """Fees to change, in cents by rail (the others keep their value)."""
+
+    ach_standard: int
+    ach_same_day: int
+    rtp: int
+    fednow: int
+
+
+RateLimitParam = RateLimit
+
+
+class WebhookRetryPolicyParam(TypedDict, total=False):
+    max_attempts: int
+    initial_delay_seconds: int
+    max_delay_seconds: int
+
+
+class SandboxSettingsParam(TypedDict, total=False):
+    auto_settle: bool
+    ach_same_day_delay_seconds: int
+    ach_standard_delay_seconds: int
+
+
+DestinationParam = Destination
+
+
+class OriginatorParam(TypedDict):
+    """The sender of a simulated inbound transfer."""
+
+    name: str
+    account_number: str
+    routing_number: str
+
+
+KYBAddressParam = KYBAddress
+
+
+class _KYBBusinessParamRequired(TypedDict):
+    legal_name: str
+    ein: str
+    entity_type: EntityType
+    formation_date: str
+    formation_state: USState
+    address: KYBAddressParam
+
+
+class KYBBusinessParam(_KYBBusinessParamRequired, total=False):
+    """The business submitted for KYB; ``ein`` as ``"12-3456789"`` or 9 digits."""
+
+    dba: Optional[str]
+    website: Optional[str]
+    naics_code: Optional[str]
+    phone: Optional[str]
+
+
+class _KYBOwnerParamRequired(TypedDict):
+    first_name: str
+    last_name: str
+    date_of_birth: str
+    ssn_last4: str
+    address: KYBAddressParam
+
+
+class KYBOwnerParam(_KYBOwnerParamRequired, total=False):
+    """A beneficial owner submitted for KYB."""
+
+    ownership_percentage: Union[str, float, None]
+    is_control_person: bool
+    title: Optional[str]
+
+
+class _KYBReasonParamRequired(TypedDict):
+    code: str
+
+
+class KYBReasonParam(_KYBReasonParamRequired, total=False):
+    message: str
+    field: str
+
+
+class _JournalLineParamRequired(TypedDict):
+    direction: Direction
+    amount: int
+
+
+class JournalLineParam(_JournalLineParamRequired, total=False):
+    """A line of a lines-form journal entry: exactly one of ``ledger_account_id``
+    and ``virtual_account_id``."""
+
+    ledger_account_id: str
+    virtual_account_id: str

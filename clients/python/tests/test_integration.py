@@ -1,0 +1,657 @@
+"""The journey of issue #17 against a real ``treasury serve``.
+
+Needs TREASURY_BASE_URL (e.g. http://127.0.0.1:8080/v1) and TREASURY_OPERATOR_KEY
+of a sandbox server started with TREASURY_WEBHOOK_ALLOW_PRIVATE=true (the webhook
+receiver of this test listens on 127.0.0.1). Without them the run fails.
+
+The steps run in order (test_01 … test_99) and share what they create; each run
+registers its own platforms, named after a random run id, so runs never collide.
+The last step checks that every route of tests/routes.py was called.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import re
+import time
+import unittest
+import uuid
+from typing import Any, Dict, List, Optional
+
+import support
+from routes import ROUTES
+from support import EXCHANGES, LocalServer, RecordingTreasury, exchange_mark, exchanges_since, poll
+
+import treasury
+from treasury import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    UnprocessableEntityError,
+    WebhookVerificationError,
+)
+
+RUN = uuid.uuid4().hex[:10]
+ROUTING = "021000021"
+DEST = {"account_number": "123456789", "routing_number": ROUTING, "name": "Supplier Inc"}
+ORIGINATOR = {"name": "Globex Corp", "account_number": "987654321", "routing_number": ROUTING}
+ADDRESS = {"line1": "1 Main St", "city": "Austin", "state": "TX", "postal_code": "78701", "country": "US"}
+RAILS = ("ach_standard", "ach_same_day", "rtp", "fednow")
+MISSING = {"va": "va_" + "0" * 26, "pay": "pay_" + "0" * 26}
+
+BASE_URL = ""
+OPERATOR_KEY = ""
+OP: RecordingTreasury
+RECEIVER: LocalServer
+S: Dict[str, Any] = {"run": RUN}  # what the steps share
+
+
+def setUpModule() -> None:  # noqa: N802
+    global BASE_URL, OPERATOR_KEY, OP, RECEIVER
+    BASE_URL, OPERATOR_KEY = support.server_env()  # raises: the run fails, it does not skip
+    OP = RecordingTreasury(api_key=OPERATOR_KEY, base_url=BASE_URL)
+    RECEIVER = LocalServer(lambda r: (204, {}, b""))
+
+
+def tearDownModule() -> None:  # noqa: N802
+    RECEIVER.close()
+
+
+def business(ein: str, name: str) -> Dict[str, Any]:
+    return {"legal_name": name, "ein": ein, "entity_type": "llc", "formation_date": "2020-01-15",
+            "formation_state": "TX", "address": ADDRESS, "website": "https://example.com"}
+
+
+OWNERS = [{"first_name": "Ada", "last_name": "Lovelace", "date_of_birth": "1980-12-10", "ssn_last4": "1234",
+           "ownership_percentage": "60", "is_control_person": True, "title": "CEO", "address": ADDRESS}]
+
+
+def today() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+def deliveries(predicate, timeout: float = 10.0) -> support.Received:  # type: ignore[no-untyped-def]
+    """The first delivery the receiver got (or gets) matching ``predicate``."""
+    for r in list(RECEIVER.all):
+        if predicate(r):
+            return r
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            r = RECEIVER.received.get(timeout=max(0.01, deadline - time.monotonic()))
+        except Exception:
+            break
+        if predicate(r):
+            return r
+    raise AssertionError(f"no matching webhook delivery within {timeout} s; got {len(RECEIVER.all)}")
+
+
+def event_type_is(kind: str, seen: Optional[set] = None):  # type: ignore[no-untyped-def]
+    def pred(r: support.Received) -> bool:
+        try:
+            body = json.loads(r.body)
+        except ValueError:
+            return False
+        if seen is not None and r.header("webhook-id") in seen:
+            return False
+        return body.get("type") == kind
+    return pred
+
+
+class Journey(unittest.TestCase):
+    maxDiff = None
+
+    # -- platforms (operator) ---------------------------------------------------
+
+    def test_01_register_approve_configure_fund(self) -> None:
+        name = f"python-client {RUN}"
+        p = OP.platforms.register(name=name, contact_email=f"ops+{RUN}@example.com", metadata={"run": RUN},
+                                  idempotency_key=f"register-{RUN}")
+        self.assertEqual((p["object"], p["status"], p["name"]), ("platform", "pending_approval", name))
+        again = OP.platforms.register(name=name, contact_email=f"ops+{RUN}@example.com", metadata={"run": RUN},
+                                      idempotency_key=f"register-{RUN}")
+        self.assertEqual(again["id"], p["id"], "the same Idempotency-Key and body replay the platform")
+        self.assertEqual(OP.platforms.retrieve(p["id"])["metadata"], {"run": RUN})
+
+        approved = OP.platforms.approve(p["id"])
+        self.assertEqual(approved["status"], "approved")
+        key = approved["sandbox_api_key"]
+        self.assertTrue(key["secret"].startswith("sk_sandbox_"))
+        self.assertEqual(key["environment"], "sandbox")
+
+        updated = OP.platforms.update(p["id"], revenue_share_rate="0.30", interest_rate="0.05",
+                                      fee_schedule={"rtp": 60})
+        self.assertEqual(updated["revenue_share_rate"], "0.30")
+        self.assertEqual(updated["fee_schedule"]["rtp"], 60)
+        self.assertEqual(updated["fee_schedule"]["fednow"], 45)
+
+        funding = OP.platforms.fund(p["id"], amount=1_000_000, environment="sandbox",
+                                    description=f"seed {RUN}")
+        self.assertEqual((funding["object"], funding["type"], funding["status"]), ("journal_entry", "funding", "posted"))
+        self.assertEqual(sum(e["amount"] for e in funding["entries"] if e["direction"] == "debit"), 1_000_000)
+
+        S["platform"] = p
+        S["client"] = RecordingTreasury(api_key=key["secret"], base_url=BASE_URL)
+
+    def test_02_operator_lists_platforms_across_pages(self) -> None:
+        second = OP.platforms.register(name=f"python-client {RUN} throttled", contact_email="b@example.com")
+        third = OP.platforms.register(name=f"python-client {RUN} third", contact_email="c@example.com")
+        S["second_platform"] = second
+        mine = {S["platform"]["id"], second["id"], third["id"]}
+        page = OP.platforms.list(limit=2)
+        self.assertEqual(len(page.data), 2)
+        self.assertTrue(page.has_more and page.next_cursor)
+        # newest first: walk the pages until this run's three platforms are seen
+        seen = set()
+        for n, platform in enumerate(itertools.islice(page, 500), start=1):
+            seen.add(platform["id"])
+            if mine <= seen:
+                break
+        self.assertTrue(mine <= seen, "this run's platforms in the operator's list")
+        self.assertGreaterEqual(n, 3, "the walk went past the first page")
+
+    # -- the platform's own routes ------------------------------------------------
+
+    def test_03_platform_settings(self) -> None:
+        c: RecordingTreasury = S["client"]
+        me = c.platform.retrieve()
+        self.assertEqual((me["id"], me["environment"]), (S["platform"]["id"], "sandbox"))
+        settings = c.platform.settings.retrieve()
+        self.assertEqual(settings["object"], "platform_settings")
+        updated = c.platform.settings.update(
+            sandbox={"auto_settle": False, "ach_same_day_delay_seconds": 1, "ach_standard_delay_seconds": 1},
+            webhook_retry_policy={"max_attempts": 3, "initial_delay_seconds": 1, "max_delay_seconds": 10},
+            daily_payment_limit=None,
+        )
+        self.assertEqual(updated["sandbox"], {"auto_settle": False, "ach_same_day_delay_seconds": 1,
+                                              "ach_standard_delay_seconds": 1})
+        self.assertEqual(updated["webhook_retry_policy"]["max_attempts"], 3)
+        self.assertIsNone(updated["daily_payment_limit"])
+
+        # an endpoint on this test's receiver, before the journey's events happen
+        url = f"{RECEIVER.url}/hooks/{RUN}"
+        wh = c.webhooks.create(url=url, description="python client test", events=["*"],
+                               retry_policy={"max_attempts": 3, "initial_delay_seconds": 1, "max_delay_seconds": 5})
+        self.assertTrue(wh["secret"].startswith("whsec_"))
+        self.assertEqual((wh["status"], wh["url"], wh["events"]), ("enabled", url, ["*"]))
+        self.assertEqual(wh["retry_policy"]["max_attempts"], 3)
+        S["webhook"] = wh
+
+    def test_04_api_keys_create_list_roll_revoke(self) -> None:
+        c: RecordingTreasury = S["client"]
+        made = c.platform.api_keys.create(name=f"ci {RUN}")
+        self.assertTrue(made["secret"].startswith("sk_sandbox_"))
+        other = c.with_options(api_key=made["secret"])
+        self.assertEqual(other.platform.retrieve()["id"], S["platform"]["id"])
+        listed = {k["id"]: k for k in c.platform.api_keys.list(environment="sandbox")}
+        self.assertIn(made["id"], listed)
+        self.assertNotIn("secret", listed[made["id"]])
+
+        rolled = c.platform.api_keys.roll(made["id"], grace_seconds=0)
+        self.assertNotEqual(rolled["id"], made["id"])
+        self.assertTrue(rolled["secret"].startswith("sk_sandbox_"))
+        new = c.with_options(api_key=rolled["secret"])
+        self.assertEqual(new.platform.retrieve()["id"], S["platform"]["id"])
+        revoked = c.platform.api_keys.revoke(rolled["id"])
+        self.assertIsNotNone(revoked["revoked_at"])
+        # 401 from the real server: a revoked key
+        with self.assertRaises(AuthenticationError) as cm:
+            new.platform.retrieve()
+        e = cm.exception
+        self.assertEqual((e.status, e.code), (401, "unauthorized"))
+        self.assertTrue(e.request_id)
+
+    # -- virtual accounts ---------------------------------------------------------
+
+    def test_05_open_accounts_and_list_every_page(self) -> None:
+        c: RecordingTreasury = S["client"]
+        pid = S["platform"]["id"]
+        roles = ("main", "review", "simulated", "closing")
+        accounts = {}
+        for role in roles:
+            accounts[role] = c.virtual_accounts.create(platform_id=pid, entity_ref=f"{role}-{RUN}", type="checking",
+                                                       metadata={"role": role})
+            self.assertEqual(accounts[role]["kyb_status"], "not_started")
+            self.assertEqual(len(accounts[role]["account_number"]), 12)
+        S["va"] = {role: a["id"] for role, a in accounts.items()}
+
+        page = c.virtual_accounts.list(limit=2)
+        pages = list(page.iter_pages())
+        self.assertGreaterEqual(len(pages), 2, "4 accounts at limit=2 take 2 pages")
+        self.assertEqual({a["id"] for a in page}, set(S["va"].values()))
+        by_ref = list(c.virtual_accounts.list(entity_ref=f"main-{RUN}"))
+        self.assertEqual([a["id"] for a in by_ref], [S["va"]["main"]])
+        got = c.virtual_accounts.retrieve(S["va"]["main"])
+        self.assertEqual(got["metadata"], {"role": "main"})
+
+    def test_06_freeze_unfreeze_close(self) -> None:
+        c: RecordingTreasury = S["client"]
+        va = S["va"]["closing"]
+        self.assertEqual(c.virtual_accounts.freeze(va)["status"], "frozen")
+        self.assertEqual([a["id"] for a in c.virtual_accounts.list(status="frozen")], [va])
+        self.assertEqual(c.virtual_accounts.unfreeze(va)["status"], "active")
+        self.assertEqual(c.virtual_accounts.close(va)["status"], "closed")
+        with self.assertRaises(ConflictError):
+            c.virtual_accounts.freeze(va)
+
+    # -- KYB ---------------------------------------------------------------------
+
+    def test_07_kyb_automatic_operator_and_simulated_decisions(self) -> None:
+        c: RecordingTreasury = S["client"]
+        va = S["va"]
+        auto = c.kyb.create(virtual_account_id=va["main"], business=business("12-3456789", "Acme Widgets LLC"),
+                            beneficial_owners=OWNERS)
+        review = c.kyb.submit(virtual_account_id=va["review"], business=business("98-7651111", "Review Co LLC"),
+                              beneficial_owners=OWNERS)
+        simulated = c.kyb.create(virtual_account_id=va["simulated"], business=business("55-5551111", "Sim Co LLC"),
+                                 beneficial_owners=OWNERS)
+        self.assertEqual(auto["status"], "pending")
+        self.assertTrue(auto["business"]["ein"].endswith("6789"))
+        self.assertNotIn("12-3456789", json.dumps(auto), "the EIN is masked")
+
+        done = poll(lambda: c.kyb.retrieve(auto["id"]), lambda k: k["status"] != "pending", what="KYB decision")
+        self.assertEqual(done["status"], "approved")
+        self.assertEqual((done["decision"]["outcome"], done["decision"]["method"]), ("approved", "automatic"))
+        for k in (review, simulated):
+            got = poll(lambda: c.kyb.retrieve(k["id"]), lambda k: k["status"] != "pending", what="KYB review")
+            self.assertEqual(got["status"], "pending_review")
+            self.assertIsNotNone(got["review"]["eta"])
+
+        decided = OP.operator.kyb.decide(review["id"], outcome="approved",
+                                         reasons=[{"code": "documents_checked", "message": "Articles verified"}])
+        self.assertEqual((decided["status"], decided["decision"]["method"]), ("approved", "manual"))
+        rejected = c.simulations.kyb.decide(simulated["id"], outcome="rejected",
+                                            reasons=[{"code": "ein_mismatch", "message": "EIN does not match"}])
+        self.assertEqual(rejected["status"], "rejected")
+        self.assertEqual(rejected["decision"]["reasons"][0]["code"], "ein_mismatch")
+
+        self.assertEqual(c.virtual_accounts.retrieve(va["main"])["kyb_status"], "approved")
+        self.assertEqual([k["id"] for k in c.kyb.list(virtual_account_id=va["main"])], [auto["id"]])
+        self.assertEqual({k["id"] for k in c.kyb.list(status="approved", limit=1)}, {auto["id"], review["id"]})
+        # 409 from the real server
+        with self.assertRaises(ConflictError) as cm:
+            c.kyb.create(virtual_account_id=va["main"], business=business("12-3456789", "Acme Widgets LLC"),
+                         beneficial_owners=OWNERS)
+        self.assertEqual(cm.exception.code, "kyb_already_approved")
+
+    # -- money in -------------------------------------------------------------------
+
+    def test_08_fund_by_inbound_transfer(self) -> None:
+        c: RecordingTreasury = S["client"]
+        va = S["va"]["main"]
+        itx = c.simulations.inbound_transfers.create(virtual_account_id=va, amount=500_000, rail="rtp",
+                                                     originator=ORIGINATOR, description=f"seed {RUN}")
+        self.assertEqual((itx["object"], itx["status"]), ("inbound_transfer", "completed"))
+        balance = c.virtual_accounts.balance(va)
+        self.assertEqual((balance["posted"], balance["available"]), (500_000, 500_000))
+        S["funded_at"] = balance["as_of"]
+        S["inbound_transfer"] = itx
+
+    # -- payments ---------------------------------------------------------------------
+
+    def test_09_cancel_and_simulate_with_auto_settle_off(self) -> None:
+        c: RecordingTreasury = S["client"]
+        va = S["va"]["main"]
+        to_cancel = c.payments.create(virtual_account_id=va, amount=1_100, rail="ach_standard", destination=DEST)
+        self.assertEqual(to_cancel["status"], "pending")
+        canceled = c.payments.cancel(to_cancel["id"])
+        self.assertEqual(canceled["status"], "canceled")
+        self.assertIsNotNone(canceled["canceled_at"])
+        with self.assertRaises(ConflictError) as cm:
+            c.payments.cancel(to_cancel["id"])
+        self.assertEqual(cm.exception.code, "payment_not_cancelable")
+
+        to_complete = c.payments.create(virtual_account_id=va, amount=1_200, rail="ach_same_day", destination=DEST)
+        to_fail = c.payments.create(virtual_account_id=va, amount=1_300, rail="ach_standard", destination=DEST)
+        self.assertEqual(c.simulations.payments.complete(to_complete["id"])["status"], "completed")
+        failed = c.simulations.payments.fail(to_fail["id"], network_code="R03")
+        self.assertEqual(failed["status"], "failed")
+        self.assertEqual((failed["failure"]["code"], failed["failure"]["network_code"]), ("no_account", "R03"))
+        S["payments"] = [to_cancel["id"], to_complete["id"], to_fail["id"]]
+
+        c.platform.settings.update(sandbox={"auto_settle": True})
+        self.assertTrue(c.platform.settings.retrieve()["sandbox"]["auto_settle"])
+
+    def test_10_payments_on_all_four_rails_complete(self) -> None:
+        c: RecordingTreasury = S["client"]
+        va = S["va"]["main"]
+        made = {}
+        for rail in RAILS:
+            made[rail] = c.payments.create(virtual_account_id=va, amount=10_000, rail=rail, destination=DEST,
+                                           idempotency_key=f"{RUN}-{rail}", description=f"{rail} payout",
+                                           metadata={"rail": rail})
+            self.assertEqual(made[rail]["idempotency_key"], f"{RUN}-{rail}")
+        bad = c.payments.create(virtual_account_id=va, amount=2_000, rail="rtp",
+                                destination=dict(DEST, account_number="4000000003"))
+        self.assertEqual(made["rtp"]["fee"], 60, "the operator's fee_schedule applies")
+
+        final = {}
+        for rail, p in made.items():
+            final[rail] = poll(lambda: c.payments.retrieve(p["id"]), lambda x: x["status"] in ("completed", "failed"),
+                               timeout=20, what=f"{rail} payment")
+            self.assertEqual(final[rail]["status"], "completed", rail)
+            self.assertIsNotNone(final[rail]["completed_at"])
+        failed = poll(lambda: c.payments.retrieve(bad["id"]), lambda x: x["status"] in ("completed", "failed"),
+                      what="failing payment")
+        self.assertEqual(failed["status"], "failed")
+        self.assertEqual(failed["failure"]["code"], "no_account")
+        self.assertEqual(failed["failure"]["retry_recommendation"]["action"], "update_destination")
+        S["payments"] += [p["id"] for p in made.values()] + [bad["id"]]
+        S["rtp_payment"] = made["rtp"]
+        S["rail_payments"] = [p["id"] for p in made.values()]
+
+    def test_11_idempotent_replay_and_conflict(self) -> None:
+        c: RecordingTreasury = S["client"]
+        original = S["rtp_payment"]
+        replay = c.payments.create(virtual_account_id=S["va"]["main"], amount=10_000, rail="rtp", destination=DEST,
+                                   idempotency_key=f"{RUN}-rtp", description="rtp payout", metadata={"rail": "rtp"})
+        self.assertEqual(replay["id"], original["id"])
+        mark = exchange_mark()
+        with self.assertRaises(ConflictError) as cm:
+            c.payments.create(virtual_account_id=S["va"]["main"], amount=10_001, rail="rtp", destination=DEST,
+                              idempotency_key=f"{RUN}-rtp")
+        e = cm.exception
+        self.assertEqual((e.status, e.code, e.resource_id), (409, "idempotency_conflict", original["id"]))
+        self.assertEqual(len(exchanges_since(mark)), 1, "an idempotency conflict is not retried")
+        found = list(c.payments.list(idempotency_key=f"{RUN}-rtp"))
+        self.assertEqual([p["id"] for p in found], [original["id"]])
+
+    def test_12_list_every_page_of_payments(self) -> None:
+        c: RecordingTreasury = S["client"]
+        page = c.payments.list(virtual_account_id=S["va"]["main"], limit=2)
+        self.assertTrue(page.has_more)
+        ids = [p["id"] for p in page]
+        self.assertEqual(sorted(ids), sorted(S["payments"]))
+        self.assertEqual(len(ids), len(set(ids)))
+        self.assertEqual(len(list(page.iter_pages())), (len(ids) + 1) // 2)
+        completed = list(c.payments.list(status="completed", rail="rtp"))
+        self.assertEqual([p["id"] for p in completed], [S["rtp_payment"]["id"]])
+        today_only = list(c.payments.list(created_after=S["platform"]["created_at"], created_before="2999-01-01",
+                                          limit=100))
+        self.assertEqual(len(today_only), len(ids))
+
+    # -- the ledger ---------------------------------------------------------------------
+
+    def test_13_ledger_journal_entries(self) -> None:
+        c: RecordingTreasury = S["client"]
+        va = S["va"]["main"]
+        accounts = list(c.ledger.accounts.list(limit=2))
+        names = {a["name"] for a in accounts}
+        self.assertIn("platform_operating", names)
+        mine = [a for a in accounts if a["virtual_account_id"] == va]
+        self.assertEqual(len(mine), 1)
+        operating = next(a for a in accounts if a["name"] == "platform_operating")
+
+        je = c.ledger.entries.create(type="adjustment", description=f"goodwill {RUN}", virtual_account_id=va,
+                                     direction="credit", amount=1_234, metadata={"ticket": "T-1"})
+        self.assertEqual((je["object"], je["type"], len(je["entries"])), ("journal_entry", "adjustment", 2))
+        self.assertEqual(je["entries"][0]["virtual_account_id"], va)
+        reversal = c.ledger.entries.create(reverses=je["id"], description="undo goodwill", type="adjustment")
+        self.assertEqual(reversal["reverses"], je["id"])
+        lines = c.ledger.entries.create(type="correction", description="move 1.00", lines=[
+            {"virtual_account_id": va, "direction": "debit", "amount": 100},
+            {"ledger_account_id": operating["id"], "direction": "credit", "amount": 100},
+        ])
+        self.assertEqual(sorted(e["direction"] for e in lines["entries"]), ["credit", "debit"])
+        # 400 unbalanced_entry from the real server
+        with self.assertRaises(BadRequestError) as cm:
+            c.ledger.entries.create(type="correction", description="unbalanced", lines=[
+                {"virtual_account_id": va, "direction": "debit", "amount": 100},
+                {"ledger_account_id": operating["id"], "direction": "credit", "amount": 101},
+            ])
+        self.assertEqual(cm.exception.code, "unbalanced_entry")
+
+        entries = list(c.ledger.entries.list(virtual_account_id=va, limit=2))
+        entry_ids = {e["id"] for e in entries}
+        for j in (je, reversal, lines):
+            self.assertTrue({e["id"] for e in j["entries"] if e["virtual_account_id"] == va} <= entry_ids)
+        credits = list(c.ledger.entries.list(ledger_account_id=operating["id"], direction="credit", type="correction",
+                                             status="posted", created_after=S["platform"]["created_at"]))
+        self.assertEqual(len(credits), 1)
+
+        csv_text = c.ledger.exports(created_after=S["platform"]["created_at"], created_before="2999-01-01")
+        self.assertTrue(csv_text.startswith("entry_id,"), csv_text[:80])
+        self.assertIn(je["entries"][0]["id"], csv_text)
+        S["journal_entry"] = je
+
+    def test_14_transactions_balance_statement_revenue(self) -> None:
+        c: RecordingTreasury = S["client"]
+        va = S["va"]["main"]
+        txns = list(c.virtual_accounts.transactions(va, limit=2))
+        types = {t["type"] for t in txns}
+        self.assertTrue({"inbound_transfer", "payment", "payment_fee", "adjustment"} <= types, types)
+        inbound = list(c.virtual_accounts.transactions(va, type="inbound_transfer", status="posted",
+                                                       created_after=S["platform"]["created_at"],
+                                                       created_before="2999-01-01"))
+        self.assertEqual([t["amount"] for t in inbound], [500_000])
+
+        now = c.virtual_accounts.balance(va)
+        then = c.virtual_accounts.balance(va, as_of=S["funded_at"])
+        self.assertEqual(then["posted"], 500_000)
+        self.assertEqual(now["posted"], sum(t["amount"] for t in txns if t["status"] == "posted"))
+
+        month = today()[:7]
+        statement = c.virtual_accounts.statements(va, month)
+        self.assertEqual((statement["object"], statement["month"]), ("statement", month))
+        self.assertEqual(statement["closing_balance"], now["posted"])
+        self.assertEqual(len(statement["transactions"]), len([t for t in txns if t["status"] == "posted"]))
+        csv_text = c.virtual_accounts.statements(va, month, format="csv")
+        self.assertIsInstance(csv_text, str)
+        self.assertIn(statement["transactions"][0]["id"], csv_text)
+
+        report = c.platform.revenue_share(from_=month + "-01", to=today())
+        self.assertEqual(report["object"], "revenue_share_report")
+        self.assertEqual(report["share_rate"], "0.30")
+        fee_lines = [line for line in report["lines"] if line["source"] == "payment_fees"]
+        self.assertTrue(fee_lines)
+
+    # -- webhooks and events --------------------------------------------------------------
+
+    def test_15_webhooks_delivery_verified(self) -> None:
+        c: RecordingTreasury = S["client"]
+        wh = S["webhook"]
+        secret = wh["secret"]
+
+        # a real event of the journey: the RTP payment's completion
+        rtp_id = S["rtp_payment"]["id"]
+
+        def completion_of_rtp(r: support.Received) -> bool:
+            try:
+                body = json.loads(r.body)
+            except ValueError:
+                return False
+            return body.get("type") == "payment.completed" and body["data"]["object"]["id"] == rtp_id
+
+        real = deliveries(completion_of_rtp)
+        event = treasury.webhooks.verify(real.body, real.headers, secret)
+        self.assertEqual((event["type"], event["data"]["object"]["status"]), ("payment.completed", "completed"))
+        self.assertEqual(real.path, f"/hooks/{S['run']}")
+        self.assertEqual(c.events.retrieve(event["id"])["data"]["object"]["id"], rtp_id)
+
+        queued = c.webhooks.test(wh["id"])
+        delivery = deliveries(lambda r: r.header("webhook-id") == queued["id"])
+        event = treasury.webhooks.verify(delivery.body, delivery.headers, secret)
+        self.assertEqual(event["type"], "webhook.test")
+        # the same bytes with one change fail
+        tampered = delivery.body.replace(b"webhook.test", b"webhook.tesT")
+        self.assertNotEqual(tampered, delivery.body)
+        with self.assertRaises(WebhookVerificationError):
+            treasury.webhooks.verify(tampered, delivery.headers, secret)
+        with self.assertRaises(WebhookVerificationError):
+            treasury.webhooks.verify(delivery.body, delivery.headers, "whsec_" + "A" * 43 + "=")
+
+        listed = [w["id"] for w in c.webhooks.list()]
+        self.assertIn(wh["id"], listed)
+        got = c.webhooks.retrieve(wh["id"])
+        self.assertEqual(got["delivery_status"]["state"], "healthy")
+        self.assertNotIn("secret", got)
+        updated = c.webhooks.update(wh["id"], description="updated", events=["webhook.test", "payment.completed"])
+        self.assertEqual((updated["description"], sorted(updated["events"])),
+                         ("updated", ["payment.completed", "webhook.test"]))
+
+        sent = poll(lambda: [d for d in c.webhooks.deliveries.list(wh["id"], limit=2) if d["id"] == queued["id"]],
+                    lambda ds: bool(ds) and ds[0]["status"] == "succeeded", what="the delivery's success")[0]
+        self.assertEqual(sent["attempts"][0]["status_code"], 204)
+        self.assertEqual([d["id"] for d in c.webhooks.deliveries.list(wh["id"], status="succeeded")
+                          if d["id"] == queued["id"]], [queued["id"]])
+
+        seen = {r.header("webhook-id") for r in RECEIVER.all}
+        before = len([r for r in RECEIVER.all if r.header("webhook-id") == queued["id"]])
+        c.webhooks.deliveries.retry(wh["id"], queued["id"])
+        poll(lambda: len([r for r in RECEIVER.all if r.header("webhook-id") == queued["id"]]),
+             lambda n: n > before, what="the retried delivery")
+        again = [r for r in RECEIVER.all if r.header("webhook-id") == queued["id"]][-1]
+        self.assertEqual(treasury.webhooks.verify(again.body, again.headers, secret)["id"], event["id"])
+
+        rotated = c.webhooks.rotate_secret(wh["id"])
+        new_secret = rotated["secret"]
+        self.assertNotEqual(new_secret, secret)
+        queued2 = c.webhooks.test(wh["id"])
+        d2 = deliveries(lambda r: r.header("webhook-id") == queued2["id"])
+        self.assertGreaterEqual(len((d2.header("webhook-signature") or "").split()), 2,
+                                "both secrets sign during the rotation")
+        self.assertEqual(treasury.webhooks.verify(d2.body, d2.headers, new_secret)["type"], "webhook.test")
+        self.assertEqual(treasury.webhooks.verify(d2.body, d2.headers, secret)["type"], "webhook.test")
+        self.assertNotIn(queued2["id"], seen)
+
+        deleted = c.webhooks.delete(wh["id"])
+        self.assertEqual((deleted["id"], deleted["deleted"]), (wh["id"], True))
+        with self.assertRaises(NotFoundError):
+            c.webhooks.retrieve(wh["id"])
+
+    def test_16_events(self) -> None:
+        c: RecordingTreasury = S["client"]
+        completed = list(c.events.list(type="payment.completed", limit=2))
+        ids = {e["data"]["object"]["id"] for e in completed}
+        self.assertTrue(set(S["rail_payments"]) <= ids, "the four rails' completions")
+        one = c.events.retrieve(completed[0]["id"])
+        self.assertEqual((one["id"], one["type"]), (completed[0]["id"], "payment.completed"))
+        recent = c.events.list(created_after=S["platform"]["created_at"], created_before="2999-01-01", limit=5)
+        self.assertEqual(len(recent.data), 5)
+
+    # -- errors from the real server -------------------------------------------------------
+
+    def test_17_error_classes_from_real_answers(self) -> None:
+        c: RecordingTreasury = S["client"]
+        va = S["va"]
+        # 400
+        with self.assertRaises(BadRequestError) as cm:
+            c.payments.create(virtual_account_id=va["main"], amount=0, rail="rtp", destination=DEST)
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.param), (400, "invalid_request", "amount"))
+        # 401: an unknown key
+        stranger = RecordingTreasury(api_key="sk_sandbox_" + "x" * 40, base_url=BASE_URL)
+        with self.assertRaises(AuthenticationError) as cm401:
+            stranger.platform.retrieve()
+        self.assertEqual(cm401.exception.status, 401)
+        # 403: a platform key on an operator route
+        with self.assertRaises(PermissionDeniedError) as cm403:
+            c.platforms.list()
+        self.assertEqual((cm403.exception.status, cm403.exception.code), (403, "forbidden"))
+        with self.assertRaises(PermissionDeniedError):
+            c.operator.ach_files.list()
+        # 404
+        with self.assertRaises(NotFoundError) as cm404:
+            c.virtual_accounts.retrieve(MISSING["va"])
+        self.assertEqual((cm404.exception.status, cm404.exception.code), (404, "not_found"))
+        with self.assertRaises(NotFoundError):
+            c.payments.retrieve(MISSING["pay"])
+        # 422: the KYB of this account was rejected; the closed account is not active
+        with self.assertRaises(UnprocessableEntityError) as cm422:
+            c.payments.create(virtual_account_id=va["simulated"], amount=100, rail="rtp", destination=DEST)
+        self.assertEqual((cm422.exception.status, cm422.exception.code), (422, "kyb_not_approved"))
+        with self.assertRaises(UnprocessableEntityError) as cm422b:
+            c.payments.create(virtual_account_id=va["main"], amount=900_000_000, rail="rtp", destination=DEST)
+        self.assertEqual(cm422b.exception.code, "insufficient_funds")
+        for err in (cm.exception, cm401.exception, cm403.exception, cm404.exception, cm422.exception):
+            self.assertIsInstance(err, APIError)
+            self.assertTrue(err.request_id and err.message)
+
+    def test_18_operator_ach_files(self) -> None:
+        files = OP.operator.ach_files.list(limit=2)
+        self.assertIsInstance(files.data, list)
+        try:
+            cut = OP.operator.ach_files.cut()
+        except ConflictError as e:  # a server without TREASURY_ACH_OUTBOX
+            self.assertEqual(e.code, "invalid_state")
+        else:
+            self.assertEqual(cut["object"], "list")
+
+    def test_19_live_key_is_refused_on_sandbox_routes(self) -> None:
+        live = OP.platforms.enable_live(S["platform"]["id"])
+        self.assertTrue(live["live_enabled"])
+        secret = live["live_api_key"]["secret"]
+        self.assertTrue(secret.startswith("sk_live_"))
+        lc = RecordingTreasury(api_key=secret, base_url=BASE_URL)
+        self.assertEqual(lc.platform.retrieve()["environment"], "live")
+        self.assertEqual(list(lc.virtual_accounts.list()), [], "live sees no sandbox account")
+        with self.assertRaises(PermissionDeniedError) as cm:
+            lc.simulations.inbound_transfers.create(virtual_account_id=S["va"]["main"], amount=1, rail="rtp",
+                                                    originator=ORIGINATOR)
+        self.assertEqual(cm.exception.code, "forbidden")
+
+    # -- a real 429, waited out ----------------------------------------------------------
+
+    def test_20_rate_limit_429_is_waited_out_with_the_same_idempotency_key(self) -> None:
+        p = S["second_platform"]
+        key = OP.platforms.approve(p["id"])["sandbox_api_key"]["secret"]
+        limited = OP.platforms.update(p["id"], rate_limit={"per_second": 1, "burst": 1})
+        self.assertEqual(limited["rate_limit"], {"per_second": 1, "burst": 1})
+        try:
+            no_retry = RecordingTreasury(api_key=key, base_url=BASE_URL, max_retries=0)
+            with self.assertRaises(RateLimitError) as cm:
+                for _ in range(5):
+                    no_retry.platform.retrieve()
+            e = cm.exception
+            self.assertEqual((e.status, e.code), (429, "rate_limited"))
+            self.assertIsNotNone(e.retry_after)
+            self.assertGreaterEqual(e.retry_after, 1)
+
+            client = RecordingTreasury(api_key=key, base_url=BASE_URL)  # 2 retries by default
+            mark = exchange_mark()
+            start = time.monotonic()
+            with self.assertLogs("treasury", "INFO") as logs:
+                va = client.virtual_accounts.create(platform_id=p["id"], entity_ref=f"throttled-{RUN}",
+                                                    type="savings")
+            elapsed = time.monotonic() - start
+            self.assertEqual(va["type"], "savings")
+            sent = exchanges_since(mark)
+            statuses = [x.status for x in sent]
+            self.assertIn(429, statuses, "the bucket was empty: the first attempt got 429")
+            self.assertEqual(statuses[-1], 201)
+            first_429 = next(x for x in sent if x.status == 429)
+            waited = float(first_429.response_headers["retry-after"])
+            self.assertGreaterEqual(elapsed, waited * 0.95, f"waited {elapsed:.2f} s for Retry-After {waited}")
+            self.assertTrue(any("Retrying POST /virtual-accounts" in line for line in logs.output))
+            keys = {x.headers["idempotency-key"] for x in sent}
+            self.assertEqual(len(keys), 1, "one Idempotency-Key across the retries")
+            self.assertEqual({x.body for x in sent}.__len__(), 1, "the same body on each attempt")
+        finally:
+            OP.platforms.update(p["id"], rate_limit=None)
+        self.assertIsNone(OP.platforms.retrieve(p["id"])["rate_limit"])
+
+    # -- every route was exercised ----------------------------------------------------------
+
+    def test_99_every_route_was_called(self) -> None:
+        prefix = re.sub(r"^https?://[^/]+", "", BASE_URL.rstrip("/"))
+        patterns = {route: re.compile("^" + route.split(" ", 1)[0] + " " + re.escape(prefix)
+                                      + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(route.split(" ", 1)[1])) + "$")
+                    for route in ROUTES}
+        called = set()
+        for x in EXCHANGES:
+            if x.status is None:
+                continue
+            line = f"{x.method} {x.path}"
+            for route, pattern in patterns.items():
+                if pattern.match(line):
+                    called.add(route)
+        self.assertEqual(sorted(set(ROUTES) - called), [], "client methods never called against the server")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,241 @@
+"""Retries, idempotency keys, error mapping and pagination against local stub servers.
+
+The real server cannot be made to answer 5xx, so InternalServerError and the
+retry of a POST after a 503 are shown here; every other error class, and a
+retry after a real 429, are in test_integration.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import unittest
+from typing import Dict
+
+import support
+from support import LocalServer, json_answer, scripted
+
+import treasury
+from treasury import (
+    APIConnectionError,
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    UnprocessableEntityError,
+)
+
+PAYMENT = {"id": "pay_1", "object": "payment", "status": "pending"}
+DEST = {"account_number": "123456789", "routing_number": "021000021", "name": "Acme"}
+
+
+def error_body(code: str, **extra: str) -> Dict[str, str]:
+    return dict({"code": code, "message": f"{code} happened", "request_id": "req_stub"}, **extra)
+
+
+class StubTest(unittest.TestCase):
+    def client(self, server: LocalServer, **kw) -> treasury.Treasury:  # type: ignore[no-untyped-def]
+        return treasury.Treasury(api_key="sk_sandbox_stub", base_url=server.url + "/v1", **kw)
+
+    def test_a_post_retried_after_503_keeps_its_idempotency_key(self) -> None:
+        with LocalServer(scripted(json_answer(503, error_body("unavailable"), {"Retry-After": "0"}),
+                                  json_answer(201, PAYMENT))) as server:
+            payment = self.client(server).payments.create(virtual_account_id="va_1", amount=100, rail="rtp",
+                                                          destination=DEST)
+            self.assertEqual(payment["id"], "pay_1")
+            self.assertEqual(len(server.all), 2)
+            keys = [r.header("Idempotency-Key") for r in server.all]
+            self.assertTrue(keys[0])
+            self.assertEqual(keys[0], keys[1])
+            bodies = [json.loads(r.body) for r in server.all]
+            self.assertEqual(bodies[0], bodies[1])
+            self.assertEqual(bodies[0]["idempotency_key"], keys[0], "the payment's body key defaults to the header's")
+
+    def test_the_callers_idempotency_key_is_sent(self) -> None:
+        with LocalServer(scripted(json_answer(201, PAYMENT))) as server:
+            self.client(server).payments.create(virtual_account_id="va_1", amount=100, rail="rtp", destination=DEST,
+                                                idempotency_key="order-42")
+            self.assertEqual(server.all[0].header("Idempotency-Key"), "order-42")
+            self.assertEqual(json.loads(server.all[0].body)["idempotency_key"], "order-42")
+            self.client(server).virtual_accounts.freeze("va_1", idempotency_key="freeze-1")
+            self.assertEqual(server.all[1].header("Idempotency-Key"), "freeze-1")
+
+    def test_every_post_gets_a_fresh_key_and_other_methods_none(self) -> None:
+        with LocalServer(scripted(json_answer(200, {"id": "va_1"}))) as server:
+            c = self.client(server)
+            c.virtual_accounts.freeze("va_1")
+            c.virtual_accounts.unfreeze("va_1")
+            c.virtual_accounts.retrieve("va_1")
+            c.webhooks.update("wh_1", description="x")
+            k1, k2 = server.all[0].header("Idempotency-Key"), server.all[1].header("Idempotency-Key")
+            self.assertTrue(k1 and k2 and k1 != k2)
+            self.assertIsNone(server.all[2].header("Idempotency-Key"))
+            self.assertIsNone(server.all[3].header("Idempotency-Key"))
+            self.assertEqual(server.all[0].header("Authorization"), "Bearer sk_sandbox_stub")
+            self.assertEqual(server.all[0].header("Content-Type"), "application/json")
+            self.assertEqual(server.all[3].method, "PATCH")
+            self.assertEqual(json.loads(server.all[3].body), {"description": "x"})
+
+    def test_5xx_raises_internal_server_error_after_the_retries(self) -> None:
+        with LocalServer(scripted(json_answer(500, error_body("internal_error"), {"X-Request-Id": "req_x", "Retry-After": "0"}))) as server:
+            with self.assertRaises(InternalServerError) as cm:
+                self.client(server).platform.retrieve()
+            err = cm.exception
+            self.assertIsInstance(err, APIError)
+            self.assertEqual((err.status, err.code, err.request_id), (500, "internal_error", "req_stub"))
+            self.assertEqual(len(server.all), 3, "1 attempt + 2 retries by default")
+
+    def test_max_retries_is_configurable(self) -> None:
+        with LocalServer(scripted(json_answer(502, error_body("internal_error"), {"Retry-After": "0"}))) as server:
+            with self.assertRaises(InternalServerError):
+                self.client(server, max_retries=0).platform.retrieve()
+            self.assertEqual(len(server.all), 1)
+            with self.assertRaises(InternalServerError):
+                self.client(server).platform.retrieve(request_options={"max_retries": 1})
+            self.assertEqual(len(server.all), 3)
+
+    def test_backoff_is_exponential_from_half_a_second(self) -> None:
+        with LocalServer(scripted(json_answer(500, error_body("internal_error")))) as server:
+            start = time.monotonic()
+            with self.assertRaises(InternalServerError):
+                self.client(server).platform.retrieve()
+            elapsed = time.monotonic() - start
+            # 0.5 s then 1 s, each less up to 25 % jitter: 1.125 s to 1.5 s.
+            self.assertGreaterEqual(elapsed, 1.1)
+            self.assertLess(elapsed, 3.0)
+        c = treasury.Treasury(api_key="k", base_url="http://x/v1")
+        for attempt, top in ((0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0)):
+            d = c._backoff(attempt)
+            self.assertTrue(0.75 * top <= d <= top, (attempt, d))
+
+    def test_retry_after_is_honoured(self) -> None:
+        with LocalServer(scripted(json_answer(429, error_body("rate_limited"), {"Retry-After": "1"}),
+                                  json_answer(200, {"id": "plt_1"}))) as server:
+            start = time.monotonic()
+            self.assertEqual(self.client(server).platform.retrieve()["id"], "plt_1")
+            self.assertGreaterEqual(time.monotonic() - start, 0.95)
+            self.assertEqual(len(server.all), 2)
+
+    def test_x_should_retry_overrides_the_default(self) -> None:
+        # false on a 503: not retried
+        with LocalServer(scripted(json_answer(503, error_body("unavailable"), {"x-should-retry": "false"}))) as server:
+            with self.assertRaises(InternalServerError):
+                self.client(server).platform.retrieve()
+            self.assertEqual(len(server.all), 1)
+        # true on a 409 the default would not retry
+        with LocalServer(scripted(json_answer(409, error_body("invalid_state"),
+                                              {"x-should-retry": "true", "Retry-After": "0"}),
+                                  json_answer(200, {"id": "plt_1"}))) as server:
+            self.assertEqual(self.client(server).platform.retrieve()["id"], "plt_1")
+            self.assertEqual(len(server.all), 2)
+
+    def test_idempotency_in_progress_is_retried_other_conflicts_not(self) -> None:
+        with LocalServer(scripted(json_answer(409, error_body("idempotency_in_progress"), {"Retry-After": "0"}),
+                                  json_answer(201, PAYMENT))) as server:
+            self.client(server).payments.create(virtual_account_id="va_1", amount=1, rail="rtp", destination=DEST)
+            self.assertEqual(len(server.all), 2)
+            self.assertEqual(server.all[0].header("Idempotency-Key"), server.all[1].header("Idempotency-Key"))
+        with LocalServer(scripted(json_answer(409, error_body("idempotency_conflict", resource_id="pay_0")))) as server:
+            with self.assertRaises(ConflictError) as cm:
+                self.client(server).payments.create(virtual_account_id="va_1", amount=1, rail="rtp",
+                                                    destination=DEST)
+            self.assertEqual(cm.exception.resource_id, "pay_0")
+            self.assertEqual(len(server.all), 1)
+
+    def test_408_is_retried_4xx_not(self) -> None:
+        with LocalServer(scripted(json_answer(408, error_body("request_timeout"), {"Retry-After": "0"}),
+                                  json_answer(200, {"id": "plt_1"}))) as server:
+            self.client(server).platform.retrieve()
+            self.assertEqual(len(server.all), 2)
+        with LocalServer(scripted(json_answer(422, error_body("insufficient_funds")))) as server:
+            with self.assertRaises(UnprocessableEntityError):
+                self.client(server).platform.retrieve()
+            self.assertEqual(len(server.all), 1)
+
+    def test_the_class_of_each_status(self) -> None:
+        table = [(400, BadRequestError), (401, AuthenticationError), (403, PermissionDeniedError),
+                 (404, NotFoundError), (409, ConflictError), (422, UnprocessableEntityError),
+                 (429, RateLimitError), (500, InternalServerError), (503, InternalServerError),
+                 (413, APIError)]
+        for status, cls in table:
+            with self.subTest(status=status):
+                body = error_body("x", param="amount", resource_id="pay_9")
+                with LocalServer(scripted(json_answer(status, body, {"x-should-retry": "false"}))) as server:
+                    with self.assertRaises(cls) as cm:
+                        self.client(server).platform.retrieve()
+                    e = cm.exception
+                    self.assertIsInstance(e, APIError)
+                    self.assertEqual((e.status, e.code, e.param, e.request_id, e.resource_id, e.message),
+                                     (status, "x", "amount", "req_stub", "pay_9", "x happened"))
+                    self.assertIn("x happened", str(e))
+
+    def test_a_non_json_error_body(self) -> None:
+        with LocalServer(scripted((502, {"Content-Type": "text/html", "X-Request-Id": "req_h"}, b"<h1>Bad gateway</h1>"))) as s:
+            with self.assertRaises(InternalServerError) as cm:
+                self.client(s, max_retries=0).platform.retrieve()
+            self.assertEqual(cm.exception.request_id, "req_h")
+            self.assertIsNone(cm.exception.code)
+
+    def test_connection_errors_are_retried_then_raised(self) -> None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()  # nothing listens there now
+        c = treasury.Treasury(api_key="k", base_url=f"http://127.0.0.1:{port}/v1")
+        start = time.monotonic()
+        with self.assertRaises(APIConnectionError):
+            c.platform.retrieve()
+        self.assertGreaterEqual(time.monotonic() - start, 1.1, "two retries with backoff")
+
+    def test_pages_are_walked_with_the_cursor(self) -> None:
+        pages = {
+            None: {"object": "list", "data": [{"id": "pay_3"}, {"id": "pay_2"}], "has_more": True, "next_cursor": "c1"},
+            "c1": {"object": "list", "data": [{"id": "pay_1"}], "has_more": False, "next_cursor": None},
+        }
+
+        def respond(r: support.Received):  # type: ignore[no-untyped-def]
+            from urllib.parse import parse_qs, urlsplit
+            q = parse_qs(urlsplit(r.path).query)
+            self.assertEqual(q["limit"], ["2"])
+            self.assertEqual(q["status"], ["completed"])
+            return json_answer(200, pages[q.get("cursor", [None])[0]])
+
+        with LocalServer(respond) as server:
+            page = self.client(server).payments.list(limit=2, status="completed")
+            self.assertEqual([p["id"] for p in page.data], ["pay_3", "pay_2"])
+            self.assertEqual([p["id"] for p in page], ["pay_3", "pay_2", "pay_1"])
+            self.assertEqual(len(list(page.iter_pages())), 2)
+
+    def test_ids_are_quoted_into_one_path_segment(self) -> None:
+        with LocalServer(scripted(json_answer(200, {"id": "x"}))) as server:
+            self.client(server).payments.retrieve("../platform?x=1")
+            self.assertEqual(server.all[0].path, "/v1/payments/..%2Fplatform%3Fx%3D1")
+        with self.assertRaises(ValueError):
+            treasury.Treasury(api_key="k").payments.retrieve("")
+
+    def test_request_id_and_csv(self) -> None:
+        with LocalServer(scripted((200, {"Content-Type": "text/csv"}, b"a,b\n1,2\n"))) as server:
+            text = self.client(server).ledger.exports(created_after="2026-01-01",
+                                                      request_options={"request_id": "my-req-1"})
+            self.assertEqual(text, "a,b\n1,2\n")
+            self.assertEqual(server.all[0].header("X-Request-Id"), "my-req-1")
+            self.assertEqual(server.all[0].header("Accept"), "text/csv")
+
+    def test_the_api_key_is_required(self) -> None:
+        import os
+        saved = os.environ.pop("TREASURY_API_KEY", None)
+        try:
+            with self.assertRaises(treasury.TreasuryError):
+                treasury.Treasury()
+        finally:
+            if saved is not None:
+                os.environ["TREASURY_API_KEY"] = saved
+
+
+if __name__ == "__main__":
+    unittest.main()
