@@ -21,6 +21,7 @@ var clientSuites = []struct {
 	{"node", "clients/node", []string{"bash", "-c", "npm ci --no-audit --no-fund --loglevel=error && npm test"}},
 	{"python", "clients/python", []string{"python3", "-m", "unittest", "discover", "-s", "tests"}},
 	{"ruby", "clients/ruby", []string{"ruby", "test/run.rb"}},
+	{"go", "clients/go", []string{"go", "test", "-race", "-count=1", "./..."}},
 }
 
 // TestClientLibraries runs each client library's suite against its own

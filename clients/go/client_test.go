@@ -1,0 +1,341 @@
+package treasury
+
+// Tests of the transport against local stub servers: what a real server
+// cannot be made to do on demand (a 500, a 503 then a success, a dropped
+// connection, x-should-retry).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+type stubCall struct {
+	at             time.Time
+	idempotencyKey string
+	authorization  string
+	header         http.Header
+	body           map[string]any
+}
+
+// stub answers the i-th request with answers[min(i, len-1)] and records the requests.
+type stub struct {
+	mu    sync.Mutex
+	calls []stubCall
+}
+
+type answer struct {
+	status int
+	header map[string]string
+	body   string
+}
+
+func newStub(t *testing.T, answers ...answer) (*stub, *Client) {
+	t.Helper()
+	s := &stub{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(raw, &body)
+		s.mu.Lock()
+		i := len(s.calls)
+		s.calls = append(s.calls, stubCall{
+			at: time.Now(), idempotencyKey: r.Header.Get("Idempotency-Key"),
+			authorization: r.Header.Get("Authorization"), header: r.Header.Clone(), body: body,
+		})
+		s.mu.Unlock()
+		a := answers[min(i, len(answers)-1)]
+		for k, v := range a.header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "req_stub")
+		w.WriteHeader(a.status)
+		_, _ = io.WriteString(w, a.body)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient("sk_sandbox_test", WithBaseURL(srv.URL+"/v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
+func (s *stub) snapshot() []stubCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]stubCall(nil), s.calls...)
+}
+
+const paymentJSON = `{"id":"pay_01jh3w5f6g7h8j9k0m1n2p3q4r","object":"payment","virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9m",
+"amount":100,"currency":"USD","rail":"rtp","destination":{"name":"A","account_number":"123456789","routing_number":"021000021"},
+"status":"pending","fee":50,"idempotency_key":"k","description":"","metadata":{},"failure":null,
+"expected_settlement_at":"2026-01-15T09:30:00.000Z","submitted_at":null,"completed_at":null,"failed_at":null,
+"canceled_at":null,"environment":"sandbox","created_at":"2026-01-15T09:30:00.000Z"}`
+
+func errorJSON(code string) string {
+	return `{"code":"` + code + `","message":"stub says ` + code + `","request_id":"req_stub_body","param":"p","resource_id":"pay_x"}`
+}
+
+var paymentRequest = PaymentRequest{
+	VirtualAccountId: "va_01jh3v8x9q2w3e4r5t6y7v8k9m", Amount: 100, Rail: PaymentRequestRailRtp,
+	Destination: Destination{Name: "A", AccountNumber: "123456789", RoutingNumber: "021000021"},
+}
+
+func TestRetryKeepsTheIdempotencyKey(t *testing.T) {
+	s, c := newStub(t,
+		answer{status: 503, body: errorJSON("unavailable")},
+		answer{status: 201, body: paymentJSON})
+	p, err := c.Payments.Create(context.Background(), paymentRequest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Id != "pay_01jh3w5f6g7h8j9k0m1n2p3q4r" {
+		t.Fatalf("payment %+v", p)
+	}
+	calls := s.snapshot()
+	if len(calls) != 2 {
+		t.Fatalf("%d attempts, want 2", len(calls))
+	}
+	key := calls[0].idempotencyKey
+	if key == "" || calls[1].idempotencyKey != key {
+		t.Fatalf("Idempotency-Key %q then %q", key, calls[1].idempotencyKey)
+	}
+	for _, call := range calls {
+		if call.body["idempotency_key"] != key {
+			t.Fatalf("body idempotency_key %v, header %q", call.body["idempotency_key"], key)
+		}
+		if call.authorization != "Bearer sk_sandbox_test" {
+			t.Fatalf("Authorization %q", call.authorization)
+		}
+	}
+	if gap := calls[1].at.Sub(calls[0].at); gap < 450*time.Millisecond {
+		t.Fatalf("retried after %s, want the 0.5 s backoff", gap)
+	}
+}
+
+func TestCallersIdempotencyKey(t *testing.T) {
+	s, c := newStub(t, answer{status: 201, body: paymentJSON})
+	if _, err := c.Payments.Create(context.Background(), paymentRequest, WithIdempotencyKey("mine")); err != nil {
+		t.Fatal(err)
+	}
+	// A non-payment POST gets a key too, random when the caller gives none
+	// (what the stub answers does not matter here).
+	_, _ = c.VirtualAccounts.Freeze(context.Background(), "va_x")
+	calls := s.snapshot()
+	if calls[0].idempotencyKey != "mine" || calls[0].body["idempotency_key"] != "mine" {
+		t.Fatalf("key %q, body %v", calls[0].idempotencyKey, calls[0].body["idempotency_key"])
+	}
+	if calls[1].idempotencyKey == "" || calls[1].idempotencyKey == "mine" {
+		t.Fatalf("the freeze's key %q", calls[1].idempotencyKey)
+	}
+}
+
+func TestRetryDecisions(t *testing.T) {
+	inProgress := errorJSON("idempotency_in_progress")
+	cases := []struct {
+		name     string
+		answer   answer
+		attempts int
+		kind     ErrorKind
+	}{
+		{"408", answer{status: 408, body: errorJSON("timeout")}, 3, KindAPI},
+		{"429", answer{status: 429, body: errorJSON("rate_limited")}, 3, KindRateLimit},
+		{"500", answer{status: 500, body: errorJSON("internal_error")}, 3, KindInternalServer},
+		{"502 not JSON", answer{status: 502, body: "<html>bad gateway</html>"}, 3, KindInternalServer},
+		{"503", answer{status: 503, body: errorJSON("unavailable")}, 3, KindInternalServer},
+		{"409 in progress", answer{status: 409, body: inProgress}, 3, KindConflict},
+		{"409 conflict", answer{status: 409, body: errorJSON("idempotency_conflict")}, 1, KindConflict},
+		{"400", answer{status: 400, body: errorJSON("invalid_request")}, 1, KindBadRequest},
+		{"401", answer{status: 401, body: errorJSON("unauthorized")}, 1, KindAuthentication},
+		{"403", answer{status: 403, body: errorJSON("forbidden")}, 1, KindPermissionDenied},
+		{"404", answer{status: 404, body: errorJSON("not_found")}, 1, KindNotFound},
+		{"413", answer{status: 413, body: errorJSON("request_too_large")}, 1, KindAPI},
+		{"422", answer{status: 422, body: errorJSON("insufficient_funds")}, 1, KindUnprocessableEntity},
+		{"500 x-should-retry false", answer{status: 500, header: map[string]string{"X-Should-Retry": "false"}, body: errorJSON("internal_error")}, 1, KindInternalServer},
+		{"409 in progress x-should-retry false", answer{status: 409, header: map[string]string{"x-should-retry": "false"}, body: inProgress}, 1, KindConflict},
+		{"400 x-should-retry true", answer{status: 400, header: map[string]string{"x-should-retry": "true"}, body: errorJSON("invalid_request")}, 3, KindBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.answer.header = withHeader(tc.answer.header, "Retry-After", "0")
+			s, c := newStub(t, tc.answer)
+			_, err := c.Payments.Retrieve(context.Background(), "pay_x")
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) {
+				t.Fatalf("want an *APIError, got %v", err)
+			}
+			if apiErr.Kind != tc.kind || apiErr.Status != tc.answer.status {
+				t.Fatalf("got %s %d, want %s %d", apiErr.Kind, apiErr.Status, tc.kind, tc.answer.status)
+			}
+			if n := len(s.snapshot()); n != tc.attempts {
+				t.Fatalf("%d attempts, want %d", n, tc.attempts)
+			}
+		})
+	}
+}
+
+func withHeader(h map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for hk, hv := range h {
+		out[hk] = hv
+	}
+	return out
+}
+
+func TestInternalServerError(t *testing.T) {
+	s, c := newStub(t, answer{status: 500, body: errorJSON("internal_error")})
+	_, err := c.Payments.Retrieve(context.Background(), "pay_x", WithRetries(0))
+	if !errors.Is(err, ErrInternalServer) {
+		t.Fatalf("want ErrInternalServer, got %v", err)
+	}
+	if errors.Is(err, ErrNotFound) {
+		t.Fatal("an internal error is not a not-found")
+	}
+	var e *APIError
+	errors.As(err, &e)
+	if e.Kind != KindInternalServer || e.Status != 500 || e.Code != "internal_error" || e.Message != "stub says internal_error" ||
+		e.Param != "p" || e.RequestID != "req_stub_body" || e.ResourceID != "pay_x" || len(e.Body) == 0 {
+		t.Fatalf("error %+v", e)
+	}
+	if e.Error() != "treasury: InternalServerError 500 internal_error: stub says internal_error (param p) [request req_stub_body]" {
+		t.Fatalf("message %q", e.Error())
+	}
+	if n := len(s.snapshot()); n != 1 {
+		t.Fatalf("WithRetries(0): %d attempts", n)
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	s, c := newStub(t,
+		answer{status: 429, header: map[string]string{"Retry-After": "1"}, body: errorJSON("rate_limited")},
+		answer{status: 200, body: paymentJSON})
+	if _, err := c.Payments.Retrieve(context.Background(), "pay_x"); err != nil {
+		t.Fatal(err)
+	}
+	calls := s.snapshot()
+	if len(calls) != 2 {
+		t.Fatalf("%d attempts", len(calls))
+	}
+	if gap := calls[1].at.Sub(calls[0].at); gap < 950*time.Millisecond || gap > 3*time.Second {
+		t.Fatalf("retried after %s, Retry-After said 1 s", gap)
+	}
+}
+
+func TestMaxRetriesOption(t *testing.T) {
+	s, c := newStub(t, answer{status: 503, header: map[string]string{"Retry-After": "0"}, body: errorJSON("unavailable")})
+	c, err := NewClient("sk_sandbox_test", WithBaseURL(c.baseURL), WithMaxRetries(4), WithHeader("X-Extra", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Payments.Retrieve(context.Background(), "pay_x"); !errors.Is(err, ErrInternalServer) {
+		t.Fatal(err)
+	}
+	if n := len(s.snapshot()); n != 5 {
+		t.Fatalf("WithMaxRetries(4): %d attempts, want 5", n)
+	}
+	if _, err := c.Payments.Retrieve(context.Background(), "pay_x", WithRetries(1), WithRequestHeader("X-Other", "2")); !errors.Is(err, ErrInternalServer) {
+		t.Fatal(err)
+	}
+	calls := s.snapshot()
+	if len(calls) != 7 {
+		t.Fatalf("WithRetries(1): %d attempts in all, want 7", len(calls))
+	}
+	if last := calls[6].header; last.Get("X-Extra") != "1" || last.Get("X-Other") != "2" || last.Get("User-Agent") != "treasury-go/"+Version {
+		t.Fatalf("headers %v", last)
+	}
+}
+
+// flaky fails its first RoundTrip with a connection error.
+type flaky struct {
+	mu     sync.Mutex
+	failed bool
+}
+
+func (f *flaky) RoundTrip(req *http.Request) (*http.Response, error) {
+	f.mu.Lock()
+	first := !f.failed
+	f.failed = true
+	f.mu.Unlock()
+	if first {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func TestRetryOnConnectionError(t *testing.T) {
+	s, c := newStub(t, answer{status: 201, body: paymentJSON})
+	base := c.baseURL
+	c, err := NewClient("sk_sandbox_test", WithBaseURL(base), WithHTTPClient(&http.Client{Transport: &flaky{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Payments.Create(context.Background(), paymentRequest); err != nil {
+		t.Fatalf("not retried after a connection error: %v", err)
+	}
+	if n := len(s.snapshot()); n != 1 {
+		t.Fatalf("%d requests reached the server", n)
+	}
+	// Without retries the connection error is returned.
+	c, _ = NewClient("sk_sandbox_test", WithBaseURL(base), WithHTTPClient(&http.Client{Transport: &flaky{}}), WithMaxRetries(0))
+	var opErr *net.OpError
+	if _, err := c.Payments.Retrieve(context.Background(), "pay_x"); !errors.As(err, &opErr) {
+		t.Fatalf("want the connection error, got %v", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
+	for i, w := range want {
+		if got := backoff(i); got != w {
+			t.Fatalf("backoff(%d) = %s, want %s", i, got, w)
+		}
+	}
+	h := http.Header{}
+	h.Set("Retry-After", "3")
+	if got := retryDelay(h, 0); got != 3*time.Second {
+		t.Fatalf("Retry-After 3: %s", got)
+	}
+	h.Set("Retry-After", "3600")
+	if got := retryDelay(h, 1); got != time.Second {
+		t.Fatalf("an hour's Retry-After falls back to the backoff: %s", got)
+	}
+	h.Set("Retry-After", time.Now().Add(2*time.Second).UTC().Format(http.TimeFormat))
+	if got := retryDelay(h, 0); got <= 0 || got > 2*time.Second {
+		t.Fatalf("Retry-After as a date: %s", got)
+	}
+}
+
+func TestContextCancelsTheWait(t *testing.T) {
+	_, c := newStub(t, answer{status: 503, header: map[string]string{"Retry-After": "30"}, body: errorJSON("unavailable")})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Payments.Retrieve(ctx, "pay_x")
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("got %v after %s", err, time.Since(start))
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	for status, kind := range map[int]ErrorKind{
+		400: KindBadRequest, 401: KindAuthentication, 403: KindPermissionDenied, 404: KindNotFound,
+		409: KindConflict, 422: KindUnprocessableEntity, 429: KindRateLimit, 500: KindInternalServer,
+		503: KindInternalServer, 413: KindAPI, 418: KindAPI,
+	} {
+		if got := KindOf(status); got != kind {
+			t.Fatalf("KindOf(%d) = %s, want %s", status, got, kind)
+		}
+	}
+	if (&APIError{Kind: KindAPI}).Unwrap() != nil {
+		t.Fatal("KindAPI has no sentinel")
+	}
+}

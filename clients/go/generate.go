@@ -1,0 +1,3 @@
+package treasury
+
+//go:generate go run ./internal/generate

@@ -1,0 +1,1040 @@
+package treasury_test
+
+// The tests against a real `treasury serve`: TREASURY_BASE_URL (for example
+// http://127.0.0.1:8080/v1) and TREASURY_OPERATOR_KEY must be set, in sandbox
+// mode with TREASURY_WEBHOOK_ALLOW_PRIVATE=true. Each test registers its own
+// platforms, with names unique to the run.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	treasury "github.com/opentreasury/treasury/clients/go"
+	"github.com/opentreasury/treasury/clients/go/api"
+	"github.com/opentreasury/treasury/clients/go/webhooks"
+)
+
+// exercised records every "METHOD /path-template" of the OpenAPI document
+// that a test sent to the server and got an answer for.
+var exercised = struct {
+	sync.Mutex
+	ops map[string]bool
+}{ops: map[string]bool{}}
+
+type specOp struct {
+	key string // "POST /virtual-accounts/{id}/freeze"
+	re  *regexp.Regexp
+}
+
+var specOps = loadSpecOps()
+
+func loadSpecOps() []specOp {
+	raw, err := os.ReadFile("../../http/openapi.json")
+	if err != nil {
+		panic(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		panic(err)
+	}
+	var ops []specOp
+	param := regexp.MustCompile(`\\\{[^}]+\\\}`)
+	for path, item := range doc.Paths {
+		for method := range item {
+			m := strings.ToUpper(method)
+			switch m {
+			case "GET", "POST", "PUT", "PATCH", "DELETE":
+			default:
+				continue
+			}
+			re := regexp.MustCompile("^" + param.ReplaceAllString(regexp.QuoteMeta(path), "[^/]+") + "$")
+			ops = append(ops, specOp{key: m + " " + path, re: re})
+		}
+	}
+	// A literal segment beats a parameter: try the templates with fewer
+	// parameters first.
+	sort.Slice(ops, func(i, j int) bool {
+		ci, cj := strings.Count(ops[i].key, "{"), strings.Count(ops[j].key, "{")
+		if ci != cj {
+			return ci < cj
+		}
+		return ops[i].key < ops[j].key
+	})
+	return ops
+}
+
+// recorder is the tests' http.RoundTripper: it records the operations
+// answered, and every attempt (for the retry tests).
+type recorder struct {
+	base     http.RoundTripper
+	prefix   string
+	mu       sync.Mutex
+	attempts []attempt
+}
+
+type attempt struct {
+	at             time.Time
+	method, path   string
+	status         int
+	retryAfter     string
+	idempotencyKey string
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	path := strings.TrimPrefix(req.URL.Path, r.prefix)
+	key := req.Method + " " + path
+	for _, op := range specOps {
+		if strings.HasPrefix(op.key, req.Method+" ") && op.re.MatchString(path) {
+			key = op.key
+			break
+		}
+	}
+	exercised.Lock()
+	exercised.ops[key] = true
+	exercised.Unlock()
+	r.mu.Lock()
+	r.attempts = append(r.attempts, attempt{
+		at: time.Now(), method: req.Method, path: path, status: resp.StatusCode,
+		retryAfter: resp.Header.Get("Retry-After"), idempotencyKey: req.Header.Get("Idempotency-Key"),
+	})
+	r.mu.Unlock()
+	return resp, nil
+}
+
+func (r *recorder) snapshot() []attempt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]attempt(nil), r.attempts...)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	// With the whole suite run against a server, every operation of the
+	// document must have been sent to it.
+	if code == 0 && os.Getenv("TREASURY_BASE_URL") != "" && !runFiltered() {
+		var missing []string
+		for _, op := range specOps {
+			if op.key != "GET /openapi.json" && !exercised.ops[op.key] {
+				missing = append(missing, op.key)
+			}
+		}
+		if len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: operations of openapi.json no test sent to the server:\n  %s\n",
+				strings.Join(missing, "\n  "))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func runFiltered() bool {
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(a, "-test.run") || strings.HasPrefix(a, "-test.skip") {
+			return true
+		}
+	}
+	return false
+}
+
+// env returns the server's address and operator key, and fails the test
+// (never skips it) when they are not set.
+func env(t *testing.T) (string, string) {
+	t.Helper()
+	base, key := os.Getenv("TREASURY_BASE_URL"), os.Getenv("TREASURY_OPERATOR_KEY")
+	if base == "" || key == "" {
+		t.Fatal("TREASURY_BASE_URL and TREASURY_OPERATOR_KEY must be set: these tests run against a real `treasury serve`")
+	}
+	return strings.TrimRight(base, "/"), key
+}
+
+func newClient(t *testing.T, key string, opts ...treasury.Option) (*treasury.Client, *recorder) {
+	t.Helper()
+	base, _ := env(t)
+	rec := &recorder{base: http.DefaultTransport, prefix: urlPath(base)}
+	all := append([]treasury.Option{
+		treasury.WithBaseURL(base),
+		treasury.WithHTTPClient(&http.Client{Transport: rec, Timeout: 30 * time.Second}),
+	}, opts...)
+	c, err := treasury.NewClient(key, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rec
+}
+
+func urlPath(base string) string {
+	rest, ok := strings.CutPrefix(base, "http://")
+	if !ok {
+		rest = strings.TrimPrefix(base, "https://")
+	}
+	if i := strings.Index(rest, "/"); i >= 0 {
+		return rest[i:]
+	}
+	return ""
+}
+
+func operator(t *testing.T) *treasury.Client {
+	_, key := env(t)
+	c, _ := newClient(t, key)
+	return c
+}
+
+func unique(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", prefix, time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// must(call())(t) returns call's value, or fails the test with its error.
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return v
+	}
+}
+
+// eventually polls check every 100 ms until it returns true, or fails after d.
+func eventually(t *testing.T, d time.Duration, what string, check func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := check()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// newPlatform registers and approves a platform and returns it with a client
+// holding its sandbox key.
+func newPlatform(t *testing.T, ctx context.Context) (*treasury.Platform, *treasury.Client, string) {
+	t.Helper()
+	op := operator(t)
+	p := must(op.Platforms.Register(ctx, treasury.CreatePlatformRequest{
+		Name: unique("go-client"), ContactEmail: "eng@example.com",
+		Metadata: &treasury.Metadata{"suite": "clients/go"},
+	}))(t)
+	if p.Status != treasury.PlatformStatusPendingApproval {
+		t.Fatalf("registered platform status %q", p.Status)
+	}
+	approved := must(op.Platforms.Approve(ctx, p.Id))(t)
+	if approved.SandboxApiKey == nil || approved.SandboxApiKey.Secret == nil {
+		t.Fatalf("approval carries no sandbox key: %+v", approved)
+	}
+	c, _ := newClient(t, *approved.SandboxApiKey.Secret)
+	plat := must(c.Platform.Retrieve(ctx))(t)
+	return plat, c, *approved.SandboxApiKey.Secret
+}
+
+func newAccount(t *testing.T, ctx context.Context, c *treasury.Client, platformID, entity string) *treasury.VirtualAccount {
+	t.Helper()
+	return must(c.VirtualAccounts.Create(ctx, treasury.CreateVirtualAccountRequest{
+		PlatformId: platformID, EntityRef: entity, Type: treasury.CreateVirtualAccountRequestTypeChecking,
+		Metadata: &treasury.Metadata{"entity": entity},
+	}))(t)
+}
+
+func kybRequest(vaID, ein, legalName string) treasury.KYBSubmitRequest {
+	address := treasury.KYBAddress{
+		Line1: "1 Main Street", City: "Springfield", State: treasury.KYBAddressStateIL,
+		PostalCode: "62701", Country: treasury.KYBAddressCountryUS,
+	}
+	var share treasury.KYBOwnerRequest_OwnershipPercentage
+	_ = share.FromKYBOwnerRequestOwnershipPercentage0("100")
+	return treasury.KYBSubmitRequest{
+		VirtualAccountId: vaID,
+		Business: treasury.KYBBusinessRequest{
+			LegalName: legalName, Ein: ein, EntityType: treasury.KYBBusinessRequestEntityTypeLlc,
+			FormationDate: treasury.NewDate(2015, time.March, 4), FormationState: treasury.KYBBusinessRequestFormationStateDE,
+			Address: address,
+		},
+		BeneficialOwners: []treasury.KYBOwnerRequest{{
+			FirstName: "Ada", LastName: "Lovelace", DateOfBirth: treasury.NewDate(1980, time.December, 10),
+			SsnLast4: "1234", OwnershipPercentage: &share, IsControlPerson: treasury.Ptr(true),
+			Title: treasury.Ptr("CEO"), Address: address,
+		}},
+	}
+}
+
+// approveKYB submits a verification that the sandbox approves and waits for it.
+func approveKYB(t *testing.T, ctx context.Context, c *treasury.Client, vaID string) *treasury.KYBVerification {
+	t.Helper()
+	k := must(c.KYB.Create(ctx, kybRequest(vaID, "12-3456789", "Acme Widgets LLC")))(t)
+	var got *treasury.KYBVerification
+	eventually(t, 10*time.Second, "KYB approved", func() (bool, error) {
+		var err error
+		got, err = c.KYB.Retrieve(ctx, k.Id)
+		return err == nil && got.Status == treasury.KYBVerificationStatusApproved, err
+	})
+	return got
+}
+
+func fund(t *testing.T, ctx context.Context, c *treasury.Client, vaID string, amount int) *treasury.InboundTransfer {
+	t.Helper()
+	it := must(c.Simulations.InboundTransfer(ctx, treasury.SimulateInboundTransferRequest{
+		VirtualAccountId: vaID, Amount: amount, Rail: treasury.SimulateInboundTransferRequestRailRtp,
+		Originator:  treasury.Originator{Name: "Customer Inc", AccountNumber: "987654321", RoutingNumber: "021000021"},
+		Description: treasury.Ptr("invoice 42"),
+	}))(t)
+	eventually(t, 10*time.Second, "inbound funds available", func() (bool, error) {
+		b, err := c.VirtualAccounts.Balance(ctx, vaID, nil)
+		return err == nil && b.Posted >= amount, err
+	})
+	return it
+}
+
+var goodDestination = treasury.Destination{Name: "Initech LLC", AccountNumber: "123456789", RoutingNumber: "021000021"}
+
+func pay(t *testing.T, ctx context.Context, c *treasury.Client, vaID string, rail treasury.PaymentRequestRail, amount int, dest treasury.Destination) *treasury.Payment {
+	t.Helper()
+	return must(c.Payments.Create(ctx, treasury.PaymentRequest{
+		VirtualAccountId: vaID, Amount: amount, Rail: rail, Destination: dest,
+		Description: treasury.Ptr("payment on " + string(rail)),
+	}))(t)
+}
+
+func waitPayment(t *testing.T, ctx context.Context, c *treasury.Client, id string, want treasury.PaymentStatus) *treasury.Payment {
+	t.Helper()
+	var p *treasury.Payment
+	eventually(t, 20*time.Second, "payment "+id+" "+string(want), func() (bool, error) {
+		var err error
+		p, err = c.Payments.Retrieve(ctx, id)
+		return err == nil && p.Status == want, err
+	})
+	return p
+}
+
+func requireAPIError(t *testing.T, err error, sentinel error, kind treasury.ErrorKind, status int, code string) *treasury.APIError {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want a %s, got no error", kind)
+	}
+	var apiErr *treasury.APIError
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("want an *APIError, got %T %v", err, err)
+	}
+	if !errors.Is(err, sentinel) || apiErr.Kind != kind || apiErr.Status != status {
+		t.Fatalf("want %s %d, got %s %d (%v)", kind, status, apiErr.Kind, apiErr.Status, err)
+	}
+	if code != "" && apiErr.Code != code {
+		t.Fatalf("want code %s, got %s (%v)", code, apiErr.Code, err)
+	}
+	if apiErr.Message == "" || !strings.HasPrefix(apiErr.RequestID, "req_") {
+		t.Fatalf("error without message or request id: %+v", apiErr)
+	}
+	return apiErr
+}
+
+// TestJourney walks a platform through the whole API: onboarding, accounts,
+// KYB, funds, payments on the four rails, the ledger, events and the
+// operator's routes.
+func TestJourney(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	op := operator(t)
+	plat, c, _ := newPlatform(t, ctx)
+
+	t.Run("operator platforms", func(t *testing.T) {
+		got := must(op.Platforms.Retrieve(ctx, plat.Id))(t)
+		if got.Id != plat.Id || got.Status != treasury.PlatformStatusApproved {
+			t.Fatalf("retrieved %+v", got)
+		}
+		updated := must(op.Platforms.Update(ctx, plat.Id, treasury.ConfigurePlatformRequest{
+			RevenueShareRate: treasury.Ptr("0.30"), InterestRate: treasury.Ptr("0.045"),
+			FeeSchedule: &treasury.ConfigurePlatformRequest_FeeSchedule{Rtp: treasury.Ptr(60)},
+		}))(t)
+		if updated.RevenueShareRate != "0.30" || updated.FeeSchedule.Rtp != 60 {
+			t.Fatalf("update not applied: %+v", updated)
+		}
+		found := false
+		for p, err := range op.Platforms.List(ctx, &treasury.ListPlatformsParams{Limit: treasury.Ptr(100)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Id == plat.Id {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatal("the platform is not in the operator's list")
+		}
+		funding := must(op.Platforms.Fund(ctx, plat.Id, treasury.FundPlatformRequest{
+			Amount: 500000, Environment: treasury.Ptr(treasury.FundPlatformRequestEnvironmentSandbox),
+			Description: treasury.Ptr("seed money"),
+		}))(t)
+		if len(funding.Entries) != 2 {
+			t.Fatalf("funding entry lines: %+v", funding.Entries)
+		}
+		live := must(op.Platforms.EnableLive(ctx, plat.Id))(t)
+		if !live.LiveEnabled || live.LiveApiKey == nil || live.LiveApiKey.Secret == nil {
+			t.Fatalf("enable-live: %+v", live)
+		}
+	})
+
+	t.Run("platform settings and keys", func(t *testing.T) {
+		settings := must(c.Platform.Settings.Retrieve(ctx))(t)
+		if settings.Sandbox == nil {
+			t.Fatal("sandbox settings missing")
+		}
+		settings = must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{
+			Sandbox: &treasury.UpdateSettingsRequest_Sandbox{
+				AchSameDayDelaySeconds: treasury.Ptr(1), AchStandardDelaySeconds: treasury.Ptr(1), AutoSettle: treasury.Ptr(true),
+			},
+		}))(t)
+		if settings.Sandbox.AchSameDayDelaySeconds != 1 || settings.Sandbox.AchStandardDelaySeconds != 1 {
+			t.Fatalf("settings not applied: %+v", settings.Sandbox)
+		}
+		key := must(c.Platform.APIKeys.Create(ctx, treasury.CreateAPIKeyRequest{Name: "ci"}))(t)
+		if key.Secret == nil || !strings.HasPrefix(*key.Secret, "sk_sandbox_") {
+			t.Fatalf("new key: %+v", key)
+		}
+		names := map[string]bool{}
+		for k, err := range c.Platform.APIKeys.List(ctx, &treasury.ListAPIKeysParams{Limit: treasury.Ptr(1)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.Secret != nil {
+				t.Fatal("a listed key has its secret")
+			}
+			names[k.Id] = true
+		}
+		if !names[key.Id] || len(names) < 2 {
+			t.Fatalf("keys listed: %v", names)
+		}
+		rolled := must(c.Platform.APIKeys.Roll(ctx, key.Id, treasury.RollAPIKeyRequest{GraceSeconds: treasury.Ptr(60)}))(t)
+		if rolled.Id == key.Id || rolled.Secret == nil {
+			t.Fatalf("rolled: %+v", rolled)
+		}
+		// The rolled key works.
+		rc, _ := newClient(t, *rolled.Secret)
+		must(rc.Platform.Retrieve(ctx))(t)
+		revoked := must(c.Platform.APIKeys.Revoke(ctx, rolled.Id))(t)
+		if revoked.RevokedAt == nil {
+			t.Fatalf("revoked: %+v", revoked)
+		}
+		_, err := rc.Platform.Retrieve(ctx)
+		requireAPIError(t, err, treasury.ErrAuthentication, treasury.KindAuthentication, 401, "unauthorized")
+	})
+
+	entity := unique("acme")
+	va := newAccount(t, ctx, c, plat.Id, entity)
+	other := newAccount(t, ctx, c, plat.Id, unique("globex"))
+	spare := newAccount(t, ctx, c, plat.Id, entity)
+
+	t.Run("virtual accounts", func(t *testing.T) {
+		got := must(c.VirtualAccounts.Retrieve(ctx, va.Id))(t)
+		if got.AccountNumber != va.AccountNumber || got.Status != treasury.VirtualAccountStatusActive {
+			t.Fatalf("retrieved %+v", got)
+		}
+		var ids []string
+		for a, err := range c.VirtualAccounts.List(ctx, &treasury.ListVirtualAccountsParams{Limit: treasury.Ptr(2)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, a.Id)
+		}
+		if len(ids) != 3 {
+			t.Fatalf("listed %d accounts over pages of 2, want 3: %v", len(ids), ids)
+		}
+		byEntity := must(treasury.Collect(c.VirtualAccounts.List(ctx, &treasury.ListVirtualAccountsParams{EntityRef: &entity})))(t)
+		if len(byEntity) != 2 {
+			t.Fatalf("accounts of %s: %d", entity, len(byEntity))
+		}
+		frozen := must(c.VirtualAccounts.Freeze(ctx, spare.Id))(t)
+		if frozen.Status != treasury.VirtualAccountStatusFrozen {
+			t.Fatalf("freeze: %s", frozen.Status)
+		}
+		active := must(c.VirtualAccounts.Unfreeze(ctx, spare.Id))(t)
+		if active.Status != treasury.VirtualAccountStatusActive {
+			t.Fatalf("unfreeze: %s", active.Status)
+		}
+		closed := must(c.VirtualAccounts.Close(ctx, spare.Id))(t)
+		if closed.Status != treasury.VirtualAccountStatusClosed {
+			t.Fatalf("close: %s", closed.Status)
+		}
+	})
+
+	t.Run("kyb", func(t *testing.T) {
+		k := approveKYB(t, ctx, c, va.Id)
+		if k.Decision == nil || k.Business.Ein == "12-3456789" {
+			t.Fatalf("approved verification: %+v", k)
+		}
+		approveKYB(t, ctx, c, other.Id)
+		listed := must(treasury.Collect(c.KYB.List(ctx, &treasury.ListKYBVerificationsParams{VirtualAccountId: &va.Id})))(t)
+		if len(listed) != 1 || listed[0].Id != k.Id {
+			t.Fatalf("kyb list: %+v", listed)
+		}
+
+		// EIN ending 1111 goes to manual review: decided by a simulation, and
+		// by the operator.
+		for i, decide := range []func(id string) (*treasury.KYBVerification, error){
+			func(id string) (*treasury.KYBVerification, error) {
+				return c.Simulations.KYBDecision(ctx, id, treasury.KYBDecisionRequest{Outcome: treasury.KYBDecisionRequestOutcomeApproved})
+			},
+			func(id string) (*treasury.KYBVerification, error) {
+				return op.Operator.DecideKYB(ctx, id, treasury.KYBDecisionRequest{
+					Outcome: treasury.KYBDecisionRequestOutcomeRejected,
+					Reasons: &[]treasury.KYBReasonRequest{{Code: "documents_unverifiable", Message: treasury.Ptr("cannot verify")}},
+				})
+			},
+		} {
+			acct := newAccount(t, ctx, c, plat.Id, unique(fmt.Sprintf("review%d", i)))
+			sub := must(c.KYB.Create(ctx, kybRequest(acct.Id, "98-7651111", "Review Co")))(t)
+			eventually(t, 10*time.Second, "KYB pending_review", func() (bool, error) {
+				got, err := c.KYB.Retrieve(ctx, sub.Id)
+				return err == nil && got.Status == treasury.KYBVerificationStatusPendingReview, err
+			})
+			decided := must(decide(sub.Id))(t)
+			if decided.Decision == nil || decided.Review == nil {
+				t.Fatalf("decided verification: %+v", decided)
+			}
+			if want := []treasury.KYBVerificationStatus{treasury.KYBVerificationStatusApproved, treasury.KYBVerificationStatusRejected}[i]; decided.Status != want {
+				t.Fatalf("decided %s, want %s", decided.Status, want)
+			}
+		}
+	})
+
+	t.Run("inbound funds and balances", func(t *testing.T) {
+		before := time.Now().UTC().Add(-time.Second)
+		it := fund(t, ctx, c, va.Id, 5_000_000)
+		if it.VirtualAccountId != va.Id || it.Amount != 5_000_000 {
+			t.Fatalf("inbound transfer: %+v", it)
+		}
+		b := must(c.VirtualAccounts.Balance(ctx, va.Id, nil))(t)
+		if b.Posted != 5_000_000 || b.Available != 5_000_000 {
+			t.Fatalf("balance: %+v", b)
+		}
+		then := must(c.VirtualAccounts.Balance(ctx, va.Id, &treasury.GetVirtualAccountBalanceParams{AsOf: treasury.Ptr(before.Format(time.RFC3339Nano))}))(t)
+		if then.Posted != 0 {
+			t.Fatalf("balance as of before the transfer: %+v", then)
+		}
+	})
+
+	t.Run("payments", func(t *testing.T) {
+		rails := []treasury.PaymentRequestRail{
+			treasury.PaymentRequestRailRtp, treasury.PaymentRequestRailFednow,
+			treasury.PaymentRequestRailAchSameDay, treasury.PaymentRequestRailAchStandard,
+		}
+		var ids []string
+		for _, rail := range rails {
+			p := pay(t, ctx, c, va.Id, rail, 10_000, goodDestination)
+			if p.IdempotencyKey == "" || p.Fee <= 0 {
+				t.Fatalf("payment: %+v", p)
+			}
+			ids = append(ids, p.Id)
+		}
+		failing := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailRtp, 1_000,
+			treasury.Destination{Name: "Nobody", AccountNumber: "4000000003", RoutingNumber: "021000021"})
+		for _, id := range ids {
+			waitPayment(t, ctx, c, id, treasury.PaymentStatusCompleted)
+		}
+		failed := waitPayment(t, ctx, c, failing.Id, treasury.PaymentStatusFailed)
+		if failed.Failure == nil || failed.Failure.Code != treasury.PaymentFailureCodeNoAccount {
+			t.Fatalf("failure: %+v", failed.Failure)
+		}
+
+		// With auto_settle off payments wait: one is canceled, one completed
+		// and one failed by simulation.
+		must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{
+			Sandbox: &treasury.UpdateSettingsRequest_Sandbox{AutoSettle: treasury.Ptr(false)},
+		}))(t)
+		toCancel := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailAchStandard, 2_000, goodDestination)
+		canceled := must(c.Payments.Cancel(ctx, toCancel.Id))(t)
+		if canceled.Status != treasury.PaymentStatusCanceled || canceled.CanceledAt == nil {
+			t.Fatalf("canceled: %+v", canceled)
+		}
+		_, err := c.Payments.Cancel(ctx, toCancel.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "payment_not_cancelable")
+
+		toComplete := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailAchSameDay, 3_000, goodDestination)
+		completed := must(c.Simulations.CompletePayment(ctx, toComplete.Id))(t)
+		if completed.Status != treasury.PaymentStatusCompleted {
+			t.Fatalf("simulated completion: %s", completed.Status)
+		}
+		toFail := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailAchSameDay, 4_000, goodDestination)
+		simFailed := must(c.Simulations.FailPayment(ctx, toFail.Id, treasury.SimulatePaymentFailRequest{NetworkCode: "R01"}))(t)
+		if simFailed.Status != treasury.PaymentStatusFailed || simFailed.Failure == nil || simFailed.Failure.NetworkCode != "R01" {
+			t.Fatalf("simulated failure: %+v", simFailed)
+		}
+		must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{
+			Sandbox: &treasury.UpdateSettingsRequest_Sandbox{AutoSettle: treasury.Ptr(true)},
+		}))(t)
+
+		// Every page, two at a time.
+		var listed []string
+		for p, err := range c.Payments.List(ctx, &treasury.ListPaymentsParams{VirtualAccountId: &va.Id, Limit: treasury.Ptr(2)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed = append(listed, p.Id)
+		}
+		if len(listed) != 8 {
+			t.Fatalf("listed %d payments over pages of 2, want 8", len(listed))
+		}
+		seen := map[string]bool{}
+		for _, id := range listed {
+			if seen[id] {
+				t.Fatalf("payment %s listed twice", id)
+			}
+			seen[id] = true
+		}
+		completedOnly := must(treasury.Collect(c.Payments.List(ctx, &treasury.ListPaymentsParams{
+			VirtualAccountId: &va.Id, Status: treasury.Ptr(treasury.ListPaymentsParamsStatusCompleted),
+		})))(t)
+		if len(completedOnly) != 5 {
+			t.Fatalf("completed payments: %d, want 5", len(completedOnly))
+		}
+		// Breaking out of the loop stops the walk.
+		n := 0
+		for _, err := range c.Payments.List(ctx, &treasury.ListPaymentsParams{Limit: treasury.Ptr(1)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n++; n == 3 {
+				break
+			}
+		}
+
+		txns := must(treasury.Collect(c.VirtualAccounts.Transactions(ctx, va.Id, &treasury.ListTransactionsParams{Limit: treasury.Ptr(3)})))(t)
+		if len(txns) < 10 {
+			t.Fatalf("transactions: %d", len(txns))
+		}
+		month := time.Now().UTC().Format("2006-01")
+		st := must(c.VirtualAccounts.Statement(ctx, va.Id, month))(t)
+		if st.Month != month || st.TotalIn != 5_000_000 || len(st.Transactions) == 0 {
+			t.Fatalf("statement: %+v", st)
+		}
+		csv := must(c.VirtualAccounts.StatementCSV(ctx, va.Id, month))(t)
+		if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); len(lines) < 2 || !strings.Contains(string(csv), ",") {
+			t.Fatalf("statement CSV: %q", csv)
+		}
+	})
+
+	t.Run("ledger", func(t *testing.T) {
+		accounts := must(treasury.Collect(c.Ledger.Accounts.List(ctx, &treasury.ListLedgerAccountsParams{Limit: treasury.Ptr(2)})))(t)
+		if len(accounts) < 4 {
+			t.Fatalf("ledger accounts: %d", len(accounts))
+		}
+		adj := must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryShorthand(treasury.JournalEntryShorthandRequest{
+			Type: treasury.JournalEntryShorthandRequestTypeAdjustment, Description: "goodwill credit",
+			VirtualAccountId: va.Id, Direction: treasury.JournalEntryShorthandRequestDirectionCredit, Amount: 1_500,
+		})))(t)
+		if adj.Type != treasury.JournalEntryTypeAdjustment || len(adj.Entries) != 2 {
+			t.Fatalf("journal entry: %+v", adj)
+		}
+		lines := must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryLines(treasury.JournalEntryLinesRequest{
+			Type: treasury.JournalEntryLinesRequestTypeFee, Description: "monthly fee",
+			Lines: []treasury.JournalLine{
+				{VirtualAccountId: &va.Id, Direction: treasury.JournalLineDirectionDebit, Amount: 700},
+				{VirtualAccountId: &other.Id, Direction: treasury.JournalLineDirectionCredit, Amount: 700},
+			},
+		})))(t)
+		if len(lines.Entries) != 2 {
+			t.Fatalf("lines entry: %+v", lines)
+		}
+		reversal := must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryReversal(treasury.JournalEntryReversalRequest{
+			Reverses: lines.Id, Description: treasury.Ptr("refund the fee"),
+		})))(t)
+		if reversal.Reverses == nil || *reversal.Reverses != lines.Id {
+			t.Fatalf("reversal: %+v", reversal)
+		}
+		var entries []treasury.LedgerEntry
+		eventually(t, 10*time.Second, "ledger entries projected", func() (bool, error) {
+			var err error
+			entries, err = treasury.Collect(c.Ledger.Entries.List(ctx, &treasury.ListLedgerEntriesParams{
+				VirtualAccountId: &va.Id, Limit: treasury.Ptr(5),
+			}))
+			for _, e := range entries {
+				if e.JournalEntryId == reversal.Id {
+					return true, nil
+				}
+			}
+			return false, err
+		})
+		csv := must(c.Ledger.Export(ctx, &treasury.ExportLedgerParams{CreatedAfter: treasury.Ptr(time.Now().UTC().Format("2006-01-02"))}))(t)
+		if !strings.Contains(string(csv), adj.Id) {
+			t.Fatalf("the export lacks %s: %.300s", adj.Id, csv)
+		}
+	})
+
+	t.Run("revenue share", func(t *testing.T) {
+		today := time.Now().UTC()
+		report := must(c.Platform.RevenueShare(ctx, treasury.GetRevenueShareParams{
+			From: treasury.NewDate(today.Year(), today.Month(), 1), To: treasury.NewDate(today.Year(), today.Month(), today.Day()),
+		}))(t)
+		if report.ShareRate != "0.30" || len(report.Lines) == 0 {
+			t.Fatalf("revenue share: %+v", report)
+		}
+	})
+
+	t.Run("events", func(t *testing.T) {
+		var first *treasury.Event
+		n := 0
+		for e, err := range c.Events.List(ctx, &treasury.ListEventsParams{Limit: treasury.Ptr(10)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = &e
+			}
+			if n++; n == 25 {
+				break
+			}
+		}
+		if first == nil || n < 25 {
+			t.Fatalf("events: %d", n)
+		}
+		got := must(c.Events.Retrieve(ctx, first.Id))(t)
+		if got.Id != first.Id || got.Type != first.Type || got.Data.Object == nil {
+			t.Fatalf("event: %+v", got)
+		}
+	})
+
+	t.Run("operator ach files", func(t *testing.T) {
+		for f, err := range op.Operator.ACHFiles.List(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(f.Id, "achf_") {
+				t.Fatalf("ach file: %+v", f)
+			}
+		}
+		// Without TREASURY_ACH_OUTBOX the server has no live ACH: 409 invalid_state.
+		cut, err := op.Operator.ACHFiles.Cut(ctx)
+		if err != nil {
+			requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		} else if cut.Object != treasury.ACHFileCutObjectList {
+			t.Fatalf("cut: %+v", cut)
+		}
+	})
+}
+
+// TestErrorClasses provokes each error class from the server.
+func TestErrorClasses(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	plat, c, _ := newPlatform(t, ctx)
+	va := newAccount(t, ctx, c, plat.Id, unique("errors"))
+
+	t.Run("400 BadRequestError", func(t *testing.T) {
+		_, err := c.Payments.Create(ctx, treasury.PaymentRequest{
+			VirtualAccountId: va.Id, Amount: 100, Rail: treasury.PaymentRequestRailRtp,
+			Destination: treasury.Destination{Name: "X", AccountNumber: "123456789", RoutingNumber: "123456789"},
+		})
+		e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request")
+		if e.Param != "destination.routing_number" {
+			t.Fatalf("param %q", e.Param)
+		}
+	})
+	t.Run("401 AuthenticationError", func(t *testing.T) {
+		bad, _ := newClient(t, "sk_sandbox_"+strings.Repeat("x", 40))
+		_, err := bad.Platform.Retrieve(ctx)
+		requireAPIError(t, err, treasury.ErrAuthentication, treasury.KindAuthentication, 401, "unauthorized")
+	})
+	t.Run("403 PermissionDeniedError", func(t *testing.T) {
+		// A platform key on an operator route.
+		_, err := c.Platforms.Retrieve(ctx, plat.Id)
+		requireAPIError(t, err, treasury.ErrPermissionDenied, treasury.KindPermissionDenied, 403, "forbidden")
+		// A live key on a sandbox-only route.
+		live := must(operator(t).Platforms.EnableLive(ctx, plat.Id))(t)
+		lc, _ := newClient(t, *live.LiveApiKey.Secret)
+		_, err = lc.Simulations.CompletePayment(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r")
+		requireAPIError(t, err, treasury.ErrPermissionDenied, treasury.KindPermissionDenied, 403, "forbidden")
+	})
+	t.Run("404 NotFoundError", func(t *testing.T) {
+		_, err := c.Payments.Retrieve(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r")
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		_, err = c.Webhooks.Retrieve(ctx, "wh_01jh3w5f6g7h8j9k0m1n2p3q4r")
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+	})
+	t.Run("422 UnprocessableEntityError", func(t *testing.T) {
+		// No KYB yet.
+		_, err := c.Payments.Create(ctx, treasury.PaymentRequest{
+			VirtualAccountId: va.Id, Amount: 100, Rail: treasury.PaymentRequestRailRtp, Destination: goodDestination,
+		})
+		requireAPIError(t, err, treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "kyb_not_approved")
+	})
+	t.Run("409 ConflictError and the idempotent replay", func(t *testing.T) {
+		approveKYB(t, ctx, c, va.Id)
+		fund(t, ctx, c, va.Id, 100_000)
+		key := unique("idem")
+		req := treasury.PaymentRequest{VirtualAccountId: va.Id, Amount: 1_234, Rail: treasury.PaymentRequestRailRtp, Destination: goodDestination}
+		first := must(c.Payments.Create(ctx, req, treasury.WithIdempotencyKey(key)))(t)
+		if first.IdempotencyKey != key {
+			t.Fatalf("the body's idempotency_key is %q, want the header's %q", first.IdempotencyKey, key)
+		}
+		again := must(c.Payments.Create(ctx, req, treasury.WithIdempotencyKey(key)))(t)
+		if again.Id != first.Id {
+			t.Fatalf("replay made another payment: %s, %s", again.Id, first.Id)
+		}
+		req.Amount = 4_321
+		_, err := c.Payments.Create(ctx, req, treasury.WithIdempotencyKey(key))
+		e := requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "idempotency_conflict")
+		if e.ResourceID != first.Id {
+			t.Fatalf("resource_id %q, want %q", e.ResourceID, first.Id)
+		}
+		// An explicit body key is used as the header too.
+		req.IdempotencyKey = key
+		_, err = c.Payments.Create(ctx, req)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "idempotency_conflict")
+	})
+	t.Run("request id", func(t *testing.T) {
+		_, err := c.Payments.Retrieve(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r", treasury.WithRequestID("req_go_client_test_1"))
+		e := requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		if e.RequestID != "req_go_client_test_1" {
+			t.Fatalf("request id %q", e.RequestID)
+		}
+	})
+}
+
+// TestRateLimitRetry lowers a platform's rate limit, gets a real 429 with
+// Retry-After, and checks that the client waits as told and then succeeds.
+func TestRateLimitRetry(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	plat, _, sandboxKey := newPlatform(t, ctx)
+	op := operator(t)
+	must(op.Platforms.Update(ctx, plat.Id, treasury.ConfigurePlatformRequest{
+		RateLimit: &treasury.RateLimit{PerSecond: 1, Burst: 1},
+	}))(t)
+	noRetry, _ := newClient(t, sandboxKey, treasury.WithMaxRetries(0))
+	var limited *treasury.APIError
+	for i := 0; i < 5 && limited == nil; i++ {
+		if _, err := noRetry.Platform.Retrieve(ctx); err != nil {
+			limited = requireAPIError(t, err, treasury.ErrRateLimit, treasury.KindRateLimit, 429, "rate_limited")
+		}
+	}
+	if limited == nil {
+		t.Fatal("no 429 from a burst over a limit of 1/s")
+	}
+	if limited.Header.Get("Retry-After") == "" {
+		t.Fatal("the 429 has no Retry-After")
+	}
+
+	// Three POSTs at 1/s: each after the first meets a 429, waits as told, and
+	// is sent again with the same Idempotency-Key.
+	c, rec := newClient(t, sandboxKey, treasury.WithMaxRetries(3))
+	start := time.Now()
+	for i := 0; i < 3; i++ {
+		newAccount(t, ctx, c, plat.Id, unique("limited"))
+	}
+	elapsed := time.Since(start)
+	attempts := rec.snapshot()
+	waited := false
+	for i, a := range attempts {
+		if a.status != http.StatusTooManyRequests || i+1 >= len(attempts) {
+			continue
+		}
+		secs, err := time.ParseDuration(a.retryAfter + "s")
+		if err != nil {
+			t.Fatalf("Retry-After %q", a.retryAfter)
+		}
+		next := attempts[i+1]
+		if gap := next.at.Sub(a.at); gap < secs-50*time.Millisecond {
+			t.Fatalf("retried after %s, Retry-After said %s", gap, secs)
+		}
+		if a.method != http.MethodPost || a.idempotencyKey == "" || next.idempotencyKey != a.idempotencyKey {
+			t.Fatalf("the retry of %s %s (key %q) was sent with key %q", a.method, a.path, a.idempotencyKey, next.idempotencyKey)
+		}
+		waited = true
+	}
+	if !waited {
+		t.Fatalf("no 429 was retried in %d attempts (%s)", len(attempts), elapsed)
+	}
+	t.Logf("3 POSTs at 1/s took %s over %d attempts", elapsed, len(attempts))
+	if n := len(must(treasury.Collect(c.VirtualAccounts.List(ctx, nil)))(t)); n != 3 {
+		t.Fatalf("%d accounts after retried POSTs, want 3", n)
+	}
+
+	// Restore the service's limits: null, which the typed request cannot
+	// say, through the low-level client.
+	r, err := op.Raw().ConfigurePlatformWithBodyWithResponse(ctx, plat.Id, &api.ConfigurePlatformParams{},
+		"application/json", strings.NewReader(`{"rate_limit":null}`))
+	if err != nil || r.StatusCode() != http.StatusOK || r.JSON200 == nil || r.JSON200.RateLimit != nil {
+		t.Fatalf("clearing the rate limit: %v %+v", err, r)
+	}
+	if r.HTTPResponse.Request.Header.Get("Idempotency-Key") != "" {
+		t.Fatal("a PATCH got an Idempotency-Key")
+	}
+}
+
+// TestWebhooks receives real deliveries on a local receiver and verifies them.
+func TestWebhooks(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	plat, c, _ := newPlatform(t, ctx)
+
+	type delivery struct {
+		body   []byte
+		header http.Header
+	}
+	received := make(chan delivery, 100)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- delivery{body: body, header: r.Header.Clone()}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+
+	wh := must(c.Webhooks.Create(ctx, treasury.CreateWebhookRequest{
+		Url:         receiver.URL + "/hooks",
+		Events:      &[]treasury.CreateWebhookRequestEvents{treasury.CreateWebhookRequestEventsWebhookTest, treasury.CreateWebhookRequestEventsVirtualAccountCreated},
+		Description: treasury.Ptr("go client test"),
+	}))(t)
+	if wh.Secret == nil || !strings.HasPrefix(*wh.Secret, "whsec_") {
+		t.Fatalf("endpoint: %+v", wh)
+	}
+	secret := *wh.Secret
+
+	await := func(eventType string) delivery {
+		t.Helper()
+		timeout := time.After(15 * time.Second)
+		for {
+			select {
+			case d := <-received:
+				var e struct {
+					Type string `json:"type"`
+				}
+				_ = json.Unmarshal(d.body, &e)
+				if e.Type == eventType {
+					return d
+				}
+			case <-timeout:
+				t.Fatalf("no %s delivery", eventType)
+			}
+		}
+	}
+
+	queued := must(c.Webhooks.Test(ctx, wh.Id))(t)
+	if !strings.HasPrefix(queued.Id, "msg_") {
+		t.Fatalf("queued: %+v", queued)
+	}
+	d := await("webhook.test")
+	event, err := webhooks.Verify(d.body, d.header, secret)
+	if err != nil {
+		t.Fatalf("verify a real delivery: %v", err)
+	}
+	if event.Type != treasury.EventTypeWebhookTest || event.PlatformId != plat.Id {
+		t.Fatalf("event: %+v", event)
+	}
+	if d.header.Get("webhook-id") != queued.Id {
+		t.Fatalf("webhook-id %s, queued %s", d.header.Get("webhook-id"), queued.Id)
+	}
+	tampered := append([]byte(nil), d.body...)
+	tampered[len(tampered)/2] ^= 1
+	if _, err := webhooks.Verify(tampered, d.header, secret); !errors.Is(err, webhooks.ErrNoMatch) {
+		t.Fatalf("a tampered body: %v", err)
+	}
+	if _, err := webhooks.Verify(d.body, d.header, "whsec_"+strings.Repeat("A", 43)+"="); !errors.Is(err, webhooks.ErrVerification) {
+		t.Fatalf("a wrong secret: %v", err)
+	}
+
+	// A resource event.
+	newAccount(t, ctx, c, plat.Id, unique("hooked"))
+	d = await("virtual_account.created")
+	if _, err := webhooks.Verify(d.body, d.header, secret); err != nil {
+		t.Fatalf("verify virtual_account.created: %v", err)
+	}
+
+	got := must(c.Webhooks.Retrieve(ctx, wh.Id))(t)
+	if got.Secret != nil || got.Url != wh.Url {
+		t.Fatalf("retrieved: %+v", got)
+	}
+	listed := must(treasury.Collect(c.Webhooks.List(ctx, nil)))(t)
+	if len(listed) != 1 || listed[0].Id != wh.Id {
+		t.Fatalf("listed: %+v", listed)
+	}
+	updated := must(c.Webhooks.Update(ctx, wh.Id, treasury.UpdateWebhookRequest{
+		Description: treasury.Ptr("renamed"),
+		Events:      &[]treasury.UpdateWebhookRequestEvents{treasury.UpdateWebhookRequestEventsAsterisk},
+	}))(t)
+	if updated.Description != "renamed" {
+		t.Fatalf("updated: %+v", updated)
+	}
+
+	var deliveries []treasury.WebhookDelivery
+	eventually(t, 10*time.Second, "deliveries succeeded", func() (bool, error) {
+		var err error
+		deliveries, err = treasury.Collect(c.Webhooks.Deliveries.List(ctx, wh.Id, &treasury.ListWebhookDeliveriesParams{
+			Limit: treasury.Ptr(1), Status: treasury.Ptr(treasury.ListWebhookDeliveriesParamsStatusSucceeded),
+		}))
+		return len(deliveries) >= 2, err
+	})
+	var testDelivery treasury.WebhookDelivery
+	for _, dl := range deliveries {
+		if dl.Id == queued.Id {
+			testDelivery = dl
+		}
+	}
+	if testDelivery.Id == "" || len(testDelivery.Attempts) == 0 {
+		t.Fatalf("the test delivery is not listed: %+v", deliveries)
+	}
+	retried := must(c.Webhooks.Deliveries.Retry(ctx, wh.Id, testDelivery.Id))(t)
+	if retried.Id != testDelivery.Id {
+		t.Fatalf("retried: %+v", retried)
+	}
+	d = await("webhook.test")
+	if d.header.Get("webhook-id") != testDelivery.Id {
+		t.Fatalf("the retry's webhook-id %s", d.header.Get("webhook-id"))
+	}
+
+	// After a rotation, deliveries carry a signature by each secret.
+	rotated := must(c.Webhooks.RotateSecret(ctx, wh.Id))(t)
+	if rotated.Secret == nil || *rotated.Secret == secret {
+		t.Fatalf("rotated: %+v", rotated)
+	}
+	must(c.Webhooks.Test(ctx, wh.Id))(t)
+	d = await("webhook.test")
+	if n := len(strings.Fields(d.header.Get("webhook-signature"))); n != 2 {
+		t.Fatalf("%d signatures during the rotation, want 2", n)
+	}
+	for _, s := range []string{secret, *rotated.Secret} {
+		if _, err := webhooks.Verify(d.body, d.header, s); err != nil {
+			t.Fatalf("verify with either secret: %v", err)
+		}
+	}
+
+	deleted := must(c.Webhooks.Delete(ctx, wh.Id))(t)
+	if deleted.Id != wh.Id || !bool(deleted.Deleted) {
+		t.Fatalf("deleted: %+v", deleted)
+	}
+	_, err = c.Webhooks.Retrieve(ctx, wh.Id)
+	requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+}

@@ -1,0 +1,55 @@
+package treasury
+
+import (
+	"context"
+
+	"github.com/opentreasury/treasury/clients/go/api"
+)
+
+// SimulationsService is the sandbox's simulations (/simulations); a live key
+// gets a PermissionDeniedError.
+type SimulationsService struct{ c *Client }
+
+// InboundTransfer simulates money arriving in a virtual account
+// (POST /simulations/inbound-transfers): rtp and fednow credit at once, ACH
+// after the platform's sandbox delay.
+func (s *SimulationsService) InboundTransfer(ctx context.Context, body SimulateInboundTransferRequest, opts ...RequestOption) (*InboundTransfer, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.SimulateInboundTransferWithResponse(ctx, &api.SimulateInboundTransferParams{}, body, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON201)
+}
+
+// KYBDecision decides a verification in pending_review
+// (POST /simulations/kyb/{id}/decision).
+func (s *SimulationsService) KYBDecision(ctx context.Context, id string, body KYBDecisionRequest, opts ...RequestOption) (*KYBVerification, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.SimulateKYBDecisionWithResponse(ctx, id, &api.SimulateKYBDecisionParams{}, body, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// CompletePayment settles a payment now (POST /simulations/payments/{id}/complete).
+func (s *SimulationsService) CompletePayment(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.SimulatePaymentCompleteWithResponse(ctx, id, &api.SimulatePaymentCompleteParams{}, api.EmptyRequest{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// FailPayment fails a payment with a network code, an ACH return code (R01…)
+// or an ISO 20022 reason (AC03…) (POST /simulations/payments/{id}/fail).
+func (s *SimulationsService) FailPayment(ctx context.Context, id string, body SimulatePaymentFailRequest, opts ...RequestOption) (*Payment, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.SimulatePaymentFailWithResponse(ctx, id, &api.SimulatePaymentFailParams{}, body, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}

@@ -1,0 +1,131 @@
+package treasury
+
+import (
+	"context"
+	"iter"
+
+	"github.com/opentreasury/treasury/clients/go/api"
+)
+
+// WebhooksService is webhook endpoints (/webhooks). To verify a delivery's
+// signature, see package webhooks.
+type WebhooksService struct {
+	c *Client
+	// Deliveries: an endpoint's deliveries.
+	Deliveries *WebhookDeliveriesService
+}
+
+// Create creates an endpoint (POST /webhooks); its Secret ("whsec_…") is in
+// this answer only.
+func (s *WebhooksService) Create(ctx context.Context, body CreateWebhookRequest, opts ...RequestOption) (*WebhookEndpoint, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.CreateWebhookWithResponse(ctx, &api.CreateWebhookParams{}, body, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON201)
+}
+
+// List walks every endpoint with its delivery status (GET /webhooks).
+func (s *WebhooksService) List(ctx context.Context, params *ListWebhooksParams, opts ...RequestOption) iter.Seq2[WebhookEndpoint, error] {
+	p := valueOf(params)
+	return paginate(p.Cursor, func(cursor *string) ([]WebhookEndpoint, bool, *string, error) {
+		q := p // a copy per page: the sequence may be walked more than once
+		q.Cursor = cursor
+		ctx, _, ed := prepare(ctx, opts)
+		r, err := s.c.raw.ListWebhooksWithResponse(ctx, &q, ed)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		l, err := result(r.HTTPResponse, r.Body, r.JSON200)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		return l.Data, l.HasMore, l.NextCursor, nil
+	})
+}
+
+// Retrieve returns an endpoint (GET /webhooks/{id}).
+func (s *WebhooksService) Retrieve(ctx context.Context, id string, opts ...RequestOption) (*WebhookEndpoint, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.GetWebhookWithResponse(ctx, id, &api.GetWebhookParams{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Update changes an endpoint's url, events, description, status or retry
+// policy (PATCH /webhooks/{id}).
+func (s *WebhooksService) Update(ctx context.Context, id string, body UpdateWebhookRequest, opts ...RequestOption) (*WebhookEndpoint, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.UpdateWebhookWithResponse(ctx, id, &api.UpdateWebhookParams{}, body, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Delete deletes an endpoint (DELETE /webhooks/{id}).
+func (s *WebhooksService) Delete(ctx context.Context, id string, opts ...RequestOption) (*DeletedWebhookEndpoint, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.DeleteWebhookWithResponse(ctx, id, &api.DeleteWebhookParams{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// RotateSecret gives an endpoint a new secret, in the answer; the old one
+// keeps signing beside it for 24 hours (POST /webhooks/{id}/rotate-secret).
+func (s *WebhooksService) RotateSecret(ctx context.Context, id string, opts ...RequestOption) (*WebhookEndpoint, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.RotateWebhookSecretWithResponse(ctx, id, &api.RotateWebhookSecretParams{}, api.EmptyRequest{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Test sends a webhook.test event to an endpoint (POST /webhooks/{id}/test).
+func (s *WebhooksService) Test(ctx context.Context, id string, opts ...RequestOption) (*QueuedWebhookDelivery, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.TestWebhookWithResponse(ctx, id, &api.TestWebhookParams{}, api.EmptyRequest{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON202)
+}
+
+// WebhookDeliveriesService is an endpoint's deliveries.
+type WebhookDeliveriesService struct{ c *Client }
+
+// List walks every delivery of an endpoint (GET /webhooks/{id}/deliveries).
+func (s *WebhookDeliveriesService) List(ctx context.Context, webhookID string, params *ListWebhookDeliveriesParams, opts ...RequestOption) iter.Seq2[WebhookDelivery, error] {
+	p := valueOf(params)
+	return paginate(p.Cursor, func(cursor *string) ([]WebhookDelivery, bool, *string, error) {
+		q := p // a copy per page: the sequence may be walked more than once
+		q.Cursor = cursor
+		ctx, _, ed := prepare(ctx, opts)
+		r, err := s.c.raw.ListWebhookDeliveriesWithResponse(ctx, webhookID, &q, ed)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		l, err := result(r.HTTPResponse, r.Body, r.JSON200)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		return l.Data, l.HasMore, l.NextCursor, nil
+	})
+}
+
+// Retry sends a delivery again now
+// (POST /webhooks/{id}/deliveries/{delivery_id}/retry).
+func (s *WebhookDeliveriesService) Retry(ctx context.Context, webhookID, deliveryID string, opts ...RequestOption) (*QueuedWebhookDelivery, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.RetryWebhookDeliveryWithResponse(ctx, webhookID, deliveryID, &api.RetryWebhookDeliveryParams{}, api.EmptyRequest{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON202)
+}
