@@ -40,7 +40,7 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 	pm := func(req string) app.Meta { return app.Meta{RequestID: req, Actor: id} }
 	var keys []string
 	for i := range platform.MaxKeysInUse - 2 {
-		res, err := a.CreateAPIKey(ctx, pm(fmt.Sprintf("req_fill_%d", i)), id, domain.Sandbox, domain.Sandbox, "fill")
+		res, err := a.CreateAPIKey(ctx, pm(fmt.Sprintf("req_fill_%d", i)), nil, id, domain.Sandbox, domain.Sandbox, "fill")
 		if err != nil {
 			t.Fatalf("key %d: %v", i+2, err)
 		}
@@ -58,7 +58,7 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = a.CreateAPIKey(ctx, pm(fmt.Sprintf("req_race_%d", i)), id, domain.Sandbox, domain.Sandbox, "racer")
+			_, errs[i] = a.CreateAPIKey(ctx, pm(fmt.Sprintf("req_race_%d", i)), nil, id, domain.Sandbox, domain.Sandbox, "racer")
 		}()
 	}
 	close(start)
@@ -90,13 +90,13 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 	if err := a.RevokeAPIKey(ctx, pm("req_revoke_1"), id, domain.Sandbox, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CreateAPIKey(ctx, pm("req_full"), id, domain.Sandbox, domain.Sandbox, "one too many"); domain.CodeOf(err) != domain.CodeLimitExceeded {
+	if _, err := a.CreateAPIKey(ctx, pm("req_full"), nil, id, domain.Sandbox, domain.Sandbox, "one too many"); domain.CodeOf(err) != domain.CodeLimitExceeded {
 		t.Fatalf("create at 100 keys in use: %v, want limit_exceeded", err)
 	}
 	if err := a.RevokeAPIKey(ctx, pm("req_revoke_2"), id, domain.Sandbox, keys[1]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CreateAPIKey(ctx, pm("req_room"), id, domain.Sandbox, domain.Sandbox, "after a revoke"); err != nil {
+	if _, err := a.CreateAPIKey(ctx, pm("req_room"), nil, id, domain.Sandbox, domain.Sandbox, "after a revoke"); err != nil {
 		t.Fatalf("create after revoking one: %v", err)
 	}
 	assertProjectionsMatchLog(t, ctx, pool, id)
@@ -193,7 +193,7 @@ func TestKeyCommandsDoNotGrowThePlatformStream(t *testing.T) {
 			platform.SettingsPatch{DailyPaymentLimit: domain.Some(int64(1000 + i))})
 	}
 	create := func(i int) error {
-		res, err := a.CreateAPIKey(ctx, pm(fmt.Sprintf("req_create_%d", i)), id, domain.Sandbox, domain.Sandbox, "timed")
+		res, err := a.CreateAPIKey(ctx, pm(fmt.Sprintf("req_create_%d", i)), nil, id, domain.Sandbox, domain.Sandbox, "timed")
 		if err != nil {
 			return err
 		}
@@ -204,7 +204,7 @@ func TestKeyCommandsDoNotGrowThePlatformStream(t *testing.T) {
 
 	before := platformVersion(t, ctx, pool, id)
 	for i := range fresh {
-		res, err := a.CreateAPIKey(ctx, pm(fmt.Sprintf("req_fresh_%d", i)), id, domain.Sandbox, domain.Sandbox, "fresh")
+		res, err := a.CreateAPIKey(ctx, pm(fmt.Sprintf("req_fresh_%d", i)), nil, id, domain.Sandbox, domain.Sandbox, "fresh")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -234,7 +234,7 @@ func TestConcurrentCommandsOnOnePlatformAllSucceed(t *testing.T) {
 				return a.UpdateSettings(ctx, app.Meta{RequestID: fmt.Sprintf("set-%d", i), Actor: id}, id, domain.Sandbox, p)
 			}
 			createKey := func() error {
-				res, err := a.CreateAPIKey(ctx, app.Meta{RequestID: fmt.Sprintf("key-%d", i), Actor: id}, id,
+				res, err := a.CreateAPIKey(ctx, app.Meta{RequestID: fmt.Sprintf("key-%d", i), Actor: id}, nil, id,
 					domain.Sandbox, domain.Sandbox, fmt.Sprintf("key %d", i))
 				keyIDs[i], secrets[i] = res.ID, res.Secret
 				return err

@@ -8,12 +8,15 @@ import (
 )
 
 // CreateAPIKey issues a key in env for a caller authenticated in callerEnv.
-func (a *App) CreateAPIKey(ctx context.Context, meta Meta, platformID string, callerEnv, env domain.Environment, name string) (Result, error) {
+// With an idempotency key, a replay answers the key without its secret:
+// shown once, it is rolled, not shown again.
+func (a *App) CreateAPIKey(ctx context.Context, meta Meta, idem *Idempotency, platformID string, callerEnv, env domain.Environment, name string) (Result, error) {
 	key, secret := mintKey(env, name)
-	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
-		return Result{}, a.updatePlatformKeys(ctx, tx, meta, platformID, "", func(s platform.State) ([]domain.Event, error) {
+	meta = withIdempotencyKey(meta, idem)
+	res, err := a.execute(ctx, command{idem: idem, resourceID: key.ID}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		return Result{ID: key.ID, Secret: secret}, a.updatePlatformKeys(ctx, tx, meta, platformID, "", func(s platform.State) ([]domain.Event, error) {
 			return platform.Decide(s, platform.CreateKey{CallerEnvironment: callerEnv, Key: key, At: now()})
 		})
 	})
-	return Result{ID: key.ID, Secret: secret}, err
+	return res, err
 }

@@ -51,7 +51,7 @@ func kybSubmission(ein, ssn string) kyb.Submission {
 // openFor opens a checking account of entityRef for the caller.
 func (e *env) openFor(c app.Caller, entityRef string) string {
 	e.t.Helper()
-	res, err := e.a.OpenVirtualAccount(e.ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: entityRef, Type: "checking"})
+	res, err := e.a.OpenVirtualAccount(e.ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: entityRef, Type: "checking"})
 	if err != nil {
 		e.t.Fatalf("open virtual account of %s: %v", entityRef, err)
 	}
@@ -70,7 +70,7 @@ func (e *env) live(c app.Caller) app.Caller {
 // submitOK files a verification that must be accepted.
 func (e *env) submitOK(c app.Caller, va string, sub kyb.Submission) string {
 	e.t.Helper()
-	res, err := e.a.SubmitKYB(e.ctx, app.Meta{RequestID: "req_kyb"}, c, va, sub)
+	res, err := e.a.SubmitKYB(e.ctx, app.Meta{RequestID: "req_kyb"}, nil, c, va, sub)
 	if err != nil {
 		e.t.Fatalf("submit kyb for %s: %v", va, err)
 	}
@@ -391,7 +391,7 @@ func TestKYBLiveGoesToManualReview(t *testing.T) {
 		}
 	}
 	e.wantKYBStatus(live, kyb.StatusPendingReview, vaA, vaB)
-	_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, live, vaA, kybSubmission("12-3456789", "4321"))
+	_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, live, vaA, kybSubmission("12-3456789", "4321"))
 	wantKYBErr(t, err, domain.CodeKYBInProgress, idA)
 
 	// The sandbox side of the platform cannot see or decide live verifications.
@@ -418,7 +418,7 @@ func TestKYBLiveGoesToManualReview(t *testing.T) {
 	// Screening applies in live mode too, at once.
 	hit := kybSubmission("12-3456789", "4321")
 	hit.BeneficialOwner[0].LastName = "OFAC TEST"
-	res, err := e.a.SubmitKYB(e.ctx, app.Meta{}, live, vaC, hit)
+	res, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, live, vaC, hit)
 	wantKYBErr(t, err, domain.CodeComplianceRejected, res.ID)
 	wantDecision(t, e.kyb(live, res.ID), kyb.StatusRejected, kyb.MethodAutomatic,
 		[]kyb.Reason{{Code: "screening_match", Message: "the name is on the screening list", Field: "beneficial_owners[0]"}})
@@ -442,7 +442,7 @@ func TestKYBScreeningHitIsRejectedAtOnce(t *testing.T) {
 			va := e.openFor(p, "biz_1")
 			sub := kybSubmission("12-3456789", "4321")
 			c.edit(&sub)
-			res, err := e.a.SubmitKYB(e.ctx, app.Meta{}, p, va, sub)
+			res, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, p, va, sub)
 			if !domain.HasPrefix(res.ID, domain.PrefixKYB) {
 				t.Fatalf("result id %q", res.ID)
 			}
@@ -512,7 +512,7 @@ func TestKYBInProgressAndAlreadyApproved(t *testing.T) {
 	hit.Business.LegalName = "OFAC TEST"
 	for _, va := range []string{va1, va2} {
 		for _, sub := range []kyb.Submission{kybSubmission("12-3456789", "4321"), hit} {
-			_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, c, va, sub)
+			_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, c, va, sub)
 			wantKYBErr(t, err, domain.CodeKYBInProgress, id)
 		}
 	}
@@ -523,7 +523,7 @@ func TestKYBInProgressAndAlreadyApproved(t *testing.T) {
 	e.decide() // 1111: pending_review
 	e.wantKYBStatus(c, kyb.StatusPendingReview, va1, va2)
 	for _, va := range []string{va1, va2} {
-		_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, c, va, kybSubmission("12-3456789", "4321"))
+		_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, c, va, kybSubmission("12-3456789", "4321"))
 		wantKYBErr(t, err, domain.CodeKYBInProgress, id)
 	}
 	wantCode(t, e.a.DecideKYB(e.ctx, app.Meta{}, nil, manualDecision(id, kyb.StatusPendingReview)), domain.CodeInvalidRequest)
@@ -534,9 +534,9 @@ func TestKYBInProgressAndAlreadyApproved(t *testing.T) {
 	}
 	e.wantKYBStatus(c, kyb.StatusApproved, va1, va2)
 	for _, va := range []string{va1, va2} {
-		_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, c, va, kybSubmission("12-3456789", "4321"))
+		_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, c, va, kybSubmission("12-3456789", "4321"))
 		wantKYBErr(t, err, domain.CodeKYBAlreadyApproved, id)
-		_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, c, va, hit)
+		_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, nil, c, va, hit)
 		wantKYBErr(t, err, domain.CodeKYBAlreadyApproved, id)
 	}
 	wantCode(t, e.a.DecideKYB(e.ctx, app.Meta{}, nil, manualDecision(id, kyb.StatusRejected)), domain.CodeInvalidState)
@@ -639,7 +639,7 @@ func TestKYBStatusIsSharedByTheAccountsOfABusiness(t *testing.T) {
 		}
 	}
 	// The business is approved: filing through any of its accounts is refused.
-	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, p, va3, kybSubmission("12-3456789", "4321"))
+	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, nil, p, va3, kybSubmission("12-3456789", "4321"))
 	wantKYBErr(t, err, domain.CodeKYBAlreadyApproved, id)
 
 	// The same entity_ref elsewhere is another business.
@@ -686,23 +686,23 @@ func TestKYBSubmitRefusesBadRequestsAndOthersAccounts(t *testing.T) {
 
 	bad := kybSubmission("12-3456789", "4321")
 	bad.Business.Address.Line1 = "P.O. Box 12"
-	_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, p, va, bad)
+	_, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, p, va, bad)
 	if de := wantCode(t, err, domain.CodeInvalidRequest); de.Param != "business.address.line1" {
 		t.Fatalf("param %q", de.Param)
 	}
 	bad = kybSubmission("12-3456789", "4321")
 	bad.BeneficialOwner[1].OwnershipPercentage = decimal.RequireFromString("24.51")
-	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, p, va, bad)
+	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, nil, p, va, bad)
 	if de := wantCode(t, err, domain.CodeInvalidRequest); de.Param != "beneficial_owners" {
 		t.Fatalf("param %q", de.Param)
 	}
-	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, p, "va_missing", kybSubmission("12-3456789", "4321"))
+	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, nil, p, "va_missing", kybSubmission("12-3456789", "4321"))
 	if de := wantCode(t, err, domain.CodeNotFound); de.Param != "virtual_account_id" {
 		t.Fatalf("param %q", de.Param)
 	}
-	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, p, qva, kybSubmission("12-3456789", "4321"))
+	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, nil, p, qva, kybSubmission("12-3456789", "4321"))
 	wantCode(t, err, domain.CodeNotFound)
-	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, pLive, va, kybSubmission("12-3456789", "4321"))
+	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, nil, pLive, va, kybSubmission("12-3456789", "4321"))
 	wantCode(t, err, domain.CodeNotFound)
 	if n := count(t, e.ctx, e.pool, `SELECT count(*) FROM events WHERE event_type LIKE 'kyb.%'`); n != 0 {
 		t.Fatalf("refused submissions recorded %d events", n)
@@ -831,16 +831,16 @@ func TestKYBIdentifiersAreMaskedEverywhere(t *testing.T) {
 	e.submitOK(c, e.openFor(c, "biz_reject"), sub("73-8460000"))           // rejected
 	screened := sub("738463333")                                           // screened out at once
 	screened.BeneficialOwner[0].FirstName = "OFAC TEST"
-	res, err := e.a.SubmitKYB(e.ctx, app.Meta{RequestID: "req_screen"}, c, e.openFor(c, "biz_screened"), screened)
+	res, err := e.a.SubmitKYB(e.ctx, app.Meta{RequestID: "req_screen"}, nil, c, e.openFor(c, "biz_screened"), screened)
 	wantKYBErr(t, err, domain.CodeComplianceRejected, res.ID)
 	errMsgs := []string{err.Error()}
 	// A refused submission's error does not echo the identifiers either.
 	bad := sub("73-8462222")
 	bad.BeneficialOwner[1].SSNLast4 = ssn2 + "0"
-	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, c, e.openFor(c, "biz_bad"), bad)
+	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, nil, c, e.openFor(c, "biz_bad"), bad)
 	wantCode(t, err, domain.CodeInvalidRequest)
 	errMsgs = append(errMsgs, err.Error())
-	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, c, e.openFor(c, "biz_review"), sub("73-8461111"))
+	_, err = e.a.SubmitKYB(e.ctx, app.Meta{}, nil, c, e.openFor(c, "biz_review"), sub("73-8461111"))
 	errMsgs = append(errMsgs, err.Error())
 
 	head, err := eventstore.Head(e.ctx, e.pool)
@@ -1065,7 +1065,7 @@ func TestKYBConcurrentSubmissionsOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			res, err := e.a.SubmitKYB(ctx, app.Meta{}, c, vas[i%2], kybSubmission("12-3456789", "4321"))
+			res, err := e.a.SubmitKYB(ctx, app.Meta{}, nil, c, vas[i%2], kybSubmission("12-3456789", "4321"))
 			results[i] = outcome{res.ID, err}
 		}()
 	}

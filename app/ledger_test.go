@@ -55,7 +55,7 @@ func (e *env) platform(name string) app.Caller {
 
 func (e *env) openVA(c app.Caller) string {
 	e.t.Helper()
-	res, err := e.a.OpenVirtualAccount(e.ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: "biz_1", Type: "checking"})
+	res, err := e.a.OpenVirtualAccount(e.ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: "biz_1", Type: "checking"})
 	if err != nil {
 		e.t.Fatalf("open virtual account: %v", err)
 	}
@@ -68,7 +68,7 @@ func (e *env) openVA(c app.Caller) string {
 var originator = inbound.Originator{Name: "Payer Inc", AccountNumber: "000123456789", RoutingNumber: "021000021"}
 
 func (e *env) inbound(c app.Caller, va string, amount int64, rail string) (string, error) {
-	res, err := e.a.SimulateInboundTransfer(e.ctx, app.Meta{}, c, app.SimulateInboundTransfer{
+	res, err := e.a.SimulateInboundTransfer(e.ctx, app.Meta{}, nil, c, app.SimulateInboundTransfer{
 		VirtualAccountID: va, Amount: amount, Rail: rail, Originator: originator})
 	return res.ID, err
 }
@@ -576,7 +576,7 @@ func TestOtherPlatformIsNotFound(t *testing.T) {
 		{"closing their account", func() error { return e.a.CloseVirtualAccount(e.ctx, app.Meta{}, c, theirs) }},
 		{"funding their account", func() error { _, err := e.inbound(c, theirs, 1, "rtp"); return err }},
 		{"opening an account on their platform", func() error {
-			_, err := e.a.OpenVirtualAccount(e.ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: other.PlatformID, EntityRef: "x", Type: "checking"})
+			_, err := e.a.OpenVirtualAccount(e.ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: other.PlatformID, EntityRef: "x", Type: "checking"})
 			return err
 		}},
 	}
@@ -714,7 +714,7 @@ func TestVirtualAccountLifecycle(t *testing.T) {
 	wantCode(t, e.a.FreezeVirtualAccount(e.ctx, app.Meta{}, c, domain.NewID("va_")), domain.CodeNotFound)
 
 	// Open validation reaches the caller as invalid_request.
-	_, err = e.a.OpenVirtualAccount(e.ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: strings.Repeat("x", 129), Type: "checking"})
+	_, err = e.a.OpenVirtualAccount(e.ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: strings.Repeat("x", 129), Type: "checking"})
 	if de := wantCode(t, err, domain.CodeInvalidRequest); de.Param != "entity_ref" {
 		t.Errorf("param %q", de.Param)
 	}
@@ -1010,7 +1010,7 @@ func TestInboundTransfers(t *testing.T) {
 		{VirtualAccountID: va, Amount: 1_000_000_01, Rail: "ach_same_day", Originator: originator},
 		{VirtualAccountID: va, Amount: 1, Rail: "rtp", Originator: inbound.Originator{Name: "x", AccountNumber: "1", RoutingNumber: "021000021"}},
 	} {
-		if _, err := e.a.SimulateInboundTransfer(e.ctx, app.Meta{}, c, bad); err == nil {
+		if _, err := e.a.SimulateInboundTransfer(e.ctx, app.Meta{}, nil, c, bad); err == nil {
 			t.Errorf("accepted %+v", bad)
 		}
 	}

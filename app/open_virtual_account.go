@@ -19,12 +19,13 @@ type OpenVirtualAccount struct {
 // maxNumberDraws bounds the redraws of a colliding account number.
 const maxNumberDraws = 5
 
-func (a *App) OpenVirtualAccount(ctx context.Context, meta Meta, c Caller, in OpenVirtualAccount) (Result, error) {
+func (a *App) OpenVirtualAccount(ctx context.Context, meta Meta, idem *Idempotency, c Caller, in OpenVirtualAccount) (Result, error) {
 	if in.PlatformID != c.PlatformID {
 		return Result{}, domain.NotFound("platform", in.PlatformID)
 	}
+	meta = withIdempotencyKey(meta, idem)
 	for draw := 1; ; draw++ {
-		res, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		res, err := a.execute(ctx, command{idem: idem}, func(ctx context.Context, tx *commandTx) (Result, error) {
 			// The platform's chart exists from its first account on, so that
 			// its system accounts can be named in journal entries at once.
 			if _, err := a.ensureChart(ctx, tx, meta, c); err != nil {

@@ -46,7 +46,7 @@ func paySubmission() kyb.Submission {
 // payApprove files KYB for the account's business and runs the sandbox decider.
 func payApprove(e *env, c app.Caller, va string) {
 	e.t.Helper()
-	if _, err := e.a.SubmitKYB(e.ctx, app.Meta{}, c, va, paySubmission()); err != nil {
+	if _, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, c, va, paySubmission()); err != nil {
 		e.t.Fatalf("submit KYB: %v", err)
 	}
 	head, err := eventstore.Head(e.ctx, e.pool)

@@ -155,7 +155,7 @@ func TestPlatformCommandsReadABoundedTail(t *testing.T) {
 				forKeys, l.Version, l.SnapshotVersion, l.EventsRead, app.PlatformSnapshotEvery)
 		}
 	}
-	res, err := a.CreateAPIKey(ctx, app.Meta{RequestID: "req_key", Actor: id}, id, domain.Sandbox, domain.Sandbox, "after")
+	res, err := a.CreateAPIKey(ctx, app.Meta{RequestID: "req_key", Actor: id}, nil, id, domain.Sandbox, domain.Sandbox, "after")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func mixedCommand(ctx context.Context, a *app.App, id string, i int, legacyKey s
 		res, err := a.RollAPIKey(ctx, pm, id, domain.Sandbox, legacyKey, time.Hour)
 		return res.ID, err
 	case i%40 == 7:
-		res, err := a.CreateAPIKey(ctx, pm, id, domain.Sandbox, domain.Sandbox, fmt.Sprintf("key %d", i))
+		res, err := a.CreateAPIKey(ctx, pm, nil, id, domain.Sandbox, domain.Sandbox, fmt.Sprintf("key %d", i))
 		if err != nil {
 			return "", err
 		}

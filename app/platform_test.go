@@ -184,7 +184,7 @@ func TestEveryCommandAppendsItsEventsWithMeta(t *testing.T) {
 	pm := func(req string) app.Meta { return app.Meta{RequestID: req, Actor: id} }
 
 	// Refused commands append nothing.
-	if _, err := a.CreateAPIKey(ctx, pm("req_refused_1"), id, domain.Live, domain.Live, "early live"); domain.CodeOf(err) != domain.CodeLiveNotEnabled {
+	if _, err := a.CreateAPIKey(ctx, pm("req_refused_1"), nil, id, domain.Live, domain.Live, "early live"); domain.CodeOf(err) != domain.CodeLiveNotEnabled {
 		t.Fatalf("live key before live is enabled: err = %v, want live_not_enabled", err)
 	}
 	if _, err := a.EnableLive(ctx, op("req_refused_2"), id); domain.CodeOf(err) != domain.CodeInvalidState {
@@ -198,7 +198,7 @@ func TestEveryCommandAppendsItsEventsWithMeta(t *testing.T) {
 	if _, err := a.ApprovePlatform(ctx, op("req_refused_3"), id); domain.CodeOf(err) != domain.CodeInvalidState {
 		t.Fatalf("approve twice: err = %v, want invalid_state", err)
 	}
-	if _, err := a.CreateAPIKey(ctx, pm("req_refused_4"), id, domain.Sandbox, domain.Live, "from sandbox"); domain.CodeOf(err) != domain.CodeForbidden {
+	if _, err := a.CreateAPIKey(ctx, pm("req_refused_4"), nil, id, domain.Sandbox, domain.Live, "from sandbox"); domain.CodeOf(err) != domain.CodeForbidden {
 		t.Fatalf("live key from a sandbox caller: err = %v, want forbidden", err)
 	}
 	live, err := a.EnableLive(ctx, op("req_3"), id)
@@ -226,7 +226,7 @@ func TestEveryCommandAppendsItsEventsWithMeta(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	created, err := a.CreateAPIKey(ctx, pm("req_6"), id, domain.Live, domain.Live, "server")
+	created, err := a.CreateAPIKey(ctx, pm("req_6"), nil, id, domain.Live, domain.Live, "server")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,9 +343,9 @@ func TestAPIKeySecretsAreOnlyStoredAsHashes(t *testing.T) {
 	mint("approve", domain.Sandbox, res, err)
 	res, err = a.EnableLive(ctx, operatorMeta("req_b"), id)
 	mint("enable live", domain.Live, res, err)
-	res, err = a.CreateAPIKey(ctx, app.Meta{RequestID: "req_c"}, id, domain.Sandbox, domain.Sandbox, "ci")
+	res, err = a.CreateAPIKey(ctx, app.Meta{RequestID: "req_c"}, nil, id, domain.Sandbox, domain.Sandbox, "ci")
 	mint("create sandbox", domain.Sandbox, res, err)
-	res, err = a.CreateAPIKey(ctx, app.Meta{RequestID: "req_d"}, id, domain.Live, domain.Live, "prod")
+	res, err = a.CreateAPIKey(ctx, app.Meta{RequestID: "req_d"}, nil, id, domain.Live, domain.Live, "prod")
 	mint("create live", domain.Live, res, err)
 	res, err = a.RollAPIKey(ctx, app.Meta{RequestID: "req_e"}, id, domain.Live, keys[1].result.ID, 0)
 	mint("roll live", domain.Live, res, err)
@@ -472,7 +472,7 @@ func TestCredentialByHashFindsOnlyUsableKeys(t *testing.T) {
 	expectRefused("unknown key", "sk_sandbox_"+"0000000000000000000000000000000000000000")
 
 	// Revoked: refused at once; the other keys are unaffected.
-	doomed, err := a.CreateAPIKey(ctx, m, id, domain.Live, domain.Live, "doomed")
+	doomed, err := a.CreateAPIKey(ctx, m, nil, id, domain.Live, domain.Live, "doomed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,9 +564,9 @@ func TestProjectionsMatchFoldedLog(t *testing.T) {
 	live, err := a.EnableLive(ctx, m, id)
 	must(err)
 	must(a.UpdateSettings(ctx, m, id, domain.Live, platform.SettingsPatch{PaymentApprovalThreshold: domain.Some(int64(1_000_000))}))
-	k1, err := a.CreateAPIKey(ctx, m, id, domain.Live, domain.Sandbox, "sandbox ci")
+	k1, err := a.CreateAPIKey(ctx, m, nil, id, domain.Live, domain.Sandbox, "sandbox ci")
 	must(err)
-	k2, err := a.CreateAPIKey(ctx, m, id, domain.Live, domain.Live, "prod")
+	k2, err := a.CreateAPIKey(ctx, m, nil, id, domain.Live, domain.Live, "prod")
 	must(err)
 	must(a.RevokeAPIKey(ctx, m, id, domain.Live, k1.ID))
 	r1, err := a.RollAPIKey(ctx, m, id, domain.Sandbox, sb.ID, 0)

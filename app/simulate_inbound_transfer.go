@@ -25,7 +25,7 @@ type SimulateInboundTransfer struct {
 // SimulateInboundTransfer credits a virtual account: RTP and FedNow post
 // at once; ACH is pending until the platform's sandbox delay has passed
 // (the sandbox settler completes it, restart-safe).
-func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, in SimulateInboundTransfer) (Result, error) {
+func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, idem *Idempotency, c Caller, in SimulateInboundTransfer) (Result, error) {
 	if c.Environment != domain.Sandbox {
 		return Result{}, domain.Errorf(domain.CodeForbidden, "inbound transfers are simulated in the sandbox only")
 	}
@@ -33,7 +33,8 @@ func (a *App) SimulateInboundTransfer(ctx context.Context, meta Meta, c Caller, 
 	if err != nil {
 		return Result{}, err
 	}
-	return a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+	meta = withIdempotencyKey(meta, idem)
+	return a.execute(ctx, command{idem: idem}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		locked, err := lockAccounts(ctx, tx, c, []string{in.VirtualAccountID})
 		if err != nil {
 			return Result{}, err

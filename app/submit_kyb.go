@@ -15,13 +15,14 @@ import (
 // A screening hit is recorded as a rejected verification and answered with
 // 422 compliance_rejected naming it; the decision otherwise comes from the
 // KYB decider, a subscriber of the log, not from this request.
-func (a *App) SubmitKYB(ctx context.Context, meta Meta, c Caller, virtualAccountID string, sub kyb.Submission) (Result, error) {
+func (a *App) SubmitKYB(ctx context.Context, meta Meta, idem *Idempotency, c Caller, virtualAccountID string, sub kyb.Submission) (Result, error) {
 	if err := sub.Validate(now()); err != nil {
 		return Result{}, err
 	}
 	var rejected bool
 	id := domain.NewID(domain.PrefixKYB)
-	res, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+	meta = withIdempotencyKey(meta, idem)
+	res, err := a.execute(ctx, command{idem: idem, resourceID: id}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		var entityRef string
 		err := tx.QueryRow(ctx, `SELECT entity_ref FROM virtual_accounts WHERE id = $1 AND platform_id = $2 AND environment = $3`,
 			virtualAccountID, c.PlatformID, c.Environment.String()).Scan(&entityRef)

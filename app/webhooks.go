@@ -37,8 +37,11 @@ func NewSecret() string {
 }
 
 // CreateWebhook registers an endpoint and returns its id and secret.
-func (a *App) CreateWebhook(ctx context.Context, meta Meta, c Caller, in WebhookInput) (Result, error) {
-	return a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+// With an idempotency key, a replay answers the endpoint without its
+// secret: shown once, it is rotated, not shown again.
+func (a *App) CreateWebhook(ctx context.Context, meta Meta, idem *Idempotency, c Caller, in WebhookInput) (Result, error) {
+	meta = withIdempotencyKey(meta, idem)
+	return a.execute(ctx, command{idem: idem}, func(ctx context.Context, tx *commandTx) (Result, error) {
 		settings, err := queries.GetSettings(ctx, tx, c.PlatformID, c.Environment)
 		if err != nil {
 			return Result{}, err

@@ -333,7 +333,7 @@ func creditFileOf(t *testing.T, effective time.Time, modifier byte, credits ...n
 func TestACHInboundCreditsLiveAccountsAndReturnsTheRest(t *testing.T) {
 	l := newLive(t)
 	inbox, _ := outbox(t)
-	closed, err := l.a.OpenVirtualAccount(l.ctx, app.Meta{}, l.c, app.OpenVirtualAccount{PlatformID: l.c.PlatformID, EntityRef: "biz_2", Type: "checking"})
+	closed, err := l.a.OpenVirtualAccount(l.ctx, app.Meta{}, nil, l.c, app.OpenVirtualAccount{PlatformID: l.c.PlatformID, EntityRef: "biz_2", Type: "checking"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,12 +59,12 @@ func newLive(t *testing.T) *live {
 	must(a.ApprovePlatform(ctx, app.Meta{}, res.ID))
 	must(a.EnableLive(ctx, app.Meta{}, res.ID))
 	c := app.Caller{PlatformID: res.ID, Environment: domain.Live}
-	open, err := a.OpenVirtualAccount(ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: "biz_1", Type: "checking"})
+	open, err := a.OpenVirtualAccount(ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: "biz_1", Type: "checking"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := kyb.Address{Line1: "1 Main Street", City: "Dover", State: "DE", PostalCode: "19901", Country: "US"}
-	sub, err := a.SubmitKYB(ctx, app.Meta{}, c, open.ID, kyb.Submission{
+	sub, err := a.SubmitKYB(ctx, app.Meta{}, nil, c, open.ID, kyb.Submission{
 		Business: kyb.Business{LegalName: "Acme Widgets LLC", EIN: "12-3456789", EntityType: "llc",
 			FormationDate: "2015-03-01", FormationState: "DE", Address: addr},
 		BeneficialOwner: []kyb.Owner{{FirstName: "Jane", LastName: "Roe", DateOfBirth: "1980-05-17", SSNLast4: "1234",

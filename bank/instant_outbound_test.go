@@ -345,12 +345,12 @@ func TestInstantOutboundNeverSendsASandboxPayment(t *testing.T) {
 	ib := newInstantBank(t, nil)
 	ctx, a := ib.ctx, ib.a
 	sc := app.Caller{PlatformID: ib.c.PlatformID, Environment: domain.Sandbox}
-	open, err := a.OpenVirtualAccount(ctx, app.Meta{}, sc, app.OpenVirtualAccount{PlatformID: sc.PlatformID, EntityRef: "biz_1", Type: "checking"})
+	open, err := a.OpenVirtualAccount(ctx, app.Meta{}, nil, sc, app.OpenVirtualAccount{PlatformID: sc.PlatformID, EntityRef: "biz_1", Type: "checking"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := kyb.Address{Line1: "1 Main Street", City: "Dover", State: "DE", PostalCode: "19901", Country: "US"}
-	if _, err := a.SubmitKYB(ctx, app.Meta{}, sc, open.ID, kyb.Submission{
+	if _, err := a.SubmitKYB(ctx, app.Meta{}, nil, sc, open.ID, kyb.Submission{
 		Business: kyb.Business{LegalName: "Acme Widgets LLC", EIN: "12-3456789", EntityType: "llc",
 			FormationDate: "2015-03-01", FormationState: "DE", Address: addr},
 		BeneficialOwner: []kyb.Owner{{FirstName: "Jane", LastName: "Roe", DateOfBirth: "1980-05-17", SSNLast4: "1234",

@@ -20,18 +20,30 @@ type createAPIKeyRequest struct {
 func (s *Server) createAPIKey(c echo.Context) error {
 	p := principalOf(c)
 	var req createAPIKeyRequest
-	if _, err := bind(c, &req); err != nil {
+	body, err := bind(c, &req)
+	if err != nil {
 		return err
 	}
 	env := p.env
 	if req.Environment != nil {
 		env = *req.Environment
 	}
-	res, err := s.app.CreateAPIKey(c.Request().Context(), meta(c), p.platformID, p.env, env, req.Name)
+	idem, err := platformIdempotency(c, "create_api_key", body)
 	if err != nil {
 		return err
 	}
-	return s.showNewKey(c, res.ID, res.Secret)
+	res, err := s.app.CreateAPIKey(c.Request().Context(), meta(c), idem, p.platformID, p.env, env, req.Name)
+	if err != nil {
+		return err
+	}
+	k, err := queries.GetAPIKey(c.Request().Context(), s.pool, p.platformID, res.ID)
+	if err != nil {
+		return err
+	}
+	if !res.Replayed { // a secret is shown once
+		k.Secret = res.Secret
+	}
+	return created(c, res, k)
 }
 
 func (s *Server) showNewKey(c echo.Context, id, secret string) error {

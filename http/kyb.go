@@ -22,13 +22,18 @@ type kybRequest struct {
 // POST /v1/kyb
 func (s *Server) submitKYB(c echo.Context) error {
 	var req kybRequest
-	if _, err := bind(c, &req); err != nil {
+	body, err := bind(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.VirtualAccountID == "" {
 		return domain.Invalid("virtual_account_id", "virtual_account_id is required")
 	}
-	res, err := s.app.SubmitKYB(c.Request().Context(), meta(c), callerOf(c), req.VirtualAccountID,
+	idem, err := platformIdempotency(c, "submit_kyb", body)
+	if err != nil {
+		return err
+	}
+	res, err := s.app.SubmitKYB(c.Request().Context(), meta(c), idem, callerOf(c), req.VirtualAccountID,
 		kyb.Submission{Business: req.Business, BeneficialOwner: req.BeneficialOwners})
 	if err != nil {
 		return err
@@ -37,7 +42,7 @@ func (s *Server) submitKYB(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, v)
+	return created(c, res, v)
 }
 
 // GET /v1/kyb/:id

@@ -616,8 +616,11 @@ func TestOpenAPIKYBResponsesMatchSchemas(t *testing.T) {
 
 	// POST /kyb
 	p := "/kyb"
-	v := check("POST", p, kt2Submit(api, key, kt2Submission(va, kt2EINFor("1111"))), 201, "")
+	v := check("POST", p, api.do("POST", "/v1/kyb", key, kt2Submission(va, kt2EINFor("1111")), "Idempotency-Key", "kyb-oa"), 201, "")
 	id := v["id"].(string)
+	if again := check("POST", p, api.do("POST", "/v1/kyb", key, kt2Submission(va, kt2EINFor("1111")), "Idempotency-Key", "kyb-oa"), 200, ""); again["id"] != id {
+		t.Errorf("the replay answered %v, want %s", again["id"], id)
+	}
 	check("POST", p, kt2Submit(api, key, kt2Submission(sibling, kt2EINFor("6789"))), 409, "kyb_in_progress")
 	bad := kt2Submission(va, kt2EINFor("6789"))
 	kt2Business(bad)["nickname"] = "x"

@@ -39,6 +39,14 @@ func idempotency(c echo.Context, scope, env, operation string, body []byte, body
 	return &app.Idempotency{Scope: scope, Environment: env, Key: key, Operation: operation, RequestHash: requestHash(body)}, nil
 }
 
+// platformIdempotency reads the Idempotency-Key header of a platform
+// key's creating POST (API.md §12), scoped to its platform and
+// environment.
+func platformIdempotency(c echo.Context, operation string, body []byte) (*app.Idempotency, error) {
+	p := principalOf(c)
+	return idempotency(c, p.platformID, p.env.String(), operation, body, "")
+}
+
 // created answers 201 with a new resource, or 200 and Idempotent-Replayed
 // when the request was a replay.
 func created(c echo.Context, res app.Result, v any) error {

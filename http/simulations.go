@@ -1,8 +1,6 @@
 package http
 
 import (
-	"net/http"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/opentreasury/treasury/app"
@@ -32,13 +30,18 @@ type inboundTransferRequest struct {
 // POST /v1/simulations/inbound-transfers
 func (s *Server) simulateInboundTransfer(c echo.Context) error {
 	var req inboundTransferRequest
-	if _, err := bind(c, &req); err != nil {
+	body, err := bind(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.VirtualAccountID == "" {
 		return domain.Invalid("virtual_account_id", "virtual_account_id is required")
 	}
-	res, err := s.app.SimulateInboundTransfer(c.Request().Context(), meta(c), callerOf(c), app.SimulateInboundTransfer{
+	idem, err := platformIdempotency(c, "simulate_inbound_transfer", body)
+	if err != nil {
+		return err
+	}
+	res, err := s.app.SimulateInboundTransfer(c.Request().Context(), meta(c), idem, callerOf(c), app.SimulateInboundTransfer{
 		VirtualAccountID: req.VirtualAccountID, Amount: req.Amount, Rail: req.Rail, Originator: req.Originator,
 		Description: req.Description})
 	if err != nil {
@@ -48,5 +51,5 @@ func (s *Server) simulateInboundTransfer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, v)
+	return created(c, res, v)
 }

@@ -37,13 +37,18 @@ type openAccountRequest struct {
 // POST /v1/virtual-accounts
 func (s *Server) openVirtualAccount(c echo.Context) error {
 	var req openAccountRequest
-	if _, err := bind(c, &req); err != nil {
+	body, err := bind(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.PlatformID == "" {
 		return domain.Invalid("platform_id", "platform_id is required")
 	}
-	res, err := s.app.OpenVirtualAccount(c.Request().Context(), meta(c), callerOf(c), app.OpenVirtualAccount{
+	idem, err := platformIdempotency(c, "open_virtual_account", body)
+	if err != nil {
+		return err
+	}
+	res, err := s.app.OpenVirtualAccount(c.Request().Context(), meta(c), idem, callerOf(c), app.OpenVirtualAccount{
 		PlatformID: req.PlatformID, EntityRef: req.EntityRef, Type: req.Type, Metadata: req.Metadata})
 	if err != nil {
 		return err
@@ -52,7 +57,7 @@ func (s *Server) openVirtualAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, v)
+	return created(c, res, v)
 }
 
 // GET /v1/virtual-accounts

@@ -40,14 +40,24 @@ func (s *Server) showWebhook(c echo.Context, status int, id, secret string) erro
 // POST /v1/webhooks
 func (s *Server) createWebhook(c echo.Context) error {
 	var req webhookRequest
-	if _, err := bind(c, &req); err != nil {
-		return err
-	}
-	res, err := s.app.CreateWebhook(c.Request().Context(), meta(c), callerOf(c), req.input())
+	body, err := bind(c, &req)
 	if err != nil {
 		return err
 	}
-	return s.showWebhook(c, http.StatusCreated, res.ID, res.Secret)
+	idem, err := platformIdempotency(c, "create_webhook", body)
+	if err != nil {
+		return err
+	}
+	res, err := s.app.CreateWebhook(c.Request().Context(), meta(c), idem, callerOf(c), req.input())
+	if err != nil {
+		return err
+	}
+	v, err := queries.GetWebhook(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	if err != nil {
+		return err
+	}
+	v.Secret = res.Secret // none on a replay: shown once
+	return created(c, res, v)
 }
 
 // GET /v1/webhooks

@@ -35,11 +35,11 @@ func auditSetup(t *testing.T) (context.Context, *pgxpool.Pool, string) {
 		t.Fatal(err)
 	}
 	c := app.Caller{PlatformID: res.ID, Environment: domain.Sandbox}
-	r, err := a.OpenVirtualAccount(ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: res.ID, EntityRef: "biz", Type: "checking"})
+	r, err := a.OpenVirtualAccount(ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: res.ID, EntityRef: "biz", Type: "checking"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.SimulateInboundTransfer(ctx, app.Meta{}, c, app.SimulateInboundTransfer{VirtualAccountID: r.ID, Amount: 10000, Rail: "rtp",
+	if _, err := a.SimulateInboundTransfer(ctx, app.Meta{}, nil, c, app.SimulateInboundTransfer{VirtualAccountID: r.ID, Amount: 10000, Rail: "rtp",
 		Originator: inbound.Originator{Name: "Bob", AccountNumber: "123456789", RoutingNumber: "021000021"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestCompareWithLogEachSubscriberAtItsOwnCheckpoint(t *testing.T) {
 	}
 	a := app.New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c := app.Caller{PlatformID: platformID, Environment: domain.Sandbox}
-	if _, err := a.SimulateInboundTransfer(ctx, app.Meta{}, c, app.SimulateInboundTransfer{VirtualAccountID: va, Amount: 500, Rail: "rtp",
+	if _, err := a.SimulateInboundTransfer(ctx, app.Meta{}, nil, c, app.SimulateInboundTransfer{VirtualAccountID: va, Amount: 500, Rail: "rtp",
 		Originator: inbound.Originator{Name: "Bob", AccountNumber: "123456789", RoutingNumber: "021000021"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (e *env) paymentsAndKYB() {
 			State: "DE", PostalCode: "19901", Country: "US"}}}
 	sub.BeneficialOwner = []kyb.Owner{{FirstName: "Jane", LastName: "Roe", DateOfBirth: "1980-05-17", SSNLast4: "1234",
 		OwnershipPercentage: decimal.NewFromInt(60), IsControlPerson: true, Address: sub.Business.Address}}
-	if _, err := e.a.SubmitKYB(e.ctx, app.Meta{}, c, va, sub); err != nil {
+	if _, err := e.a.SubmitKYB(e.ctx, app.Meta{}, nil, c, va, sub); err != nil {
 		e.t.Fatalf("submit KYB: %v", err)
 	}
 	head, err := eventstore.Head(e.ctx, e.pool)

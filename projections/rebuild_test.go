@@ -57,7 +57,7 @@ func (e *env) platform(name string) app.Caller {
 
 func (e *env) openVA(c app.Caller, ref string) string {
 	e.t.Helper()
-	res, err := e.a.OpenVirtualAccount(e.ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: ref, Type: "checking",
+	res, err := e.a.OpenVirtualAccount(e.ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: ref, Type: "checking",
 		Metadata: map[string]string{"ref": ref}})
 	if err != nil {
 		e.t.Fatalf("open virtual account: %v", err)
@@ -68,7 +68,7 @@ func (e *env) openVA(c app.Caller, ref string) string {
 var originator = inbound.Originator{Name: "Payer Inc", AccountNumber: "000123456789", RoutingNumber: "021000021"}
 
 func (e *env) inbound(c app.Caller, va string, amount int64, rail string) (string, error) {
-	res, err := e.a.SimulateInboundTransfer(e.ctx, app.Meta{}, c, app.SimulateInboundTransfer{
+	res, err := e.a.SimulateInboundTransfer(e.ctx, app.Meta{}, nil, c, app.SimulateInboundTransfer{
 		VirtualAccountID: va, Amount: amount, Rail: rail, Originator: originator})
 	return res.ID, err
 }
@@ -629,7 +629,7 @@ func TestRebuildDuringCommands(t *testing.T) {
 				case 2:
 					_, err = e.manual(c, ledger.TypeFee, va, "debit", int64(1+r.IntN(100)))
 				case 3:
-					_, err = e.a.OpenVirtualAccount(e.ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: "new", Type: "savings"})
+					_, err = e.a.OpenVirtualAccount(e.ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: c.PlatformID, EntityRef: "new", Type: "savings"})
 				}
 				if !allowed(err) && ctx.Err() == nil {
 					select {

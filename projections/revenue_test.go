@@ -38,7 +38,7 @@ func TestRevenueShareByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := app.Caller{PlatformID: reg.ID, Environment: domain.Sandbox}
-	va, err := a.OpenVirtualAccount(ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: reg.ID, EntityRef: "biz", Type: "checking"})
+	va, err := a.OpenVirtualAccount(ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: reg.ID, EntityRef: "biz", Type: "checking"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +47,14 @@ func TestRevenueShareByHand(t *testing.T) {
 	sub := kyb.Submission{Business: kyb.Business{LegalName: "Acme LLC", EIN: "12-3456789", EntityType: "llc", FormationDate: "2019-05-01",
 		FormationState: "DE", Address: kyb.Address{Line1: "1 Main St", City: "Dover", State: "DE", PostalCode: "19901", Country: "US"}},
 		BeneficialOwner: []kyb.Owner{owner}}
-	if _, err := a.SubmitKYB(ctx, app.Meta{}, c, va.ID, sub); err != nil {
+	if _, err := a.SubmitKYB(ctx, app.Meta{}, nil, c, va.ID, sub); err != nil {
 		t.Fatal(err)
 	}
 	head, _ := eventstore.Head(ctx, pool)
 	if err := a.KYBDecider(nil).CatchUpTo(ctx, head); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.SimulateInboundTransfer(ctx, app.Meta{}, c, app.SimulateInboundTransfer{VirtualAccountID: va.ID, Amount: 100_000,
+	if _, err := a.SimulateInboundTransfer(ctx, app.Meta{}, nil, c, app.SimulateInboundTransfer{VirtualAccountID: va.ID, Amount: 100_000,
 		Rail: "rtp", Originator: inbound.Originator{Name: "Bob", AccountNumber: "123456789", RoutingNumber: "021000021"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (s *setup) payApprove() {
 		BeneficialOwner: []kyb.Owner{{FirstName: "Jane", LastName: "Roe", DateOfBirth: "1980-05-17", SSNLast4: "1234",
 			OwnershipPercentage: decimal.NewFromInt(60), IsControlPerson: true, Address: addr}},
 	}
-	if _, err := s.a.SubmitKYB(s.ctx, app.Meta{}, s.c, s.va, sub); err != nil {
+	if _, err := s.a.SubmitKYB(s.ctx, app.Meta{}, nil, s.c, s.va, sub); err != nil {
 		s.t.Fatalf("submit KYB: %v", err)
 	}
 	head, err := eventstore.Head(s.ctx, s.pool)
@@ -82,12 +82,12 @@ func (s *setup) payApprove() {
 // payOpen opens another account of the same (approved) business, funded.
 func (s *setup) payOpen(funds int64) string {
 	s.t.Helper()
-	res, err := s.a.OpenVirtualAccount(s.ctx, app.Meta{}, s.c, app.OpenVirtualAccount{PlatformID: s.c.PlatformID, EntityRef: "biz", Type: "checking"})
+	res, err := s.a.OpenVirtualAccount(s.ctx, app.Meta{}, nil, s.c, app.OpenVirtualAccount{PlatformID: s.c.PlatformID, EntityRef: "biz", Type: "checking"})
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	if funds > 0 {
-		if _, err := s.a.SimulateInboundTransfer(s.ctx, app.Meta{}, s.c, app.SimulateInboundTransfer{
+		if _, err := s.a.SimulateInboundTransfer(s.ctx, app.Meta{}, nil, s.c, app.SimulateInboundTransfer{
 			VirtualAccountID: res.ID, Amount: funds, Rail: "rtp", Originator: originator}); err != nil {
 			s.t.Fatalf("fund: %v", err)
 		}

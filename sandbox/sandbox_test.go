@@ -63,7 +63,7 @@ func newSetup(t *testing.T, url string, sameDayDelay, standardDelay int) *setup 
 		t.Fatal(err)
 	}
 	c := app.Caller{PlatformID: res.ID, Environment: domain.Sandbox}
-	acc, err := a.OpenVirtualAccount(ctx, app.Meta{}, c, app.OpenVirtualAccount{PlatformID: res.ID, EntityRef: "biz", Type: "checking"})
+	acc, err := a.OpenVirtualAccount(ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: res.ID, EntityRef: "biz", Type: "checking"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func newSetup(t *testing.T, url string, sameDayDelay, standardDelay int) *setup 
 
 func (s *setup) inbound(amount int64, rail string) string {
 	s.t.Helper()
-	res, err := s.a.SimulateInboundTransfer(s.ctx, app.Meta{}, s.c, app.SimulateInboundTransfer{
+	res, err := s.a.SimulateInboundTransfer(s.ctx, app.Meta{}, nil, s.c, app.SimulateInboundTransfer{
 		VirtualAccountID: s.va, Amount: amount, Rail: rail, Originator: originator})
 	if err != nil {
 		s.t.Fatalf("inbound %s: %v", rail, err)

@@ -107,7 +107,7 @@ func TestSettleDueWorksOffABacklogConcurrently(t *testing.T) {
 		a.rtp = s.payCreate(a.va, 1_000, "rtp", "123456789")
 		a.sameDay = s.payCreate(a.va, 2_000, "ach_same_day", dest)
 		a.standard = s.payCreate(a.va, 3_000, "ach_standard", "123456789")
-		res, err := s.a.SimulateInboundTransfer(ctx, app.Meta{}, s.c, app.SimulateInboundTransfer{
+		res, err := s.a.SimulateInboundTransfer(ctx, app.Meta{}, nil, s.c, app.SimulateInboundTransfer{
 			VirtualAccountID: a.va, Amount: 500, Rail: "ach_same_day", Originator: originator})
 		if err != nil {
 			t.Fatal(err)
@@ -183,14 +183,14 @@ func TestSettlerRunsActionsSideBySideAndStopsWithItsContext(t *testing.T) {
 	url := pgtest.URL(t)
 	s := newSetup(t, url, 1, 1)
 	ctx := s.ctx
-	other, err := s.a.OpenVirtualAccount(ctx, app.Meta{}, s.c, app.OpenVirtualAccount{PlatformID: s.c.PlatformID, EntityRef: "biz", Type: "checking"})
+	other, err := s.a.OpenVirtualAccount(ctx, app.Meta{}, nil, s.c, app.OpenVirtualAccount{PlatformID: s.c.PlatformID, EntityRef: "biz", Type: "checking"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	vas := []string{s.va, other.ID}
 	var itxs []string
 	for _, va := range vas {
-		res, err := s.a.SimulateInboundTransfer(ctx, app.Meta{}, s.c, app.SimulateInboundTransfer{
+		res, err := s.a.SimulateInboundTransfer(ctx, app.Meta{}, nil, s.c, app.SimulateInboundTransfer{
 			VirtualAccountID: va, Amount: 700, Rail: "ach_same_day", Originator: originator})
 		if err != nil {
 			t.Fatal(err)

@@ -245,7 +245,7 @@ func fanoutScenario(t *testing.T, n int) (first, second []string) {
 		t.Fatal(err)
 	}
 	url := hook
-	liveRes, err := e.app.CreateWebhook(e.ctx, app.Meta{}, aLive, app.WebhookInput{URL: &url, Events: []string{"payment.completed"}})
+	liveRes, err := e.app.CreateWebhook(e.ctx, app.Meta{}, nil, aLive, app.WebhookInput{URL: &url, Events: []string{"payment.completed"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,13 +61,13 @@ func TestWebhookEndpointRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	live.Environment = liveEnv()
-	if _, err := e.app.CreateWebhook(e.ctx, app.Meta{}, live, app.WebhookInput{URL: url("http://example.com/hook")}); paramOf(err) != "url" {
+	if _, err := e.app.CreateWebhook(e.ctx, app.Meta{}, nil, live, app.WebhookInput{URL: url("http://example.com/hook")}); paramOf(err) != "url" {
 		t.Fatalf("live http endpoint: %v, want invalid url", err)
 	}
-	if _, err := e.app.CreateWebhook(e.ctx, app.Meta{}, live, app.WebhookInput{URL: url("https://example.com/hook")}); err != nil {
+	if _, err := e.app.CreateWebhook(e.ctx, app.Meta{}, nil, live, app.WebhookInput{URL: url("https://example.com/hook")}); err != nil {
 		t.Fatalf("live https endpoint: %v", err)
 	}
-	if _, err := e.app.CreateWebhook(e.ctx, app.Meta{}, e.c, app.WebhookInput{URL: url("http://example.com/hook"), Events: []string{"payment.nope"}}); paramOf(err) != "events[0]" {
+	if _, err := e.app.CreateWebhook(e.ctx, app.Meta{}, nil, e.c, app.WebhookInput{URL: url("http://example.com/hook"), Events: []string{"payment.nope"}}); paramOf(err) != "events[0]" {
 		t.Fatalf("unknown event type: %v, want invalid events[0]", err)
 	}
 	wh := e.createWebhook(t, "http://example.com/hook", nil)

@@ -63,14 +63,14 @@ func (e env) catchUp(t *testing.T) {
 
 func (e env) openAccount(t *testing.T) {
 	t.Helper()
-	if _, err := e.app.OpenVirtualAccount(e.ctx, app.Meta{}, e.c, app.OpenVirtualAccount{PlatformID: e.c.PlatformID, EntityRef: "biz", Type: "checking"}); err != nil {
+	if _, err := e.app.OpenVirtualAccount(e.ctx, app.Meta{}, nil, e.c, app.OpenVirtualAccount{PlatformID: e.c.PlatformID, EntityRef: "biz", Type: "checking"}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (e env) createWebhook(t *testing.T, url string, events []string) app.Result {
 	t.Helper()
-	res, err := e.app.CreateWebhook(e.ctx, app.Meta{}, e.c, app.WebhookInput{URL: &url, Events: events})
+	res, err := e.app.CreateWebhook(e.ctx, app.Meta{}, nil, e.c, app.WebhookInput{URL: &url, Events: events})
 	if err != nil {
 		t.Fatal(err)
 	}

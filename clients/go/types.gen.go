@@ -40,7 +40,9 @@ type (
 	CreateAPIKeyParams                         = api.CreateAPIKeyParams
 	CreateAPIKeyRequest                        = api.CreateAPIKeyRequest
 	CreateAPIKeyRequestEnvironment             = api.CreateAPIKeyRequestEnvironment
+	CreateAPIKeyResponse200Headers             = api.CreateAPIKeyResponse200Headers
 	CreateAPIKeyResponse201Headers             = api.CreateAPIKeyResponse201Headers
+	CreateIdempotencyKey                       = api.CreateIdempotencyKey
 	CreatePaymentJSONRequestBody               = api.CreatePaymentJSONRequestBody
 	CreatePaymentParams                        = api.CreatePaymentParams
 	CreatePaymentResponse200Headers            = api.CreatePaymentResponse200Headers
@@ -54,12 +56,14 @@ type (
 	CreateVirtualAccountParams                 = api.CreateVirtualAccountParams
 	CreateVirtualAccountRequest                = api.CreateVirtualAccountRequest
 	CreateVirtualAccountRequestType            = api.CreateVirtualAccountRequestType
+	CreateVirtualAccountResponse200Headers     = api.CreateVirtualAccountResponse200Headers
 	CreateVirtualAccountResponse201Headers     = api.CreateVirtualAccountResponse201Headers
 	CreateWebhookJSONRequestBody               = api.CreateWebhookJSONRequestBody
 	CreateWebhookParams                        = api.CreateWebhookParams
 	CreateWebhookRequest                       = api.CreateWebhookRequest
 	CreateWebhookRequestEvents                 = api.CreateWebhookRequestEvents
 	CreateWebhookRequestStatus                 = api.CreateWebhookRequestStatus
+	CreateWebhookResponse200Headers            = api.CreateWebhookResponse200Headers
 	CreateWebhookResponse201Headers            = api.CreateWebhookResponse201Headers
 	CreatedAfter                               = api.CreatedAfter
 	CreatedBefore                              = api.CreatedBefore
@@ -303,6 +307,7 @@ type (
 	SimulateInboundTransferParams              = api.SimulateInboundTransferParams
 	SimulateInboundTransferRequest             = api.SimulateInboundTransferRequest
 	SimulateInboundTransferRequestRail         = api.SimulateInboundTransferRequestRail
+	SimulateInboundTransferResponse200Headers  = api.SimulateInboundTransferResponse200Headers
 	SimulateInboundTransferResponse201Headers  = api.SimulateInboundTransferResponse201Headers
 	SimulateKYBDecisionJSONRequestBody         = api.SimulateKYBDecisionJSONRequestBody
 	SimulateKYBDecisionParams                  = api.SimulateKYBDecisionParams
@@ -321,6 +326,7 @@ type (
 	StatementObject                            = api.StatementObject
 	SubmitKYBJSONRequestBody                   = api.SubmitKYBJSONRequestBody
 	SubmitKYBParams                            = api.SubmitKYBParams
+	SubmitKYBResponse200Headers                = api.SubmitKYBResponse200Headers
 	SubmitKYBResponse201Headers                = api.SubmitKYBResponse201Headers
 	TestWebhookJSONRequestBody                 = api.TestWebhookJSONRequestBody
 	TestWebhookParams                          = api.TestWebhookParams

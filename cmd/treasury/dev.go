@@ -135,7 +135,7 @@ func ensureDemo(ctx context.Context, pool *pgxpool.Pool, dbURL, operatorKey, pat
 	}
 	if creds.SandboxKey == "" {
 		if _, err := queries.GetPlatform(ctx, pool, creds.PlatformID); creds.PlatformID != "" && err == nil {
-			res, err := a.CreateAPIKey(ctx, m, creds.PlatformID, domain.Sandbox, domain.Sandbox, "treasury dev")
+			res, err := a.CreateAPIKey(ctx, m, nil, creds.PlatformID, domain.Sandbox, domain.Sandbox, "treasury dev")
 			if err != nil {
 				return creds, err
 			}

@@ -5174,6 +5174,9 @@ type WebhookRetryPolicyRequest struct {
 // APIKeyId defines model for APIKeyId.
 type APIKeyId = string
 
+// CreateIdempotencyKey defines model for CreateIdempotencyKey.
+type CreateIdempotencyKey = string
+
 // CreatedAfter Examples: 2026-01-01, 2026-01-15T09:30:00Z
 type CreatedAfter = string
 
@@ -5272,6 +5275,9 @@ type ListKYBVerificationsParamsStatus string
 
 // SubmitKYBParams defines parameters for SubmitKYB.
 type SubmitKYBParams struct {
+	// IdempotencyKey Makes a creating request safe to retry (API.md §12): 1 to 255 bytes, no leading or trailing white space (else 400, `param` `idempotency_key`). Scope: the platform and the key's environment; keys are kept for good. Same key and same body (key order and white space do not matter): 200 with the resource the first request created (as it is now) and `Idempotent-Replayed: true`; a secret shown once is not shown again. Same key, different body: 409 `idempotency_conflict` with `resource_id`. Concurrent requests under one key create one resource (the others wait and replay it, or get 409 `idempotency_in_progress`, `x-should-retry: true`). A refused request (4xx) does not take the key.
+	IdempotencyKey *CreateIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -5509,6 +5515,9 @@ type ListAPIKeysParamsEnvironment string
 
 // CreateAPIKeyParams defines parameters for CreateAPIKey.
 type CreateAPIKeyParams struct {
+	// IdempotencyKey Makes a creating request safe to retry (API.md §12): 1 to 255 bytes, no leading or trailing white space (else 400, `param` `idempotency_key`). Scope: the platform and the key's environment; keys are kept for good. Same key and same body (key order and white space do not matter): 200 with the resource the first request created (as it is now) and `Idempotent-Replayed: true`; a secret shown once is not shown again. Same key, different body: 409 `idempotency_conflict` with `resource_id`. Concurrent requests under one key create one resource (the others wait and replay it, or get 409 `idempotency_in_progress`, `x-should-retry: true`). A refused request (4xx) does not take the key.
+	IdempotencyKey *CreateIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -5557,6 +5566,9 @@ type CreatePlatformParams struct {
 
 // SimulateInboundTransferParams defines parameters for SimulateInboundTransfer.
 type SimulateInboundTransferParams struct {
+	// IdempotencyKey Makes a creating request safe to retry (API.md §12): 1 to 255 bytes, no leading or trailing white space (else 400, `param` `idempotency_key`). Scope: the platform and the key's environment; keys are kept for good. Same key and same body (key order and white space do not matter): 200 with the resource the first request created (as it is now) and `Idempotent-Replayed: true`; a secret shown once is not shown again. Same key, different body: 409 `idempotency_conflict` with `resource_id`. Concurrent requests under one key create one resource (the others wait and replay it, or get 409 `idempotency_in_progress`, `x-should-retry: true`). A refused request (4xx) does not take the key.
+	IdempotencyKey *CreateIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -5602,6 +5614,9 @@ type ListVirtualAccountsParamsStatus string
 
 // CreateVirtualAccountParams defines parameters for CreateVirtualAccount.
 type CreateVirtualAccountParams struct {
+	// IdempotencyKey Makes a creating request safe to retry (API.md §12): 1 to 255 bytes, no leading or trailing white space (else 400, `param` `idempotency_key`). Scope: the platform and the key's environment; keys are kept for good. Same key and same body (key order and white space do not matter): 200 with the resource the first request created (as it is now) and `Idempotent-Replayed: true`; a secret shown once is not shown again. Same key, different body: 409 `idempotency_conflict` with `resource_id`. Concurrent requests under one key create one resource (the others wait and replay it, or get 409 `idempotency_in_progress`, `x-should-retry: true`). A refused request (4xx) does not take the key.
+	IdempotencyKey *CreateIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -5695,6 +5710,9 @@ type ListWebhooksParams struct {
 
 // CreateWebhookParams defines parameters for CreateWebhook.
 type CreateWebhookParams struct {
+	// IdempotencyKey Makes a creating request safe to retry (API.md §12): 1 to 255 bytes, no leading or trailing white space (else 400, `param` `idempotency_key`). Scope: the platform and the key's environment; keys are kept for good. Same key and same body (key order and white space do not matter): 200 with the resource the first request created (as it is now) and `Idempotent-Replayed: true`; a secret shown once is not shown again. Same key, different body: 409 `idempotency_conflict` with `resource_id`. Concurrent requests under one key create one resource (the others wait and replay it, or get 409 `idempotency_in_progress`, `x-should-retry: true`). A refused request (4xx) does not take the key.
+	IdempotencyKey *CreateIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -8851,15 +8869,26 @@ func NewSubmitKYBRequestWithBody(server string, params *SubmitKYBParams, content
 
 	if params != nil {
 
-		if params.XRequestId != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-Request-Id", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
 		}
 
 	}
@@ -10400,15 +10429,26 @@ func NewCreateAPIKeyRequestWithBody(server string, params *CreateAPIKeyParams, c
 
 	if params != nil {
 
-		if params.XRequestId != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-Request-Id", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
 		}
 
 	}
@@ -10802,15 +10842,26 @@ func NewSimulateInboundTransferRequestWithBody(server string, params *SimulateIn
 
 	if params != nil {
 
-		if params.XRequestId != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-Request-Id", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
 		}
 
 	}
@@ -11148,15 +11199,26 @@ func NewCreateVirtualAccountRequestWithBody(server string, params *CreateVirtual
 
 	if params != nil {
 
-		if params.XRequestId != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-Request-Id", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
 		}
 
 	}
@@ -11814,15 +11876,26 @@ func NewCreateWebhookRequestWithBody(server string, params *CreateWebhookParams,
 
 	if params != nil {
 
-		if params.XRequestId != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-Request-Id", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
 		}
 
 	}
@@ -13277,6 +13350,15 @@ func (r ListKYBVerificationsResponse) ContentType() string {
 	return ""
 }
 
+// SubmitKYBResponse200Headers the declared response headers of an HTTP 200 response for SubmitKYB
+type SubmitKYBResponse200Headers struct {
+	IdempotentReplayed string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // SubmitKYBResponse201Headers the declared response headers of an HTTP 201 response for SubmitKYB
 type SubmitKYBResponse201Headers struct {
 	RateLimitLimit     *int
@@ -13288,8 +13370,12 @@ type SubmitKYBResponse201Headers struct {
 type SubmitKYBResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *KYBVerification
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *KYBVerification
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SubmitKYBResponse200Headers
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *SubmitKYBResponse201Headers
 }
@@ -14146,6 +14232,15 @@ func (r ListAPIKeysResponse) ContentType() string {
 	return ""
 }
 
+// CreateAPIKeyResponse200Headers the declared response headers of an HTTP 200 response for CreateAPIKey
+type CreateAPIKeyResponse200Headers struct {
+	IdempotentReplayed string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateAPIKeyResponse201Headers the declared response headers of an HTTP 201 response for CreateAPIKey
 type CreateAPIKeyResponse201Headers struct {
 	RateLimitLimit     *int
@@ -14157,8 +14252,12 @@ type CreateAPIKeyResponse201Headers struct {
 type CreateAPIKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *APIKey
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *APIKey
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateAPIKeyResponse200Headers
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateAPIKeyResponse201Headers
 }
@@ -14440,6 +14539,15 @@ func (r CreatePlatformResponse) ContentType() string {
 	return ""
 }
 
+// SimulateInboundTransferResponse200Headers the declared response headers of an HTTP 200 response for SimulateInboundTransfer
+type SimulateInboundTransferResponse200Headers struct {
+	IdempotentReplayed string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // SimulateInboundTransferResponse201Headers the declared response headers of an HTTP 201 response for SimulateInboundTransfer
 type SimulateInboundTransferResponse201Headers struct {
 	RateLimitLimit     *int
@@ -14451,8 +14559,12 @@ type SimulateInboundTransferResponse201Headers struct {
 type SimulateInboundTransferResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InboundTransfer
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *InboundTransfer
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SimulateInboundTransferResponse200Headers
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *SimulateInboundTransferResponse201Headers
 }
@@ -14645,6 +14757,15 @@ func (r ListVirtualAccountsResponse) ContentType() string {
 	return ""
 }
 
+// CreateVirtualAccountResponse200Headers the declared response headers of an HTTP 200 response for CreateVirtualAccount
+type CreateVirtualAccountResponse200Headers struct {
+	IdempotentReplayed string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateVirtualAccountResponse201Headers the declared response headers of an HTTP 201 response for CreateVirtualAccount
 type CreateVirtualAccountResponse201Headers struct {
 	RateLimitLimit     *int
@@ -14656,8 +14777,12 @@ type CreateVirtualAccountResponse201Headers struct {
 type CreateVirtualAccountResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VirtualAccount
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *VirtualAccount
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateVirtualAccountResponse200Headers
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateVirtualAccountResponse201Headers
 }
@@ -15015,6 +15140,15 @@ func (r ListWebhooksResponse) ContentType() string {
 	return ""
 }
 
+// CreateWebhookResponse200Headers the declared response headers of an HTTP 200 response for CreateWebhook
+type CreateWebhookResponse200Headers struct {
+	IdempotentReplayed string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateWebhookResponse201Headers the declared response headers of an HTTP 201 response for CreateWebhook
 type CreateWebhookResponse201Headers struct {
 	RateLimitLimit     *int
@@ -15026,8 +15160,12 @@ type CreateWebhookResponse201Headers struct {
 type CreateWebhookResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpoint
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *WebhookEndpoint
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateWebhookResponse200Headers
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateWebhookResponse201Headers
 }
@@ -16843,6 +16981,13 @@ func ParseSubmitKYBResponse(rsp *http.Response) (*SubmitKYBResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest KYBVerification
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest KYBVerification
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16853,6 +16998,44 @@ func ParseSubmitKYBResponse(rsp *http.Response) (*SubmitKYBResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers SubmitKYBResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers SubmitKYBResponse201Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -18025,6 +18208,13 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest APIKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest APIKey
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18035,6 +18225,44 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateAPIKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers CreateAPIKeyResponse201Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -18448,6 +18676,13 @@ func ParseSimulateInboundTransferResponse(rsp *http.Response) (*SimulateInboundT
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InboundTransfer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest InboundTransfer
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18458,6 +18693,44 @@ func ParseSimulateInboundTransferResponse(rsp *http.Response) (*SimulateInboundT
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers SimulateInboundTransferResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers SimulateInboundTransferResponse201Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -18748,6 +19021,13 @@ func ParseCreateVirtualAccountResponse(rsp *http.Response) (*CreateVirtualAccoun
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VirtualAccount
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest VirtualAccount
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18758,6 +19038,44 @@ func ParseCreateVirtualAccountResponse(rsp *http.Response) (*CreateVirtualAccoun
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateVirtualAccountResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers CreateVirtualAccountResponse201Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -19298,6 +19616,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest WebhookEndpoint
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19308,6 +19633,44 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateWebhookResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers CreateWebhookResponse201Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
