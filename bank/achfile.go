@@ -123,27 +123,10 @@ func addReturns(file *nacha.File, f ach.FileCreated, odfi string) error {
 	}
 	for i := range file.Batches {
 		if b := &file.Batches[i]; b.Entries[0].Addenda != nil {
-			b.Header.ServiceClass = serviceClass(b.Entries)
+			b.Header.ServiceClass = nacha.ServiceClassOf(b.Entries)
 		}
 	}
 	return nil
-}
-
-// serviceClass is a batch's class for its entries: credits only (returns
-// of credits), debits only (returns of debits), or mixed.
-func serviceClass(entries []nacha.Entry) int {
-	credits, debits := false, false
-	for _, e := range entries {
-		credits = credits || nacha.IsCredit(e.TransactionCode)
-		debits = debits || nacha.IsDebit(e.TransactionCode)
-	}
-	switch {
-	case credits && debits:
-		return nacha.MixedDebitsAndCredits
-	case debits:
-		return nacha.DebitsOnly
-	}
-	return nacha.CreditsOnly
 }
 
 // IdentificationNumber is what an entry carries of its payment: the last 15

@@ -386,7 +386,7 @@ func (a *ACH) answer(name string, f nacha.File, routing string) ([]byte, tally, 
 	for i, k := range keys {
 		b := batches[k]
 		b.Header.Number = i + 1
-		b.Header.ServiceClass = serviceClass(b.Entries)
+		b.Header.ServiceClass = nacha.ServiceClassOf(b.Entries)
 		out.Batches = append(out.Batches, *b)
 	}
 	data, err := nacha.Marshal(out)
@@ -404,21 +404,6 @@ func returnTransactionCode(c int) (int, bool) {
 		return c - c%10 + 6, nacha.IsDebit(c)
 	}
 	return 0, false
-}
-
-func serviceClass(entries []nacha.Entry) int {
-	credits, debits := false, false
-	for _, e := range entries {
-		credits = credits || nacha.IsCredit(e.TransactionCode)
-		debits = debits || nacha.IsDebit(e.TransactionCode)
-	}
-	switch {
-	case credits && !debits:
-		return nacha.CreditsOnly
-	case debits && !credits:
-		return nacha.DebitsOnly
-	}
-	return nacha.MixedDebitsAndCredits
 }
 
 // reason is a return's addenda information: the returns table's reason,

@@ -61,6 +61,23 @@ func IsDebit(code int) bool {
 	return false
 }
 
+// ServiceClassOf is the service class a batch of these entries takes:
+// credits only, debits only, or mixed.
+func ServiceClassOf(entries []Entry) int {
+	credits, debits := false, false
+	for _, e := range entries {
+		credits = credits || IsCredit(e.TransactionCode)
+		debits = debits || IsDebit(e.TransactionCode)
+	}
+	switch {
+	case credits && debits:
+		return MixedDebitsAndCredits
+	case debits:
+		return DebitsOnly
+	}
+	return CreditsOnly
+}
+
 // Addenda type codes.
 const (
 	AddendaPayment = "05" // payment related information

@@ -365,3 +365,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestServiceClassOf(t *testing.T) {
+	credit, debit := Entry{TransactionCode: CheckingCredit}, Entry{TransactionCode: CheckingDebit}
+	returned := Entry{TransactionCode: CheckingReturn} // a return of a credit counts as a credit
+	for _, c := range []struct {
+		entries []Entry
+		want    int
+	}{
+		{[]Entry{credit, returned}, CreditsOnly},
+		{[]Entry{debit, {TransactionCode: CheckingDebitReturn}}, DebitsOnly},
+		{[]Entry{credit, debit}, MixedDebitsAndCredits},
+	} {
+		if got := ServiceClassOf(c.entries); got != c.want {
+			t.Errorf("%v: %d, want %d", c.entries, got, c.want)
+		}
+	}
+}
