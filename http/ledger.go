@@ -122,6 +122,21 @@ func (s *Server) postJournalEntry(c echo.Context) error {
 	return created(c, res, v)
 }
 
+// GET /v1/ledger/journal-entries/:id: a journal entry with its lines,
+// read from the log (current the moment a command commits); another
+// platform's or environment's is 404.
+func (s *Server) getJournalEntry(c echo.Context) error {
+	id, err := pathID(c, "id", domain.PrefixJournalEntry, "journal_entry")
+	if err != nil {
+		return err
+	}
+	v, err := queries.JournalEntryFromLog(c.Request().Context(), s.pool, scopeOf(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
 // GET /v1/ledger/exports
 func (s *Server) exportLedger(c echo.Context) error {
 	r, err := createdRange(c)

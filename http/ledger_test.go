@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -762,4 +763,46 @@ func TestJournalEntryConcurrentIdempotentDuplicates(t *testing.T) {
 	if b := vaBalance(t, api, key, id); b["posted"] != 5 {
 		t.Errorf("posted = %d after 10 duplicates of a 5 credit, want 5", b["posted"])
 	}
+}
+
+// GET /ledger/journal-entries/:id (API.md §12): a manual entry, and the
+// entry a simulated inbound transfer made, each with its lines and its
+// source, as the document says; another platform's, the other
+// environment's, a malformed or unknown id are 404; the operator key 403.
+func TestGetJournalEntry(t *testing.T) {
+	api, platformID, key := vaAPI(t)
+	doc := oaDocument(t, api)
+	va := vaOpenID(t, api, key, platformID, "biz_1")
+	manual := vaRequire(t, vaEntry(api, key, map[string]any{"type": "adjustment", "description": "Goodwill credit",
+		"virtual_account_id": va, "direction": "credit", "amount": 5000}), http.StatusCreated)
+	id := manual["id"].(string)
+	got := oaCheck(t, doc, "GET", "/ledger/journal-entries/{id}", api.do("GET", "/v1/ledger/journal-entries/"+id, key, nil))
+	if got["id"] != id || len(vaEntries(t, got)) != 2 || !reflect.DeepEqual(got["source"], map[string]any{"type": "journal_entry", "id": id}) {
+		t.Errorf("the manual entry: %v", got)
+	}
+	if !reflect.DeepEqual(got, manual) {
+		t.Errorf("GET differs from the POST's answer:\n got %v\nwant %v", got, manual)
+	}
+	transfer := vaRequire(t, api.do("POST", "/v1/simulations/inbound-transfers", key, map[string]any{"virtual_account_id": va,
+		"amount": 700, "rail": "rtp", "originator": map[string]any{"name": "Globex", "account_number": "123456789", "routing_number": "021000021"}}),
+		http.StatusCreated)
+	je := oaCheck(t, doc, "GET", "/ledger/journal-entries/{id}", api.do("GET", "/v1/ledger/journal-entries/"+transfer["journal_entry_id"].(string), key, nil))
+	if !reflect.DeepEqual(je["source"], map[string]any{"type": "inbound_transfer", "id": transfer["id"]}) || je["type"] != "inbound_transfer" {
+		t.Errorf("the transfer's entry: %v", je)
+	}
+
+	_, otherKey := api.newPlatform("Other")
+	liveKey := api.enableLive(platformID)
+	for _, c := range []struct{ key, id string }{{otherKey, id}, {liveKey, id}, {key, "je_01jh3v9a2b3c4d5e6f7g8h9j0k"}, {key, "je_nope"}, {key, "pay_01jh3v9a2b3c4d5e6f7g8h9j0k"}} {
+		oaCheck(t, doc, "GET", "/ledger/journal-entries/{id}", requireErrorResponse(t, api.do("GET", "/v1/ledger/journal-entries/"+c.id, c.key, nil), http.StatusNotFound, "not_found"))
+	}
+	requireError(t, api.do("GET", "/v1/ledger/journal-entries/"+id, operatorKey, nil), http.StatusForbidden, "forbidden")
+	requireError(t, api.do("GET", "/v1/ledger/journal-entries/"+id, "", nil), http.StatusUnauthorized, "unauthorized")
+}
+
+// requireErrorResponse is requireError that hands the response on.
+func requireErrorResponse(t *testing.T, r response, status int, code string) response {
+	t.Helper()
+	requireError(t, r, status, code)
+	return r
 }

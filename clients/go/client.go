@@ -80,7 +80,7 @@ type Client struct {
 	Payments *PaymentsService
 	// KYB: business verifications.
 	KYB *KYBService
-	// Ledger: ledger accounts, entries (manual journal entries) and exports.
+	// Ledger: ledger accounts, entries (manual journal entries), journal entries and exports.
 	Ledger *LedgerService
 	// Webhooks: webhook endpoints and their deliveries.
 	Webhooks *WebhooksService
@@ -159,7 +159,8 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 	c.VirtualAccounts = &VirtualAccountsService{c}
 	c.Payments = &PaymentsService{c}
 	c.KYB = &KYBService{c}
-	c.Ledger = &LedgerService{c: c, Accounts: &LedgerAccountsService{c}, Entries: &LedgerEntriesService{c}}
+	c.Ledger = &LedgerService{c: c, Accounts: &LedgerAccountsService{c}, Entries: &LedgerEntriesService{c},
+		JournalEntries: &LedgerJournalEntriesService{c}}
 	c.Webhooks = &WebhooksService{c: c, Deliveries: &WebhookDeliveriesService{c}}
 	c.Events = &EventsService{c}
 	c.Simulations = &SimulationsService{c}

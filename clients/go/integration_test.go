@@ -537,6 +537,11 @@ func TestJourney(t *testing.T) {
 		if it.VirtualAccountId != va.Id || it.Amount != 5_000_000 {
 			t.Fatalf("inbound transfer: %+v", it)
 		}
+		je := must(c.Ledger.JournalEntries.Retrieve(ctx, it.JournalEntryId))(t)
+		if je.Id != it.JournalEntryId || len(je.Entries) != 2 ||
+			je.Source != (treasury.Source{Type: treasury.SourceTypeInboundTransfer, Id: it.Id}) {
+			t.Fatalf("the inbound transfer's journal entry: %+v", je)
+		}
 		b := must(c.VirtualAccounts.Balance(ctx, va.Id, nil))(t)
 		if b.Posted != 5_000_000 || b.Available != 5_000_000 {
 			t.Fatalf("balance: %+v", b)
@@ -658,6 +663,14 @@ func TestJourney(t *testing.T) {
 		})))(t)
 		if adj.Type != treasury.JournalEntryTypeAdjustment || len(adj.Entries) != 2 {
 			t.Fatalf("journal entry: %+v", adj)
+		}
+		if adj.Source != (treasury.Source{Type: treasury.SourceTypeJournalEntry, Id: adj.Id}) {
+			t.Fatalf("a manual entry's source: %+v", adj.Source)
+		}
+		got := must(c.Ledger.JournalEntries.Retrieve(ctx, adj.Id))(t)
+		if got.Id != adj.Id || got.Type != adj.Type || got.Description != adj.Description || len(got.Entries) != 2 ||
+			got.Source != (treasury.Source{Type: treasury.SourceTypeJournalEntry, Id: adj.Id}) {
+			t.Fatalf("retrieved journal entry: %+v, created %+v", got, adj)
 		}
 		lines := must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryLines(treasury.JournalEntryLinesRequest{
 			Type: treasury.JournalEntryLinesRequestTypeFee, Description: "monthly fee",
@@ -783,6 +796,8 @@ func TestErrorClasses(t *testing.T) {
 		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
 		_, err = c.Webhooks.Retrieve(ctx, "wh_01jh3w5f6g7h8j9k0m1n2p3q4r")
 		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		_, err = c.Ledger.JournalEntries.Retrieve(ctx, "je_01jh3w5f6g7h8j9k0m1n2p3q4r")
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
 	})
 	t.Run("422 UnprocessableEntityError", func(t *testing.T) {
 		// No KYB yet.
@@ -822,6 +837,97 @@ func TestErrorClasses(t *testing.T) {
 			t.Fatalf("request id %q", e.RequestID)
 		}
 	})
+}
+
+// TestCreateReplay: a creating POST sent again with its Idempotency-Key,
+// by the caller or by the client's retry after a lost answer, answers with the
+// first resource and makes no second one.
+func TestCreateReplay(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	plat, c, sandboxKey := newPlatform(t, ctx)
+	req := treasury.CreateVirtualAccountRequest{
+		PlatformId: plat.Id, EntityRef: unique("replay"), Type: treasury.CreateVirtualAccountRequestTypeChecking,
+	}
+
+	t.Run("same key twice", func(t *testing.T) {
+		key := unique("idem-va")
+		first := must(c.VirtualAccounts.Create(ctx, req, treasury.WithIdempotencyKey(key)))(t)
+		again := must(c.VirtualAccounts.Create(ctx, req, treasury.WithIdempotencyKey(key)))(t)
+		if again.Id != first.Id || again.EntityRef != first.EntityRef {
+			t.Fatalf("the replay answered %s, the first %s", again.Id, first.Id)
+		}
+		// The replay's status and header, through the low-level client.
+		r, err := c.Raw().CreateVirtualAccountWithResponse(ctx, &api.CreateVirtualAccountParams{}, req,
+			func(_ context.Context, hr *http.Request) error { hr.Header.Set("Idempotency-Key", key); return nil })
+		if err != nil || r.StatusCode() != http.StatusOK || r.JSON200 == nil || r.JSON200.Id != first.Id ||
+			r.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("raw replay: %v %+v", err, r)
+		}
+		other := req
+		other.EntityRef = unique("replay-other")
+		_, err = c.VirtualAccounts.Create(ctx, other, treasury.WithIdempotencyKey(key))
+		e := requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "idempotency_conflict")
+		if e.ResourceID != first.Id {
+			t.Fatalf("resource_id %q, want %q", e.ResourceID, first.Id)
+		}
+	})
+
+	t.Run("retried after a lost answer", func(t *testing.T) {
+		base, _ := env(t)
+		rec := &recorder{base: http.DefaultTransport, prefix: urlPath(base)}
+		lossy := &losesFirstAnswer{base: rec}
+		lc, err := treasury.NewClient(sandboxKey, treasury.WithBaseURL(base),
+			treasury.WithHTTPClient(&http.Client{Transport: lossy, Timeout: 30 * time.Second}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost := req
+		lost.EntityRef = unique("lost-answer")
+		va := must(lc.VirtualAccounts.Create(ctx, lost))(t)
+		attempts := rec.snapshot()
+		if len(attempts) != 2 || attempts[0].status != http.StatusCreated || attempts[1].status != http.StatusOK ||
+			attempts[0].idempotencyKey == "" || attempts[1].idempotencyKey != attempts[0].idempotencyKey {
+			t.Fatalf("attempts: %+v", attempts)
+		}
+		n := 0
+		for a, err := range c.VirtualAccounts.List(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.EntityRef == lost.EntityRef {
+				n++
+				if a.Id != va.Id {
+					t.Fatalf("account %s, the client was answered %s", a.Id, va.Id)
+				}
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d accounts for one retried create, want 1", n)
+		}
+	})
+}
+
+// losesFirstAnswer sends the first request to the server, then drops its
+// answer as a broken connection would: the client sees an error.
+type losesFirstAnswer struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	lost bool
+}
+
+func (l *losesFirstAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.base.RoundTrip(req)
+	l.mu.Lock()
+	drop := !l.lost && err == nil
+	l.lost = l.lost || drop
+	l.mu.Unlock()
+	if drop {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil, errors.New("connection reset by peer (simulated: the answer was lost)")
+	}
+	return resp, err
 }
 
 // TestRateLimitRetry lowers a platform's rate limit, gets a real 429 with

@@ -17,7 +17,7 @@ func (s *KYBService) Create(ctx context.Context, body KYBSubmitRequest, opts ...
 	if err != nil {
 		return nil, err
 	}
-	return result(r.HTTPResponse, r.Body, r.JSON201)
+	return result(r.HTTPResponse, r.Body, r.JSON201, r.JSON200)
 }
 
 // Retrieve returns a verification with its decision (GET /kyb/{id}).

@@ -14,6 +14,9 @@ type LedgerService struct {
 	Accounts *LedgerAccountsService
 	// Entries: ledger entries, and manual journal entries (/ledger/entries).
 	Entries *LedgerEntriesService
+	// JournalEntries: one journal entry with its lines and source
+	// (/ledger/journal-entries/{id}).
+	JournalEntries *LedgerJournalEntriesService
 }
 
 // Export returns the reconciliation export, CSV of every ledger entry with
@@ -83,6 +86,22 @@ func (s *LedgerEntriesService) Create(ctx context.Context, body JournalEntryRequ
 		return nil, err
 	}
 	return result(r.HTTPResponse, r.Body, r.JSON201, r.JSON200)
+}
+
+// LedgerJournalEntriesService is journal entries, each with its lines.
+type LedgerJournalEntriesService struct{ c *Client }
+
+// Retrieve returns a journal entry with its lines and its Source: the
+// payment, the inbound transfer, or, for a manual entry or a funding, the
+// journal entry itself (GET /ledger/journal-entries/{id}). Another platform's
+// or environment's id, or an unknown one, is a NotFoundError.
+func (s *LedgerJournalEntriesService) Retrieve(ctx context.Context, id string, opts ...RequestOption) (*JournalEntry, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.GetJournalEntryWithResponse(ctx, id, &api.GetJournalEntryParams{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
 }
 
 // JournalEntryShorthand wraps the one-account form of a journal entry.

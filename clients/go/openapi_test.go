@@ -46,6 +46,7 @@ var operations = map[string]string{
 	"GET /ledger/entries":                                "Ledger.Entries.List",
 	"POST /ledger/entries":                               "Ledger.Entries.Create",
 	"GET /ledger/exports":                                "Ledger.Export",
+	"GET /ledger/journal-entries/{id}":                   "Ledger.JournalEntries.Retrieve",
 	"POST /payments":                                     "Payments.Create",
 	"GET /payments":                                      "Payments.List",
 	"GET /payments/{id}":                                 "Payments.Retrieve",

@@ -150,14 +150,15 @@ func (s *PlatformSettingsService) Update(ctx context.Context, body UpdateSetting
 // APIKeysService is the platform's API keys.
 type APIKeysService struct{ c *Client }
 
-// Create creates a key (POST /platform/api-keys); its Secret is in this answer only.
+// Create creates a key (POST /platform/api-keys); its Secret is in this answer
+// only (an idempotent replay, same key and body, returns the key without it).
 func (s *APIKeysService) Create(ctx context.Context, body CreateAPIKeyRequest, opts ...RequestOption) (*APIKey, error) {
 	ctx, _, ed := prepare(ctx, opts)
 	r, err := s.c.raw.CreateAPIKeyWithResponse(ctx, &api.CreateAPIKeyParams{}, body, ed)
 	if err != nil {
 		return nil, err
 	}
-	return result(r.HTTPResponse, r.Body, r.JSON201)
+	return result(r.HTTPResponse, r.Body, r.JSON201, r.JSON200)
 }
 
 // List walks every key, without secrets (GET /platform/api-keys).

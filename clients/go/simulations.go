@@ -19,7 +19,7 @@ func (s *SimulationsService) InboundTransfer(ctx context.Context, body SimulateI
 	if err != nil {
 		return nil, err
 	}
-	return result(r.HTTPResponse, r.Body, r.JSON201)
+	return result(r.HTTPResponse, r.Body, r.JSON201, r.JSON200)
 }
 
 // KYBDecision decides a verification in pending_review

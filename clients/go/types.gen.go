@@ -103,6 +103,8 @@ type (
 	FundPlatformResponse201Headers             = api.FundPlatformResponse201Headers
 	GetEventParams                             = api.GetEventParams
 	GetEventResponse200Headers                 = api.GetEventResponse200Headers
+	GetJournalEntryParams                      = api.GetJournalEntryParams
+	GetJournalEntryResponse200Headers          = api.GetJournalEntryResponse200Headers
 	GetKYBVerificationParams                   = api.GetKYBVerificationParams
 	GetKYBVerificationResponse200Headers       = api.GetKYBVerificationResponse200Headers
 	GetOwnPlatformParams                       = api.GetOwnPlatformParams
@@ -134,6 +136,7 @@ type (
 	InboundTransferStatus                      = api.InboundTransferStatus
 	JournalEntry                               = api.JournalEntry
 	JournalEntryEnvironment                    = api.JournalEntryEnvironment
+	JournalEntryId                             = api.JournalEntryId
 	JournalEntryLinesRequest                   = api.JournalEntryLinesRequest
 	JournalEntryLinesRequestType               = api.JournalEntryLinesRequestType
 	JournalEntryObject                         = api.JournalEntryObject

@@ -17,7 +17,7 @@ func (s *VirtualAccountsService) Create(ctx context.Context, body CreateVirtualA
 	if err != nil {
 		return nil, err
 	}
-	return result(r.HTTPResponse, r.Body, r.JSON201)
+	return result(r.HTTPResponse, r.Body, r.JSON201, r.JSON200)
 }
 
 // Retrieve returns a virtual account (GET /virtual-accounts/{id}).

@@ -16,14 +16,15 @@ type WebhooksService struct {
 }
 
 // Create creates an endpoint (POST /webhooks); its Secret ("whsec_…") is in
-// this answer only.
+// this answer only (an idempotent replay, same key and body, returns the
+// endpoint without it).
 func (s *WebhooksService) Create(ctx context.Context, body CreateWebhookRequest, opts ...RequestOption) (*WebhookEndpoint, error) {
 	ctx, _, ed := prepare(ctx, opts)
 	r, err := s.c.raw.CreateWebhookWithResponse(ctx, &api.CreateWebhookParams{}, body, ed)
 	if err != nil {
 		return nil, err
 	}
-	return result(r.HTTPResponse, r.Body, r.JSON201)
+	return result(r.HTTPResponse, r.Body, r.JSON201, r.JSON200)
 }
 
 // List walks every endpoint with its delivery status (GET /webhooks).

@@ -263,13 +263,16 @@ func ListLedgerAccounts(ctx context.Context, db eventstore.DB, s Scope, page Pag
 
 // JournalEntryView is a journal entry with its ledger entries.
 type JournalEntryView struct {
-	ID          string            `json:"id"`
-	Object      string            `json:"object"`
-	Type        string            `json:"type"`
-	Description string            `json:"description"`
-	Status      string            `json:"status"`
-	Reverses    *string           `json:"reverses"`
-	ReversedBy  *string           `json:"reversed_by"`
+	ID          string  `json:"id"`
+	Object      string  `json:"object"`
+	Type        string  `json:"type"`
+	Description string  `json:"description"`
+	Status      string  `json:"status"`
+	Reverses    *string `json:"reverses"`
+	ReversedBy  *string `json:"reversed_by"`
+	// Source is what made it: a payment, an inbound transfer, or the
+	// journal entry itself (a manual entry, a funding).
+	Source      SourceView        `json:"source"`
 	Entries     []LedgerEntryView `json:"entries"`
 	Metadata    map[string]string `json:"metadata"`
 	Environment string            `json:"environment"`
@@ -296,8 +299,8 @@ func JournalEntryFromLog(ctx context.Context, db eventstore.DB, s Scope, id stri
 				return v, domain.NotFound("journal_entry", id)
 			}
 			v = JournalEntryView{ID: e.JournalEntryID, Object: "journal_entry", Type: e.Type, Description: e.Description,
-				Status: e.Status, Metadata: Metadata(e.Metadata), Environment: e.Environment.String(),
-				EffectiveAt: NewTime(e.EffectiveAt), CreatedAt: NewTime(e.At)}
+				Status: e.Status, Source: SourceView{Type: e.Source.Type, ID: e.Source.ID}, Metadata: Metadata(e.Metadata),
+				Environment: e.Environment.String(), EffectiveAt: NewTime(e.EffectiveAt), CreatedAt: NewTime(e.At)}
 			if e.Reverses != "" {
 				rev := e.Reverses
 				v.Reverses = &rev

@@ -3648,6 +3648,9 @@ type JournalEntry struct {
 	// Reverses The journal entry this one reverses.
 	Reverses *string `json:"reverses"`
 
+	// Source What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, or `{type: journal_entry, id}` (its own id) for a manual entry or a funding.
+	Source Source `json:"source"`
+
 	// Status Manual entries post at once.
 	Status JournalEntryStatus `json:"status"`
 
@@ -5192,6 +5195,9 @@ type DeliveryId = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// JournalEntryId defines model for JournalEntryId.
+type JournalEntryId = string
+
 // KYBVerificationId defines model for KYBVerificationId.
 type KYBVerificationId = string
 
@@ -5359,6 +5365,12 @@ type ExportLedgerParams struct {
 	// CreatedBefore Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400.
 	CreatedBefore *CreatedBefore `form:"created_before,omitempty" json:"created_before,omitempty"`
 
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetJournalEntryParams defines parameters for GetJournalEntry.
+type GetJournalEntryParams struct {
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -6313,6 +6325,13 @@ type ClientInterface interface {
 	// Corresponds with GET /ledger/exports (the `ExportLedger` operationId).
 	ExportLedger(ctx context.Context, params *ExportLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetJournalEntry Get a journal entry
+	//
+	// A journal entry with its lines (ledger entries) and its `source`: the link from a payment's, inbound transfer's or ledger entry's `journal_entry_id` to the money it moved (API.md §12). Read from the log: current the moment a command returns.
+	//
+	// Corresponds with GET /ledger/journal-entries/{id} (the `GetJournalEntry` operationId).
+	GetJournalEntry(ctx context.Context, id JournalEntryId, params *GetJournalEntryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// OperatorDecideKYBWithBody Decide a verification in review (operator)
 	//
 	// Operator key only; any platform's verification, in either environment. Decides a verification in `pending_review` (`outcome` `approved` or `rejected`, with optional `reasons`); the decision's `method` is `manual`, and every account of the business shows the new `kyb_status` at once. A verification in any other status (`pending` not yet decided, `approved`, `rejected`) is 409 `invalid_state`. Emits `kyb.approved` or `kyb.rejected`. The body is checked before the verification is looked up.
@@ -6768,7 +6787,7 @@ type ClientInterface interface {
 
 	// CreateVirtualAccountWithBody Open a virtual account
 	//
-	// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account: there is no idempotency key, and one `entity_ref` may hold several accounts. Records the event `virtual_account.created`.
+	// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account (one `entity_ref` may hold several), unless it repeats an `Idempotency-Key`: then it answers the account the first call opened (200, `Idempotent-Replayed: true`). Records the event `virtual_account.created`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6777,7 +6796,7 @@ type ClientInterface interface {
 
 	// CreateVirtualAccount Open a virtual account
 	//
-	// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account: there is no idempotency key, and one `entity_ref` may hold several accounts. Records the event `virtual_account.created`.
+	// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account (one `entity_ref` may hold several), unless it repeats an `Idempotency-Key`: then it answers the account the first call opened (200, `Idempotent-Replayed: true`). Records the event `virtual_account.created`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7188,6 +7207,23 @@ func (c *Client) PostJournalEntry(ctx context.Context, params *PostJournalEntryP
 // Corresponds with GET /ledger/exports (the `ExportLedger` operationId).
 func (c *Client) ExportLedger(ctx context.Context, params *ExportLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExportLedgerRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetJournalEntry Get a journal entry
+//
+// A journal entry with its lines (ledger entries) and its `source`: the link from a payment's, inbound transfer's or ledger entry's `journal_entry_id` to the money it moved (API.md §12). Read from the log: current the moment a command returns.
+//
+// Corresponds with GET /ledger/journal-entries/{id} (the `GetJournalEntry` operationId).
+func (c *Client) GetJournalEntry(ctx context.Context, id JournalEntryId, params *GetJournalEntryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJournalEntryRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8083,7 +8119,7 @@ func (c *Client) ListVirtualAccounts(ctx context.Context, params *ListVirtualAcc
 
 // CreateVirtualAccountWithBody Open a virtual account
 //
-// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account: there is no idempotency key, and one `entity_ref` may hold several accounts. Records the event `virtual_account.created`.
+// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account (one `entity_ref` may hold several), unless it repeats an `Idempotency-Key`: then it answers the account the first call opened (200, `Idempotent-Replayed: true`). Records the event `virtual_account.created`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8102,7 +8138,7 @@ func (c *Client) CreateVirtualAccountWithBody(ctx context.Context, params *Creat
 
 // CreateVirtualAccount Open a virtual account
 //
-// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account: there is no idempotency key, and one `entity_ref` may hold several accounts. Records the event `virtual_account.created`.
+// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account (one `entity_ref` may hold several), unless it repeats an `Idempotency-Key`: then it answers the account the first call opened (200, `Idempotent-Replayed: true`). Records the event `virtual_account.created`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9313,6 +9349,55 @@ func NewExportLedgerRequest(server string, params *ExportLedgerParams) (*http.Re
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetJournalEntryRequest constructs an http.Request for the GetJournalEntry method
+func NewGetJournalEntryRequest(server string, id JournalEntryId, params *GetJournalEntryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ledger/journal-entries/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -12517,6 +12602,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /ledger/exports (the `ExportLedger` operationId).
 	ExportLedgerWithResponse(ctx context.Context, params *ExportLedgerParams, reqEditors ...RequestEditorFn) (*ExportLedgerResponse, error)
 
+	// GetJournalEntryWithResponse Get a journal entry
+	//
+	// A journal entry with its lines (ledger entries) and its `source`: the link from a payment's, inbound transfer's or ledger entry's `journal_entry_id` to the money it moved (API.md §12). Read from the log: current the moment a command returns.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /ledger/journal-entries/{id} (the `GetJournalEntry` operationId).
+	GetJournalEntryWithResponse(ctx context.Context, id JournalEntryId, params *GetJournalEntryParams, reqEditors ...RequestEditorFn) (*GetJournalEntryResponse, error)
+
 	// OperatorDecideKYBWithBodyWithResponse Decide a verification in review (operator)
 	//
 	// Operator key only; any platform's verification, in either environment. Decides a verification in `pending_review` (`outcome` `approved` or `rejected`, with optional `reasons`); the decision's `method` is `manual`, and every account of the business shows the new `kyb_status` at once. A verification in any other status (`pending` not yet decided, `approved`, `rejected`) is 409 `invalid_state`. Emits `kyb.approved` or `kyb.rejected`. The body is checked before the verification is looked up.
@@ -12994,7 +13088,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateVirtualAccountWithBodyWithResponse Open a virtual account
 	//
-	// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account: there is no idempotency key, and one `entity_ref` may hold several accounts. Records the event `virtual_account.created`.
+	// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account (one `entity_ref` may hold several), unless it repeats an `Idempotency-Key`: then it answers the account the first call opened (200, `Idempotent-Replayed: true`). Records the event `virtual_account.created`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13003,7 +13097,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateVirtualAccountWithResponse Open a virtual account
 	//
-	// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account: there is no idempotency key, and one `entity_ref` may hold several accounts. Records the event `virtual_account.created`.
+	// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account (one `entity_ref` may hold several), unless it repeats an `Idempotency-Key`: then it answers the account the first call opened (200, `Idempotent-Replayed: true`). Records the event `virtual_account.created`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13615,6 +13709,47 @@ func (r ExportLedgerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ExportLedgerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetJournalEntryResponse200Headers the declared response headers of an HTTP 200 response for GetJournalEntry
+type GetJournalEntryResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type GetJournalEntryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *JournalEntry
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJournalEntryResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJournalEntryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJournalEntryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJournalEntryResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15664,6 +15799,21 @@ func (c *ClientWithResponses) ExportLedgerWithResponse(ctx context.Context, para
 	return ParseExportLedgerResponse(rsp)
 }
 
+// GetJournalEntryWithResponse Get a journal entry
+//
+// A journal entry with its lines (ledger entries) and its `source`: the link from a payment's, inbound transfer's or ledger entry's `journal_entry_id` to the money it moved (API.md §12). Read from the log: current the moment a command returns.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /ledger/journal-entries/{id} (the `GetJournalEntry` operationId).
+func (c *ClientWithResponses) GetJournalEntryWithResponse(ctx context.Context, id JournalEntryId, params *GetJournalEntryParams, reqEditors ...RequestEditorFn) (*GetJournalEntryResponse, error) {
+	rsp, err := c.GetJournalEntry(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJournalEntryResponse(rsp)
+}
+
 // OperatorDecideKYBWithBodyWithResponse Decide a verification in review (operator)
 //
 // Operator key only; any platform's verification, in either environment. Decides a verification in `pending_review` (`outcome` `approved` or `rejected`, with optional `reasons`); the decision's `method` is `manual`, and every account of the business shows the new `kyb_status` at once. A verification in any other status (`pending` not yet decided, `approved`, `rejected`) is 409 `invalid_state`. Emits `kyb.approved` or `kyb.rejected`. The body is checked before the verification is looked up.
@@ -16399,7 +16549,7 @@ func (c *ClientWithResponses) ListVirtualAccountsWithResponse(ctx context.Contex
 
 // CreateVirtualAccountWithBodyWithResponse Open a virtual account
 //
-// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account: there is no idempotency key, and one `entity_ref` may hold several accounts. Records the event `virtual_account.created`.
+// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account (one `entity_ref` may hold several), unless it repeats an `Idempotency-Key`: then it answers the account the first call opened (200, `Idempotent-Replayed: true`). Records the event `virtual_account.created`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16414,7 +16564,7 @@ func (c *ClientWithResponses) CreateVirtualAccountWithBodyWithResponse(ctx conte
 
 // CreateVirtualAccountWithResponse Open a virtual account
 //
-// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account: there is no idempotency key, and one `entity_ref` may hold several accounts. Records the event `virtual_account.created`.
+// Opens an `active` account in the caller's environment for one business of the platform, with a new 12-digit `account_number` and the service's `routing_number`, a zero balance and its own ledger account. `platform_id` must be the caller's (any other is 404, whether it exists or not). Each call opens a new account (one `entity_ref` may hold several), unless it repeats an `Idempotency-Key`: then it answers the account the first call opened (200, `Idempotent-Replayed: true`). Records the event `virtual_account.created`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17380,6 +17530,66 @@ func ParseExportLedgerResponse(rsp *http.Response) (*ExportLedgerResponse, error
 			}
 			headers.ContentDisposition = &value
 		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetJournalEntryResponse parses an HTTP response from a GetJournalEntryWithResponse call
+func ParseGetJournalEntryResponse(rsp *http.Response) (*GetJournalEntryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJournalEntryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JournalEntry
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJournalEntryResponse200Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

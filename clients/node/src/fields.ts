@@ -48,7 +48,7 @@ export const MODEL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   "LedgerAccountList": fields<M.LedgerAccountList>()(["object", "data", "has_more", "next_cursor"]),
   "LedgerEntry": fields<M.LedgerEntry>()(["id", "object", "journal_entry_id", "ledger_account_id", "virtual_account_id", "direction", "amount", "currency", "type", "status", "description", "environment", "effective_at", "created_at"]),
   "LedgerEntryList": fields<M.LedgerEntryList>()(["object", "data", "has_more", "next_cursor"]),
-  "JournalEntry": fields<M.JournalEntry>()(["id", "object", "type", "description", "status", "reverses", "reversed_by", "entries", "metadata", "environment", "effective_at", "created_at"]),
+  "JournalEntry": fields<M.JournalEntry>()(["id", "object", "type", "description", "status", "reverses", "reversed_by", "entries", "metadata", "environment", "effective_at", "created_at", "source"]),
   "JournalLine": fields<M.JournalLine>()(["ledger_account_id", "virtual_account_id", "direction", "amount"]),
   "JournalEntryShorthandRequest": fields<M.JournalEntryShorthandRequest>()(["type", "description", "effective_at", "idempotency_key", "metadata", "virtual_account_id", "direction", "amount"]),
   "JournalEntryLinesRequest": fields<M.JournalEntryLinesRequest>()(["type", "description", "effective_at", "idempotency_key", "metadata", "lines"]),

@@ -468,6 +468,8 @@ export interface JournalEntry {
   effective_at: string;
   /** RFC 3339, UTC, millisecond precision. */
   created_at: string;
+  /** What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, or `{type: journal_entry, id}` (its own id) for a manual entry or a funding. */
+  source: Source;
 }
 
 /** One line of a lines-form journal entry: exactly one of `ledger_account_id` and `virtual_account_id` (else 400, `param` `lines[i]`). A virtual account's ledger account counts as the virtual account. */
@@ -727,8 +729,8 @@ export interface PaymentRequest {
   /** `ach_standard` (next-day ACH), `ach_same_day`, `rtp` (RTP, instant) or `fednow` (FedNow, instant). */
   rail: "ach_standard" | "ach_same_day" | "rtp" | "fednow";
   destination: Destination;
-  /** Required unless the `Idempotency-Key` header is sent (if both are given they must be equal, else 400 `param` `idempotency_key`): 1 to 255 bytes, no leading or trailing white space. Neither: 400 `param` `idempotency_key`. */
-  idempotency_key?: string;
+  /** Required (a generated client must send it): 1 to 255 bytes, no leading or trailing white space. The server also takes the key from the `Idempotency-Key` header alone (then this field may be left out), and when both are given they must be equal (else 400 `param` `idempotency_key`); neither: 400 `param` `idempotency_key`. */
+  idempotency_key: string;
   /** Optional, at most 140 characters; the ledger entries' description (default `Payment to <destination name>`). */
   description?: string;
   metadata?: Metadata;
@@ -1088,15 +1090,15 @@ export interface FundPlatformRequest {
   description?: string;
 }
 
-/** An outbound NACHA file of live mode (API.md §10): the live ACH payments cut at a same-day window (15 minutes before 10:30, 14:45 and 16:45 ET; standard payments too at the day's last) or by the operator, with their trace numbers, and the credits the bank forwarded that are returned (`R03` to an account number no live account has, `R02` to a closed account), which go in whichever file is cut next. Written to `TREASURY_ACH_OUTBOX` under `name`. */
+/** An outbound NACHA file of live mode (API.md §10): the live ACH payments cut at a same-day window (15 minutes before 10:30, 14:45 and 16:45 ET; standard payments too at the day's last) or by the operator, with their trace numbers, and the entries the bank forwarded that are returned (`R03` to an account number no live account has, `R02` to a closed account, `R20` a debit: virtual accounts take none), which go in whichever file is cut next. Written to `TREASURY_ACH_OUTBOX` under `name`. */
 export interface ACHFile {
   id: string;
   object: "ach_file";
   /** `ach-YYYYMMDD-HHMMSS-<file id modifier>.ach`, the time in New York; the modifier (A–Z, then 0–9) counts the day's files. */
   name: string;
-  /** Its entries: one per payment and one per returned credit (a cut with more than a file's worth makes more files). */
+  /** Its entries: one per payment and one per returned entry (a cut with more than a file's worth makes more files). */
   entry_count: number;
-  /** The sum of its entries (payments and returned credits), in cents: the file control's total credit. */
+  /** The sum of its credit entries (payments and returned credits; a returned debit is a debit), in cents: the file control's total credit. */
   total_credit: number;
   /** When it was cut: its payments became `submitted` then. */
   created_at: string;

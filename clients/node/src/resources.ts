@@ -19,8 +19,8 @@ export type WebhookEndpointWithSecret = M.WebhookEndpoint & { secret: string };
 export type ApprovedPlatform = M.PlatformWithKeys & { sandbox_api_key: APIKeyWithSecret };
 /** The answer to enabling live: the platform and its new live key, with its secret. */
 export type LiveEnabledPlatform = M.PlatformWithKeys & { live_api_key: APIKeyWithSecret };
-/** `POST /payments`: as {@link M.PaymentRequest}; `idempotency_key` defaults to the request's `Idempotency-Key`. */
-export type PaymentCreateParams = M.PaymentRequest;
+/** `POST /payments`: as {@link M.PaymentRequest}; `idempotency_key` may be left out: it defaults to the request's `Idempotency-Key`. */
+export type PaymentCreateParams = Omit<M.PaymentRequest, 'idempotency_key'> & { idempotency_key?: string };
 
 const seg = (s: string) => encodeURIComponent(s);
 
@@ -364,6 +364,18 @@ export class LedgerEntries extends APIResource {
   }
 }
 
+/** Journal entries, one at a time. */
+export class LedgerJournalEntries extends APIResource {
+  /**
+   * One journal entry with its lines (`entries`) and its `source` (`GET /ledger/journal-entries/{id}`):
+   * follows a payment's, inbound transfer's or ledger entry's `journal_entry_id` to the money it moved.
+   * Another platform's or environment's id, or an unknown one: {@link NotFoundError}.
+   */
+  retrieve(id: string, options?: RequestOptions): Promise<WithResponse<M.JournalEntry>> {
+    return this._client.get(`/ledger/journal-entries/${seg(id)}`, undefined, options);
+  }
+}
+
 /** The reconciliation export. */
 export class LedgerExports extends APIResource {
   /** Every ledger entry created in the range, with running balances, as CSV text (`GET /ledger/exports`). */
@@ -378,11 +390,14 @@ export class Ledger {
   readonly accounts: LedgerAccounts;
   /** Ledger entries; manual journal entries. */
   readonly entries: LedgerEntries;
+  /** Journal entries, one at a time, with their `source`. */
+  readonly journalEntries: LedgerJournalEntries;
   /** CSV exports. */
   readonly exports: LedgerExports;
   constructor(client: APIClient) {
     this.accounts = new LedgerAccounts(client);
     this.entries = new LedgerEntries(client);
+    this.journalEntries = new LedgerJournalEntries(client);
     this.exports = new LedgerExports(client);
   }
 }

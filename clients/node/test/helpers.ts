@@ -46,6 +46,7 @@ export const ROUTES: Record<string, string> = {
   'GET /ledger/accounts': 'ledger.accounts.list',
   'GET /ledger/entries': 'ledger.entries.list',
   'POST /ledger/entries': 'ledger.entries.create',
+  'GET /ledger/journal-entries/{id}': 'ledger.journalEntries.retrieve',
   'GET /ledger/exports': 'ledger.exports.retrieve',
   'POST /webhooks': 'webhooks.create',
   'GET /webhooks': 'webhooks.list',

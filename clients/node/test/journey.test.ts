@@ -24,6 +24,8 @@ import Treasury, {
   type VirtualAccount,
   type KYBVerification,
   type WebhookEndpointWithSecret,
+  type InboundTransfer,
+  type JournalEntry,
 } from '../src/index.js';
 import { ROUTES, matchRoute, poll, sleep } from './helpers.js';
 
@@ -167,6 +169,8 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
   let va4: VirtualAccount; // KYB pending_review, rejected by the operator
   let webhook: WebhookEndpointWithSecret;
   let beforeFunding: string;
+  let seedTransfer: InboundTransfer; // the RTP inbound transfer that funds va1
+  let manualEntry: JournalEntry; // the ledger test's shorthand fee entry
   const completed: Payment[] = [];
 
   test('the operator registers, lists, configures, approves, opens live and funds a platform', async () => {
@@ -330,6 +334,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       description: `seed ${RUN}`,
     });
     assert.equal(itx.object, 'inbound_transfer');
+    seedTransfer = itx;
     const account = await poll(() => sb.virtualAccounts.retrieve(va1.id), (a) => a.balance.available >= 5_000_000);
     assert.equal(account.balance.posted, 5_000_000);
   });
@@ -419,6 +424,28 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.equal(conflict.attempts, 1, 'idempotency_conflict is not retried');
     const found = await sb.payments.list({ idempotency_key: key }).toArray();
     assert.deepEqual(found.map((p) => p.id), [first.id]);
+  });
+
+  test('a creating POST retried with the same idempotency key makes no second resource', async () => {
+    const key = `va-${RUN}`;
+    const body = { platform_id: platformId, entity_ref: `biz-idem-${RUN}`, type: 'checking' as const };
+    const first = await sb.virtualAccounts.create(body, { idempotencyKey: key });
+    assert.equal(first.lastResponse.status, 201);
+    assert.equal(first.lastResponse.idempotentReplayed, false);
+    // As if the first answer had been lost: the same request again.
+    const again = await sb.virtualAccounts.create(body, { idempotencyKey: key });
+    assert.equal(again.lastResponse.status, 200);
+    assert.equal(again.lastResponse.idempotentReplayed, true);
+    assert.equal(again.lastResponse.idempotencyKey, key);
+    assert.equal(again.id, first.id);
+    assert.equal(again.account_number, first.account_number);
+    const mine = await sb.virtualAccounts.list({ entity_ref: body.entity_ref }).toArray();
+    assert.deepEqual(mine.map((a) => a.id), [first.id], 'one account, not two');
+    await expectError(
+      sb.virtualAccounts.create({ ...body, type: 'savings' }, { idempotencyKey: key }),
+      ConflictError,
+      'idempotency_conflict',
+    );
   });
 
   test('every list walks all its pages (limit 2)', async () => {
@@ -522,6 +549,8 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.equal(fee.object, 'journal_entry');
     assert.equal(fee.entries.length, 2);
     assert.equal(fee.lastResponse.status, 201);
+    assert.deepEqual(fee.source, { type: 'journal_entry', id: fee.id }, 'the POST answer carries the source too');
+    manualEntry = fee;
 
     const lines = await sb.ledger.entries.create({
       type: 'adjustment',
@@ -565,6 +594,37 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.equal(typeof csv, 'string');
     assert.match(csv.split('\n')[0]!, /^entry_id,journal_entry_id,ledger_account_id/);
     assert.ok(csv.includes(fee.id));
+  });
+
+  test('journal entries are retrieved with their lines and source; an unknown id is 404', async () => {
+    const manual = await sb.ledger.journalEntries.retrieve(manualEntry.id);
+    assert.equal(manual.lastResponse.status, 200);
+    assert.equal(manual.object, 'journal_entry');
+    assert.equal(manual.id, manualEntry.id);
+    assert.deepEqual(manual.source, { type: 'journal_entry', id: manualEntry.id });
+    assert.equal(manual.type, 'fee');
+    assert.equal(manual.entries.length, 2);
+    assert.deepEqual(new Set(manual.entries.map((e) => e.journal_entry_id)), new Set([manualEntry.id]));
+    assert.deepEqual(
+      manual.entries.map((e) => e.id).sort(),
+      manualEntry.entries.map((e) => e.id).sort(),
+      'the same lines as the POST answer',
+    );
+
+    // The simulated inbound transfer's journal entry, via the transfer's journal_entry_id.
+    const jeId = seedTransfer.journal_entry_id;
+    assert.match(jeId, /^je_/);
+    const credited = await sb.ledger.journalEntries.retrieve(jeId);
+    assert.equal(credited.id, jeId);
+    assert.deepEqual(credited.source, { type: 'inbound_transfer', id: seedTransfer.id });
+    assert.ok(credited.entries.length >= 2);
+    assert.ok(credited.entries.some((e) => e.virtual_account_id === va1.id && e.direction === 'credit' && e.amount === 5_000_000));
+
+    const missing = await expectError(
+      sb.ledger.journalEntries.retrieve('je_0000000000000000000000000a'),
+      NotFoundError,
+    );
+    assert.equal(missing.status, 404);
   });
 
   test('balances, transactions over pages, statements as JSON and CSV', async () => {

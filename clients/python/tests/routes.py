@@ -47,6 +47,7 @@ ROUTES: Dict[str, Callable[[Treasury], Callable[..., Any]]] = {
     "GET /ledger/accounts": lambda c: c.ledger.accounts.list,
     "GET /ledger/entries": lambda c: c.ledger.entries.list,
     "POST /ledger/entries": lambda c: c.ledger.entries.create,
+    "GET /ledger/journal-entries/{id}": lambda c: c.ledger.journal_entries.retrieve,
     "GET /ledger/exports": lambda c: c.ledger.exports,
     # payments
     "POST /payments": lambda c: c.payments.create,

@@ -43,7 +43,7 @@ DEST = {"account_number": "123456789", "routing_number": ROUTING, "name": "Suppl
 ORIGINATOR = {"name": "Globex Corp", "account_number": "987654321", "routing_number": ROUTING}
 ADDRESS = {"line1": "1 Main St", "city": "Austin", "state": "TX", "postal_code": "78701", "country": "US"}
 RAILS = ("ach_standard", "ach_same_day", "rtp", "fednow")
-MISSING = {"va": "va_" + "0" * 26, "pay": "pay_" + "0" * 26}
+MISSING = {"va": "va_" + "0" * 26, "pay": "pay_" + "0" * 26, "je": "je_" + "0" * 26}
 
 BASE_URL = ""
 OPERATOR_KEY = ""
@@ -419,6 +419,51 @@ class Journey(unittest.TestCase):
         self.assertTrue(csv_text.startswith("entry_id,"), csv_text[:80])
         self.assertIn(je["entries"][0]["id"], csv_text)
         S["journal_entry"] = je
+        S["journal_entry_reversal"] = reversal["id"]
+
+    def test_13a_journal_entry_by_id_and_its_source(self) -> None:
+        c: RecordingTreasury = S["client"]
+        je = S["journal_entry"]
+        # a manual entry's source is itself, in the POST answer and on a GET
+        self.assertEqual(je["source"], {"type": "journal_entry", "id": je["id"]})
+        got = c.ledger.journal_entries.retrieve(je["id"])
+        self.assertEqual((got["object"], got["id"], got["type"]), ("journal_entry", je["id"], "adjustment"))
+        self.assertEqual(got["source"], {"type": "journal_entry", "id": je["id"]})
+        self.assertEqual([e["id"] for e in got["entries"]], [e["id"] for e in je["entries"]])
+        self.assertEqual(got["reversed_by"], S["journal_entry_reversal"])
+        # an inbound transfer's journal entry, through the transfer's journal_entry_id
+        itx = S["inbound_transfer"]
+        money_in = c.ledger.journal_entries.retrieve(itx["journal_entry_id"])
+        self.assertEqual((money_in["id"], money_in["type"]), (itx["journal_entry_id"], "inbound_transfer"))
+        self.assertEqual(money_in["source"], {"type": "inbound_transfer", "id": itx["id"]})
+        self.assertIn(S["va"]["main"], {e["virtual_account_id"] for e in money_in["entries"]})
+        # an unknown id is 404
+        with self.assertRaises(NotFoundError) as cm:
+            c.ledger.journal_entries.retrieve(MISSING["je"])
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
+
+    def test_13b_create_retried_with_the_same_idempotency_key_makes_one_account(self) -> None:
+        # What the client does when an answer is lost: send the same POST again
+        # with the same Idempotency-Key. The server replays the first account.
+        c: RecordingTreasury = S["client"]
+        key = f"{RUN}-va-retry"
+        params = dict(platform_id=S["platform"]["id"], entity_ref=f"retried-{RUN}", type="checking",
+                      metadata={"role": "retried"})
+        mark = exchange_mark()
+        first = c.virtual_accounts.create(**params, idempotency_key=key)
+        second = c.virtual_accounts.create(**params, idempotency_key=key)
+        self.assertEqual(second["id"], first["id"])
+        self.assertEqual(second["account_number"], first["account_number"])
+        sent = exchanges_since(mark)
+        self.assertEqual([x.status for x in sent], [201, 200])
+        self.assertEqual([x.headers.get("idempotency-key") for x in sent], [key, key])
+        self.assertEqual(sent[1].response_headers.get("idempotent-replayed"), "true")
+        self.assertIsNone(sent[0].response_headers.get("idempotent-replayed"))
+        self.assertEqual([a["id"] for a in c.virtual_accounts.list(entity_ref=f"retried-{RUN}")], [first["id"]])
+        # the same key with another body is a conflict naming the first account
+        with self.assertRaises(ConflictError) as cm:
+            c.virtual_accounts.create(**{**params, "type": "savings"}, idempotency_key=key)
+        self.assertEqual((cm.exception.code, cm.exception.resource_id), ("idempotency_conflict", first["id"]))
 
     def test_14_transactions_balance_statement_revenue(self) -> None:
         c: RecordingTreasury = S["client"]

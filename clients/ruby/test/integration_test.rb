@@ -175,6 +175,8 @@ class IntegrationTest < Minitest::Test
     assert_match(/\Aitx_/, transfer.id)
     assert_equal "completed", transfer.status
     assert_equal "Initech Funding", transfer.originator.name
+    assert_match(/\Aje_/, transfer.journal_entry_id)
+    S[:transfer] = transfer
     balance = client.virtual_accounts.balance(S[:a])
     assert_equal 500_000, balance.posted
     assert_equal 500_000, balance.available
@@ -247,6 +249,31 @@ class IntegrationTest < Minitest::Test
     assert_match(/\Aje_/, adjustment.id)
     assert_equal 2, adjustment.entries.size
     assert_equal %w[credit debit], adjustment.entries.map(&:direction).sort
+    assert_kind_of Treasury::Models::Source, adjustment.source
+    assert_equal({ type: "journal_entry", id: adjustment.id }, adjustment.source.to_h)
+
+    # GET /ledger/journal-entries/{id}: a manual entry's source is itself ...
+    fetched = client.ledger.journal_entries.retrieve(adjustment.id)
+    assert_kind_of Treasury::Models::JournalEntry, fetched
+    assert_equal adjustment.id, fetched.id
+    assert_equal "adjustment", fetched.type
+    assert_equal "journal_entry", fetched.source.type
+    assert_equal adjustment.id, fetched.source.id
+    assert_equal adjustment.entries.map(&:id).sort, fetched.entries.map(&:id).sort
+    assert_kind_of Treasury::Models::LedgerEntry, fetched.entries.first
+    # ... an inbound transfer's entry (its journal_entry_id) points back at the transfer ...
+    transfer = S.fetch(:transfer)
+    funded = client.ledger.journal_entries.retrieve(transfer.journal_entry_id)
+    assert_equal transfer.journal_entry_id, funded.id
+    assert_equal "inbound_transfer", funded.type
+    assert_equal({ type: "inbound_transfer", id: transfer.id }, funded.source.to_h)
+    assert_includes funded.entries.map(&:amount), 500_000
+    # ... and an unknown id, or one of another environment, is 404.
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      client.ledger.journal_entries.retrieve("je_00000000000000000000000000")
+    end
+    live = Treasury::Client.new(api_key: S.fetch(:live_key), base_url: BASE_URL)
+    assert_api_error(Treasury::NotFoundError, status: 404) { live.ledger.journal_entries.retrieve(adjustment.id) }
 
     operating = client.ledger.accounts.list(limit: 100).find { |la| la.name == "platform_operating" }
     refute_nil operating
@@ -295,6 +322,26 @@ class IntegrationTest < Minitest::Test
     assert(transactions.all? { |t| t.virtual_account_id == S[:a] })
     assert_equal "inbound_transfer", client.virtual_accounts.transactions(S[:a], type: "inbound_transfer").first.type
     assert_equal 4, client.virtual_accounts.list(limit: 2).count
+  end
+
+  # A creating POST retried after its answer was lost (same Idempotency-Key, same body) makes one
+  # resource: the retry is a replay (200, not 201) of the first. After test_08, which counts accounts.
+  def test_08b_a_retried_create_makes_one_account
+    key = "ruby-#{RUN}-account-1"
+    params = { platform_id: S[:platform], entity_ref: "retried-#{RUN}", type: "savings" }
+    first = client.virtual_accounts.create(**params, idempotency_key: key)
+    again = client.virtual_accounts.create(**params, idempotency_key: key)
+    assert_equal first.id, again.id
+    assert_equal first.account_number, again.account_number
+    assert_equal [first.id], client.virtual_accounts.list(entity_ref: "retried-#{RUN}").map(&:id)
+    # (A 429 on the way is retried by the client, under the same key: only the answers count.)
+    statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
+    assert_equal [201, 200], statuses.reject { |st| st == 429 }, "the second answer was a replay: #{statuses.inspect}"
+
+    error = assert_api_error(Treasury::ConflictError, code: "idempotency_conflict", status: 409) do
+      client.virtual_accounts.create(**params.merge(type: "checking"), idempotency_key: key)
+    end
+    assert_equal first.id, error.resource_id
   end
 
   def test_09_webhooks_are_received_and_verified

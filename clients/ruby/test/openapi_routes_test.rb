@@ -36,6 +36,7 @@ class OpenAPIRoutesTest < Minitest::Test
     "GET /ledger/entries" => ->(c) { c.ledger.entries.list },
     "POST /ledger/entries" => ->(c) { c.ledger.entries.create(reverses: "je_1") },
     "GET /ledger/exports" => ->(c) { c.ledger.export },
+    "GET /ledger/journal-entries/{id}" => ->(c) { c.ledger.journal_entries.retrieve("je_1") },
     "POST /payments" => lambda { |c|
       c.payments.create(virtual_account_id: "va_1", amount: 1, rail: "rtp",
                         destination: { account_number: "1234", routing_number: "021000021", name: "n" })

@@ -369,6 +369,10 @@ class JournalEntry(TypedDict):
     status: LedgerEntryStatus
     reverses: Optional[str]
     reversed_by: Optional[str]
+    source: Source
+    """What made the entry: ``{"type": "payment", "id": "pay_…"}``,
+    ``{"type": "inbound_transfer", "id": "itx_…"}``, or ``{"type": "journal_entry",
+    "id": <its own id>}`` for a manual entry or a funding."""
     entries: List[LedgerEntry]
     metadata: Metadata
     environment: Environment

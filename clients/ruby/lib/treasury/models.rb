@@ -676,6 +676,11 @@ module Treasury
       #   The journal entry that reversed this one.
       #   @return [String, nil]
       field :reversed_by
+      # @!attribute [r] source
+      #   What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, or
+      #   `{type: journal_entry, id}` (its own id) for a manual entry or a funding.
+      #   @return [Source]
+      field :source, Source
       # @!attribute [r] entries
       #   Its ledger entries, in the order of the request's lines (shorthand: the virtual account's
       #   entry, then the offset).

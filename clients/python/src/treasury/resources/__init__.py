@@ -2,7 +2,7 @@
 
 from .events import Events
 from .kyb import KYB
-from .ledger import Ledger, LedgerAccounts, LedgerEntries
+from .ledger import Ledger, LedgerAccounts, LedgerEntries, LedgerJournalEntries
 from .operator import ACHFiles, Operator, OperatorKYB
 from .payments import Payments
 from .platform import APIKeys, PlatformResource, Settings
@@ -12,7 +12,7 @@ from .virtual_accounts import VirtualAccounts
 from .webhooks import WebhookDeliveries, Webhooks
 
 __all__ = [
-    "ACHFiles", "APIKeys", "Events", "KYB", "Ledger", "LedgerAccounts", "LedgerEntries", "Operator",
+    "ACHFiles", "APIKeys", "Events", "KYB", "Ledger", "LedgerAccounts", "LedgerEntries", "LedgerJournalEntries", "Operator",
     "OperatorKYB", "Payments", "PlatformResource", "Platforms", "Settings", "SimulatedInboundTransfers",
     "SimulatedKYB", "SimulatedPayments", "Simulations", "VirtualAccounts", "WebhookDeliveries", "Webhooks",
 ]

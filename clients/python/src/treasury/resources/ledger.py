@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, List, Optional, Union
 
-from .._base import strip_not_given
+from .._base import path_segment as _seg, strip_not_given
 from .._pagination import Page
 from .._types import NOT_GIVEN, NotGiven, RequestOptions
 from ..types import (
@@ -23,7 +23,7 @@ from ._base import APIResource
 if TYPE_CHECKING:
     from .._base import BaseClient
 
-__all__ = ["Ledger", "LedgerAccounts", "LedgerEntries"]
+__all__ = ["Ledger", "LedgerAccounts", "LedgerEntries", "LedgerJournalEntries"]
 
 
 class LedgerAccounts(APIResource):
@@ -99,16 +99,30 @@ class LedgerEntries(APIResource):
                           request_options=request_options)
 
 
+class LedgerJournalEntries(APIResource):
+    """``client.ledger.journal_entries``: journal entries by id."""
+
+    def retrieve(self, id: str, *, request_options: Optional[RequestOptions] = None) -> JournalEntry:
+        """Get a journal entry with its lines and its ``source``
+        (``GET /ledger/journal-entries/{id}``): follow a payment's, inbound transfer's
+        or ledger entry's ``journal_entry_id`` to the money it moved. Another
+        platform's or environment's id, or an unknown one, raises
+        :class:`~treasury.NotFoundError`."""
+        return self._get(f"/ledger/journal-entries/{_seg(id)}", request_options=request_options)
+
+
 class Ledger(APIResource):
-    """``client.ledger``: ``accounts``, ``entries`` and the CSV ``exports``."""
+    """``client.ledger``: ``accounts``, ``entries``, ``journal_entries`` and the CSV ``exports``."""
 
     accounts: LedgerAccounts
     entries: LedgerEntries
+    journal_entries: LedgerJournalEntries
 
     def __init__(self, client: "BaseClient") -> None:
         super().__init__(client)
         self.accounts = LedgerAccounts(client)
         self.entries = LedgerEntries(client)
+        self.journal_entries = LedgerJournalEntries(client)
 
     def exports(
         self,

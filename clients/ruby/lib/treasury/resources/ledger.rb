@@ -14,6 +14,11 @@ module Treasury
         @entries ||= LedgerEntries.new(@client)
       end
 
+      # @return [LedgerJournalEntries]
+      def journal_entries
+        @journal_entries ||= LedgerJournalEntries.new(@client)
+      end
+
       # The reconciliation export: every ledger entry created in the range, with each account's
       # running balance, as CSV.
       # `GET /ledger/exports`
@@ -36,6 +41,22 @@ module Treasury
       # @return [Page<Models::LedgerAccount>]
       def list(limit: NOT_GIVEN, cursor: NOT_GIVEN)
         paged("/ledger/accounts", Models::LedgerAccount, limit: limit, cursor: cursor)
+      end
+    end
+
+    # Journal entries, one by id (`/ledger/journal-entries`): the link from a payment's, an inbound
+    # transfer's or a ledger entry's `journal_entry_id` to the money it moved.
+    class LedgerJournalEntries < Base
+      # A journal entry with its lines (`entries`) and its `source`: `{type: "payment", id: "pay_..."}`,
+      # `{type: "inbound_transfer", id: "itx_..."}`, or `{type: "journal_entry", id:}` (its own id) for a
+      # manual entry or a funding.
+      # `GET /ledger/journal-entries/{id}`
+      #
+      # @param id [String] `je_...`
+      # @return [Models::JournalEntry]
+      # @raise [NotFoundError] for an unknown id, or another platform's or environment's
+      def retrieve(id)
+        call(:get, "/ledger/journal-entries/#{seg(id)}", model: Models::JournalEntry)
       end
     end
 
