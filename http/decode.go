@@ -335,3 +335,33 @@ func truncate(s string, n int) string {
 	}
 	return fmt.Sprintf("%s…", s[:n])
 }
+
+// metadataQuery reads a list's metadata filter (API.md §12): every
+// metadata[key]=value parameter, all of which must match. A key given
+// twice, or a bare metadata parameter, is 400.
+func metadataQuery(c echo.Context) (map[string]string, error) {
+	var m map[string]string
+	for name, values := range c.QueryParams() {
+		if name == "metadata" {
+			return nil, domain.Invalid("metadata", "filter on metadata with metadata[key]=value")
+		}
+		key, ok := strings.CutPrefix(name, "metadata[")
+		if !ok {
+			continue
+		}
+		key, ok = strings.CutSuffix(key, "]")
+		if !ok || len(values) != 1 {
+			return nil, domain.Invalid("metadata", "filter on metadata with metadata[key]=value, each key once")
+		}
+		for _, s := range []string{key, values[0]} {
+			if !utf8.ValidString(s) || strings.ContainsRune(s, 0) { // jsonb refuses both
+				return nil, domain.Invalid("metadata", "metadata filters are UTF-8 text without NUL")
+			}
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[key] = values[0]
+	}
+	return m, domain.ValidateMetadata("metadata", m)
+}

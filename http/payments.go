@@ -92,6 +92,9 @@ func (s *Server) listPayments(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
+	if f.Metadata, err = metadataQuery(c); err != nil {
+		return err
+	}
 	list, err := queries.ListPayments(c.Request().Context(), s.reads(c), scopeOf(c), f, pg)
 	if err != nil {
 		return err

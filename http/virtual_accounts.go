@@ -72,6 +72,9 @@ func (s *Server) listVirtualAccounts(c echo.Context) error {
 			return domain.Invalid("status", "status must be active, frozen or closed")
 		}
 	}
+	if f.Metadata, err = metadataQuery(c); err != nil {
+		return err
+	}
 	list, err := queries.ListVirtualAccounts(c.Request().Context(), s.pool, scopeOf(c), f, pg)
 	if err != nil {
 		return err

@@ -12,6 +12,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ type stubCall struct {
 	idempotencyKey string
 	authorization  string
 	header         http.Header
+	query          string // the raw query string
 	body           map[string]any
 }
 
@@ -48,7 +52,7 @@ func newStub(t *testing.T, answers ...answer) (*stub, *Client) {
 		i := len(s.calls)
 		s.calls = append(s.calls, stubCall{
 			at: time.Now(), idempotencyKey: r.Header.Get("Idempotency-Key"),
-			authorization: r.Header.Get("Authorization"), header: r.Header.Clone(), body: body,
+			authorization: r.Header.Get("Authorization"), header: r.Header.Clone(), query: r.URL.RawQuery, body: body,
 		})
 		s.mu.Unlock()
 		a := answers[min(i, len(answers)-1)]
@@ -337,5 +341,59 @@ func TestKindOf(t *testing.T) {
 	}
 	if (&APIError{Kind: KindAPI}).Unwrap() != nil {
 		t.Fatal("KindAPI has no sentinel")
+	}
+}
+
+// TestMetadataFilterOnEveryPage checks the wire form of a list's metadata
+// filter: metadata[key]=value, key and value URL-encoded, on every page.
+func TestMetadataFilterOnEveryPage(t *testing.T) {
+	page := func(more bool, next string) answer {
+		n := "null"
+		if next != "" {
+			n = `"` + next + `"`
+		}
+		return answer{status: 200, body: `{"object":"list","data":[` + paymentJSON + `],"has_more":` +
+			map[bool]string{true: "true", false: "false"}[more] + `,"next_cursor":` + n + `}`}
+	}
+	s, c := newStub(t, page(true, "cur_1"), page(true, "cur_2"), page(false, ""))
+	filter := MetadataFilter{"order id": "A&B", "region": "east=1 [x]"}
+	seq := c.Payments.List(context.Background(), &ListPaymentsParams{Metadata: &filter, Limit: Ptr(1)})
+	filter["region"] = "changed after the call" // the list keeps the filter it was given
+	got, err := Collect(seq)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("listed %d, %v", len(got), err)
+	}
+	calls := s.snapshot()
+	if len(calls) != 3 {
+		t.Fatalf("%d requests, want 3", len(calls))
+	}
+	for i, call := range calls {
+		if !strings.Contains(call.query, "metadata[order+id]=A%26B") {
+			t.Errorf("page %d: raw query %q", i, call.query)
+		}
+		q, err := url.ParseQuery(call.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := url.Values{"metadata[order id]": {"A&B"}, "metadata[region]": {"east=1 [x]"}, "limit": {"1"}}
+		if i > 0 {
+			want["cursor"] = []string{[]string{"", "cur_1", "cur_2"}[i]}
+		}
+		if !reflect.DeepEqual(q, want) {
+			t.Errorf("page %d: query %v, want %v", i, q, want)
+		}
+	}
+
+	// A nil or empty filter sends no metadata parameter.
+	s, c = newStub(t, answer{status: 200, body: `{"object":"list","data":[],"has_more":false,"next_cursor":null}`})
+	for _, f := range []*MetadataFilter{nil, {}} {
+		if _, err := Collect(c.VirtualAccounts.List(context.Background(), &ListVirtualAccountsParams{Metadata: f})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, call := range s.snapshot() {
+		if call.query != "" {
+			t.Errorf("request %d with an empty filter: query %q", i, call.query)
+		}
 	}
 }

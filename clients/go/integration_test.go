@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -91,6 +92,7 @@ type recorder struct {
 type attempt struct {
 	at             time.Time
 	method, path   string
+	query          string // the raw query string
 	status         int
 	retryAfter     string
 	idempotencyKey string
@@ -114,7 +116,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	exercised.Unlock()
 	r.mu.Lock()
 	r.attempts = append(r.attempts, attempt{
-		at: time.Now(), method: req.Method, path: path, status: resp.StatusCode,
+		at: time.Now(), method: req.Method, path: path, query: req.URL.RawQuery, status: resp.StatusCode,
 		retryAfter: resp.Header.Get("Retry-After"), idempotencyKey: req.Header.Get("Idempotency-Key"),
 	})
 	r.mu.Unlock()
@@ -368,7 +370,7 @@ func TestJourney(t *testing.T) {
 	t.Parallel()
 	ctx := ctxFor(t)
 	op := operator(t)
-	plat, c, _ := newPlatform(t, ctx)
+	plat, c, platKey := newPlatform(t, ctx)
 
 	t.Run("operator platforms", func(t *testing.T) {
 		got := must(op.Platforms.Retrieve(ctx, plat.Id))(t)
@@ -649,6 +651,124 @@ func TestJourney(t *testing.T) {
 		csv := must(c.VirtualAccounts.StatementCSV(ctx, va.Id, month))(t)
 		if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); len(lines) < 2 || !strings.Contains(string(csv), ",") {
 			t.Fatalf("statement CSV: %q", csv)
+		}
+	})
+
+	t.Run("metadata filters", func(t *testing.T) {
+		fc, rec := newClient(t, platKey)
+		// The lists are compared as sets of ids.
+		want := func(ids ...string) []string { sort.Strings(ids); return ids }
+		listAccounts := func(t *testing.T, f treasury.MetadataFilter, limit int) []string {
+			t.Helper()
+			var out []string
+			for a, err := range fc.VirtualAccounts.List(ctx, &treasury.ListVirtualAccountsParams{Metadata: &f, Limit: treasury.Ptr(limit)}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range f {
+					if a.Metadata[k] != v {
+						t.Fatalf("account %s listed for %s=%s has metadata %v", a.Id, k, v, a.Metadata)
+					}
+				}
+				out = append(out, a.Id)
+			}
+			return want(out...)
+		}
+		listPayments := func(t *testing.T, f treasury.MetadataFilter) []string {
+			t.Helper()
+			var out []string
+			for p, err := range fc.Payments.List(ctx, &treasury.ListPaymentsParams{Metadata: &f, Limit: treasury.Ptr(1)}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, p.Id)
+			}
+			return want(out...)
+		}
+
+		// Three accounts, and three payments out of the funded account, with
+		// different metadata; one key needs URL-encoding, and its value holds a '&'.
+		gold := treasury.Metadata{"region": "east", "tier": "gold", "order id": "A&B"}
+		silver := treasury.Metadata{"region": "east", "tier": "silver"}
+		west := treasury.Metadata{"region": "west", "tier": "gold", "order id": "A"}
+		var accounts, payments []string
+		for _, md := range []treasury.Metadata{gold, silver, west} {
+			a := must(fc.VirtualAccounts.Create(ctx, treasury.CreateVirtualAccountRequest{
+				PlatformId: plat.Id, EntityRef: unique("meta"), Type: treasury.CreateVirtualAccountRequestTypeChecking,
+				Metadata: &md,
+			}))(t)
+			accounts = append(accounts, a.Id)
+			p := must(fc.Payments.Create(ctx, treasury.PaymentRequest{
+				VirtualAccountId: va.Id, Amount: 1_000, Rail: treasury.PaymentRequestRailRtp,
+				Destination: goodDestination, Metadata: &md,
+			}))(t)
+			payments = append(payments, p.Id)
+		}
+
+		cases := []struct {
+			filter treasury.MetadataFilter
+			want   []int // indexes into accounts and payments
+		}{
+			{treasury.MetadataFilter{"region": "east"}, []int{0, 1}},
+			{treasury.MetadataFilter{"tier": "gold"}, []int{0, 2}},
+			{treasury.MetadataFilter{"region": "east", "tier": "gold"}, []int{0}},
+			{treasury.MetadataFilter{"region": "west", "tier": "silver"}, nil},
+			{treasury.MetadataFilter{"order id": "A&B"}, []int{0}},
+			{treasury.MetadataFilter{"order id": "A"}, []int{2}},
+			{treasury.MetadataFilter{"order id": "A&B", "region": "east"}, []int{0}},
+			{treasury.MetadataFilter{"region": "north"}, nil},
+		}
+		for _, tc := range cases {
+			var wantAccounts, wantPayments []string
+			for _, i := range tc.want {
+				wantAccounts = append(wantAccounts, accounts[i])
+				wantPayments = append(wantPayments, payments[i])
+			}
+			if got := listAccounts(t, tc.filter, 1); !reflect.DeepEqual(got, want(wantAccounts...)) {
+				t.Errorf("accounts with %v: %v, want %v", tc.filter, got, want(wantAccounts...))
+			}
+			if got := listPayments(t, tc.filter); !reflect.DeepEqual(got, want(wantPayments...)) {
+				t.Errorf("payments with %v: %v, want %v", tc.filter, got, want(wantPayments...))
+			}
+		}
+
+		// Walked a page at a time, every page's request carries the filter,
+		// encoded.
+		requests := func(list func()) []string {
+			before := len(rec.snapshot())
+			list()
+			var queries []string
+			for _, a := range rec.snapshot()[before:] {
+				if a.method == "GET" && a.path == "/virtual-accounts" {
+					queries = append(queries, a.query)
+				}
+			}
+			return queries
+		}
+		queries := requests(func() {
+			f := treasury.MetadataFilter{"order id": "A&B", "tier": "gold"}
+			if got := listAccounts(t, f, 1); !reflect.DeepEqual(got, accounts[:1]) {
+				t.Fatalf("accounts with %v: %v", f, got)
+			}
+		})
+		for _, q := range queries {
+			if !strings.Contains(q, "metadata[order+id]=A%26B&metadata[tier]=gold") {
+				t.Fatalf("a request of the list: %q", q)
+			}
+		}
+		queries = requests(func() {
+			f := treasury.MetadataFilter{"tier": "gold"}
+			if got := listAccounts(t, f, 1); !reflect.DeepEqual(got, want(accounts[0], accounts[2])) {
+				t.Fatalf("accounts with %v: %v", f, got)
+			}
+		})
+		if len(queries) < 2 {
+			t.Fatalf("two accounts a page at a time in %d requests", len(queries))
+		}
+		for i, q := range queries {
+			if !strings.Contains(q, "metadata[tier]=gold") || (i > 0) != strings.Contains(q, "cursor=") {
+				t.Fatalf("request %d of the list: %q", i, q)
+			}
 		}
 	})
 

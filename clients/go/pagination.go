@@ -1,6 +1,9 @@
 package treasury
 
-import "iter"
+import (
+	"iter"
+	"maps"
+)
 
 // paginate walks every page of a list: fetch gets one page from a cursor (nil
 // for the first page) and returns its data, has_more and next_cursor. The
@@ -49,4 +52,16 @@ func valueOf[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// metadataFilter returns the filter a list sends on every page
+// (metadata[key]=value, deepObject; several pairs all match): a copy taken
+// when the list is called, so a change to the caller's map does not reach the
+// later pages, and nil for a nil or empty filter, which sends nothing.
+func metadataFilter(f *MetadataFilter) *MetadataFilter {
+	if f == nil || len(*f) == 0 {
+		return nil
+	}
+	m := maps.Clone(*f)
+	return &m
 }

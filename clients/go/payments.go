@@ -43,9 +43,12 @@ func (s *PaymentsService) Retrieve(ctx context.Context, id string, opts ...Reque
 	return result(r.HTTPResponse, r.Body, r.JSON200)
 }
 
-// List walks every payment, newest first (GET /payments).
+// List walks every payment, newest first (GET /payments). params.Metadata
+// filters on metadata: each pair is sent as metadata[key]=value (key and value
+// URL-encoded) on every page's request, and a payment must match them all.
 func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams, opts ...RequestOption) iter.Seq2[Payment, error] {
 	p := valueOf(params)
+	p.Metadata = metadataFilter(p.Metadata)
 	return paginate(p.Cursor, func(cursor *string) ([]Payment, bool, *string, error) {
 		q := p // a copy per page: the sequence may be walked more than once
 		q.Cursor = cursor

@@ -239,6 +239,7 @@ type (
 	ListWebhooksParams                         = api.ListWebhooksParams
 	ListWebhooksResponse200Headers             = api.ListWebhooksResponse200Headers
 	Metadata                                   = api.Metadata
+	MetadataFilter                             = api.MetadataFilter
 	Month                                      = api.Month
 	OperatorDecideKYBJSONRequestBody           = api.OperatorDecideKYBJSONRequestBody
 	OperatorDecideKYBParams                    = api.OperatorDecideKYBParams

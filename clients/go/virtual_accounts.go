@@ -31,8 +31,12 @@ func (s *VirtualAccountsService) Retrieve(ctx context.Context, id string, opts .
 }
 
 // List walks every virtual account, newest first (GET /virtual-accounts).
+// params.Metadata filters on metadata: each pair is sent as
+// metadata[key]=value (key and value URL-encoded) on every page's request, and
+// an account must match them all.
 func (s *VirtualAccountsService) List(ctx context.Context, params *ListVirtualAccountsParams, opts ...RequestOption) iter.Seq2[VirtualAccount, error] {
 	p := valueOf(params)
+	p.Metadata = metadataFilter(p.Metadata)
 	return paginate(p.Cursor, func(cursor *string) ([]VirtualAccount, bool, *string, error) {
 		q := p // a copy per page: the sequence may be walked more than once
 		q.Cursor = cursor

@@ -80,6 +80,8 @@ func GetVirtualAccount(ctx context.Context, db eventstore.DB, s Scope, id string
 type AccountFilter struct {
 	EntityRef string
 	Status    string
+	// Metadata: every pair must be in the account's metadata.
+	Metadata map[string]string
 }
 
 // ListVirtualAccounts lists the scope's accounts, newest first.
@@ -87,8 +89,9 @@ func ListVirtualAccounts(ctx context.Context, db eventstore.DB, s Scope, f Accou
 	rows, err := db.Query(ctx, `SELECT `+accountColumns+`
         FROM virtual_accounts v JOIN account_balances b ON b.virtual_account_id = v.id`+kybJoin+`
         WHERE v.platform_id = $1 AND v.environment = $2 AND ($3 = '' OR v.entity_ref = $3)
-          AND ($4 = '' OR v.status = $4) AND ($5 = '' OR v.id < $5)
-        ORDER BY v.id DESC LIMIT $6`, s.PlatformID, s.Environment.String(), f.EntityRef, f.Status, page.After, page.Limit+1)
+          AND ($4 = '' OR v.status = $4) AND ($5 = '' OR v.id < $5) AND ($7 = '' OR v.metadata @> $7::jsonb)
+        ORDER BY v.id DESC LIMIT $6`, s.PlatformID, s.Environment.String(), f.EntityRef, f.Status, page.After, page.Limit+1,
+		metadataFilter(f.Metadata))
 	if err != nil {
 		return List[VirtualAccountView]{}, err
 	}

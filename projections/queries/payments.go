@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -91,6 +92,8 @@ type PaymentFilter struct {
 	Rail             string
 	IdempotencyKey   string
 	Created          TimeRange
+	// Metadata: every pair must be in the payment's metadata.
+	Metadata map[string]string
 }
 
 // ListPayments lists the scope's payments, newest first. Its statement
@@ -107,6 +110,7 @@ func ListPayments(ctx context.Context, db eventstore.DB, s Scope, f PaymentFilte
 	// primary key, naming the payment it made.
 	w.add(`id = (SELECT resource_id FROM idempotency_keys WHERE scope = $1 AND environment = $2 AND key = ?)
           AND idempotency_key = ?`, f.IdempotencyKey)
+	w.add("metadata @> ?::jsonb", metadataFilter(f.Metadata))
 	w.add("created_at >= ?", f.Created.After)
 	w.add("created_at < ?", f.Created.Before)
 	w.add("id < ?", page.After)
@@ -145,6 +149,16 @@ func (w *where) add(cond string, v any) {
 	}
 	w.args = append(w.args, v)
 	w.sql += " AND " + strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(w.args)))
+}
+
+// metadataFilter is a metadata filter as the jsonb containment operand
+// (@>), or "" for none.
+func metadataFilter(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return string(b)
 }
 
 // Metadata is metadata as the API shows it: an empty object, never null.

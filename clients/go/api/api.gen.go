@@ -5204,6 +5204,9 @@ type KYBVerificationId = string
 // Limit defines model for Limit.
 type Limit = int
 
+// MetadataFilter defines model for MetadataFilter.
+type MetadataFilter map[string]string
+
 // Month Examples: 2026-01
 type Month = string
 
@@ -5446,6 +5449,9 @@ type CutACHFilesParams struct {
 
 // ListPaymentsParams defines parameters for ListPayments.
 type ListPaymentsParams struct {
+	// Metadata Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`.
+	Metadata *MetadataFilter `json:"metadata,omitempty"`
+
 	// Limit Page size, 1 to 100 (else 400, `param` `limit`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -5605,6 +5611,9 @@ type SimulatePaymentFailParams struct {
 
 // ListVirtualAccountsParams defines parameters for ListVirtualAccounts.
 type ListVirtualAccountsParams struct {
+	// Metadata Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`.
+	Metadata *MetadataFilter `json:"metadata,omitempty"`
+
 	// Limit Page size, 1 to 100 (else 400, `param` `limit`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -10038,6 +10047,18 @@ func NewListPaymentsRequest(server string, params *ListPaymentsParams) (*http.Re
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Metadata != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("deepObject", true, "metadata", *params.Metadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -11167,6 +11188,18 @@ func NewListVirtualAccountsRequest(server string, params *ListVirtualAccountsPar
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Metadata != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("deepObject", true, "metadata", *params.Metadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Limit != nil {
 

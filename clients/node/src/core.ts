@@ -256,7 +256,10 @@ export class APIClient {
     }
   }
 
-  /** The absolute URL of `path` with `query` encoded (undefined and null values left out). */
+  /**
+   * The absolute URL of `path` with `query` encoded (undefined and null values left out; a Date as
+   * ISO 8601; an object, such as a `metadata` filter, as `name[key]=value` pairs).
+   */
   buildURL(path: string, query?: object): string {
     const url = new URL(this.baseURL + (path.startsWith('/') ? path : `/${path}`));
     for (const [key, value] of Object.entries((query ?? {}) as Record<string, QueryValue>)) {
@@ -264,7 +267,12 @@ export class APIClient {
       if (value instanceof Date) {
         url.searchParams.append(key, value.toISOString());
       } else if (typeof value === 'object') {
-        for (const [k, v] of Object.entries(value)) url.searchParams.append(`${key}[${k}]`, String(v));
+        // deepObject (e.g. `metadata`): each pair as `key[k]=v`, key and value URL-encoded; an
+        // empty map sends nothing (a bare `metadata=` is 400).
+        for (const [k, v] of Object.entries(value)) {
+          if (v === undefined || v === null) continue;
+          url.searchParams.append(`${key}[${k}]`, String(v));
+        }
       } else {
         url.searchParams.append(key, String(value));
       }

@@ -1156,6 +1156,8 @@ export interface ListAPIKeysParams {
 
 /** Query parameters of `GET /virtual-accounts` (`listVirtualAccounts`). */
 export interface ListVirtualAccountsParams {
+  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL; a key given twice, or a bare `metadata=…`, is 400 `param` `metadata`. */
+  metadata?: Record<string, string>;
   /** Page size, 1 to 100 (else 400, `param` `limit`). */
   limit?: number;
   /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */
@@ -1234,6 +1236,8 @@ export interface ExportLedgerParams {
 
 /** Query parameters of `GET /payments` (`listPayments`). */
 export interface ListPaymentsParams {
+  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL; a key given twice, or a bare `metadata=…`, is 400 `param` `metadata`. */
+  metadata?: Record<string, string>;
   /** Page size, 1 to 100 (else 400, `param` `limit`). */
   limit?: number;
   /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */

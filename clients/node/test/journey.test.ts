@@ -381,6 +381,74 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     await expectError(sb.payments.cancel(done[0]!.id), ConflictError, 'payment_not_cancelable');
   });
 
+  test('lists filter on metadata (deepObject), the filter kept on every page', async () => {
+    // A client of its own that notes every URL it requests (and still records routes).
+    const urls: URL[] = [];
+    const filtered = new Treasury({
+      apiKey: sandboxKey,
+      baseURL: BASE_URL,
+      fetch: (input, init) => {
+        urls.push(new URL(String(input)));
+        return recordingFetch(input, init);
+      },
+    });
+    const tag = `mf-${RUN}`; // only this test's resources carry it
+    const metas: Record<string, string>[] = [
+      { batch: tag, region: 'east', tier: 'gold', 'order id': 'A&B' },
+      { batch: tag, region: 'east', tier: 'silver' },
+      { batch: tag, region: 'west', tier: 'gold', 'order id': 'A' },
+    ];
+    const [vx, vy, vz] = await Promise.all(
+      metas.map((metadata, i) =>
+        sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-mf${i}-${RUN}`, type: 'checking', metadata }),
+      ),
+    );
+    const [px, py, pz] = await Promise.all(
+      metas.map((metadata, i) =>
+        sb.payments.create({ virtual_account_id: va1.id, amount: 500 + i, rail: 'rtp', destination: DEST, metadata }),
+      ),
+    );
+
+    /** The ids a filtered list returns, walking pages of one item; checks every page's request kept the filter. */
+    const ids = async (resource: 'payments' | 'virtualAccounts', metadata: Record<string, string>) => {
+      urls.length = 0;
+      const list =
+        resource === 'payments'
+          ? filtered.payments.list({ metadata, limit: 1 })
+          : filtered.virtualAccounts.list({ metadata, limit: 1 });
+      const got = (await list.toArray()).map((x) => x.id).sort();
+      assert.equal(urls.length, Math.max(1, got.length), `one request per page: ${urls.join(' ')}`);
+      for (const [i, u] of urls.entries()) {
+        const sent = Object.fromEntries(
+          [...u.searchParams].filter(([k]) => k.startsWith('metadata[')).map(([k, v]) => [k.slice(9, -1), v]),
+        );
+        assert.deepEqual(sent, metadata, `page ${i + 1}: ${u}`);
+        assert.equal(u.searchParams.has('cursor'), i > 0);
+      }
+      return got;
+    };
+    const sorted = (...xs: { id: string }[]) => xs.map((x) => x.id).sort();
+
+    for (const [resource, [x, y, z]] of [
+      ['virtualAccounts', [vx!, vy!, vz!]],
+      ['payments', [px!, py!, pz!]],
+    ] as const) {
+      assert.deepEqual(await ids(resource, { batch: tag }), sorted(x, y, z), `${resource}: one pair`);
+      assert.deepEqual(await ids(resource, { batch: tag, region: 'east' }), sorted(x, y), `${resource}: two pairs`);
+      assert.deepEqual(await ids(resource, { region: 'east', tier: 'gold', batch: tag }), sorted(x), `${resource}: three pairs`);
+      assert.deepEqual(await ids(resource, { 'order id': 'A&B' }), sorted(x), `${resource}: a key and value needing encoding`);
+      assert.deepEqual(await ids(resource, { 'order id': 'A', batch: tag }), sorted(z), `${resource}: "A" is not "A&B"`);
+      assert.deepEqual(await ids(resource, { batch: tag, region: 'north' }), [], `${resource}: no match`);
+    }
+    assert.ok(urls.at(-1)!.search.includes('metadata%5Bregion%5D=north'), String(urls.at(-1)));
+
+    // Other filters combine with it; the server refuses a bad filter with 400 param metadata.
+    const mineOnly = await sb.payments.list({ virtual_account_id: va1.id, metadata: { batch: tag, tier: 'gold' } }).toArray();
+    assert.deepEqual(mineOnly.map((p) => p.id).sort(), sorted(px!, pz!));
+    const tooLong = await expectError(sb.virtualAccounts.list({ metadata: { ['k'.repeat(41)]: 'v' } }).firstPage(), BadRequestError);
+    assert.match(tooLong.param ?? '', /^metadata($|\.)/); // the server names the key: `metadata.kkk…`
+  });
+
   test('with auto_settle off, simulations complete and fail submitted ACH payments', async () => {
     await sb.platform.settings.update({ sandbox: { auto_settle: false } });
     try {

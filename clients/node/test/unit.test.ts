@@ -321,6 +321,28 @@ describe('retries', () => {
       await s.close();
     }
   });
+
+  test('a metadata filter is sent as metadata[key]=value (URL-encoded) on every page', async () => {
+    const s = await stub([
+      { status: 200, body: { object: 'list', data: [{ id: 1 }], has_more: true, next_cursor: 'c1' } },
+      { status: 200, body: { object: 'list', data: [{ id: 2 }], has_more: false, next_cursor: null } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const ids = (await client.virtualAccounts.list({ metadata: { region: 'east', 'order id': 'A&B' }, limit: 1 }).toArray()).map((a: any) => a.id);
+      assert.deepEqual(ids, [1, 2]);
+      const first = '/v1/virtual-accounts?metadata%5Bregion%5D=east&metadata%5Border+id%5D=A%26B&limit=1';
+      assert.equal(s.seen[0]!.url, first);
+      assert.equal(s.seen[1]!.url, `${first}&cursor=c1`);
+      const q = new URL(s.seen[1]!.url, 'http://x').searchParams;
+      assert.equal(q.get('metadata[order id]'), 'A&B');
+      assert.equal(q.get('metadata[region]'), 'east');
+      await client.payments.list({ metadata: {} });
+      assert.equal(s.seen[2]!.url, '/v1/payments', 'an empty filter sends nothing');
+    } finally {
+      await s.close();
+    }
+  });
 });
 
 describe('webhook verification (unit)', () => {

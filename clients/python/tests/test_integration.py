@@ -680,6 +680,67 @@ class Journey(unittest.TestCase):
             OP.platforms.update(p["id"], rate_limit=None)
         self.assertIsNone(OP.platforms.retrieve(p["id"])["rate_limit"])
 
+    # -- metadata filters (issue #18) -----------------------------------------------------
+
+    def assert_filter_on_every_page(self, mark: int, path: str, pairs: Dict[str, str], pages: int) -> None:
+        from urllib.parse import parse_qs, urlsplit
+        sent = [x for x in exchanges_since(mark) if x.method == "GET" and x.path.endswith(path)]
+        self.assertEqual(len(sent), pages, f"{pages} pages of {path}")
+        for n, x in enumerate(sent):
+            q = parse_qs(urlsplit(x.url).query)
+            self.assertEqual({k[len("metadata["):-1]: v for k, [v] in q.items() if k.startswith("metadata[")}, pairs,
+                             f"page {n + 1} of {path} keeps the filter")
+            self.assertEqual("cursor" in q, n > 0)
+
+    def test_21_metadata_filters(self) -> None:
+        c: RecordingTreasury = S["client"]
+        pid = S["platform"]["id"]
+        # The key "order id" and the values "A&B", "A+B" need percent-encoding.
+        va = {name: c.virtual_accounts.create(platform_id=pid, entity_ref=f"meta-{name}-{RUN}", type="checking",
+                                              metadata=dict(meta, batch=RUN))["id"]
+              for name, meta in (("a", {"region": "east", "order id": "A&B"}),
+                                 ("b", {"region": "east", "order id": "A+B"}),
+                                 ("c", {"region": "west", "order id": "A&B"}))}
+
+        def accounts(**kw: Any) -> List[str]:
+            return [a["id"] for a in c.virtual_accounts.list(**kw)]
+
+        mark = exchange_mark()
+        self.assertCountEqual(accounts(metadata={"batch": RUN}, limit=1), [va["a"], va["b"], va["c"]])
+        self.assert_filter_on_every_page(mark, "/virtual-accounts", {"batch": RUN}, pages=3)
+        self.assertCountEqual(accounts(metadata={"region": "east"}), [va["a"], va["b"]])
+        self.assertCountEqual(accounts(metadata={"order id": "A&B"}), [va["a"], va["c"]])
+        self.assertCountEqual(accounts(metadata={"order id": "A+B"}), [va["b"]])
+        self.assertCountEqual(accounts(metadata={"region": "east", "order id": "A&B"}), [va["a"]])
+        self.assertCountEqual(accounts(metadata={"region": "west", "order id": "A+B"}), [])
+        self.assertCountEqual(accounts(metadata={"role": "main"}), [S["va"]["main"]], "metadata of test_05")
+        self.assertCountEqual(accounts(metadata={"region": "east"}, entity_ref=f"meta-b-{RUN}"), [va["b"]])
+        with self.assertRaises(BadRequestError) as cm:  # a bare metadata= is refused
+            c.virtual_accounts._get("/virtual-accounts", query={"metadata": "east"})
+        self.assertEqual(cm.exception.param, "metadata")
+
+        main = S["va"]["main"]
+        pay = {name: c.payments.create(virtual_account_id=main, amount=500 + n, rail="rtp", destination=DEST,
+                                       metadata=dict(meta, batch=RUN))["id"]
+               for n, (name, meta) in enumerate((("p1", {"invoice": "42", "order id": "A&B"}),
+                                                 ("p2", {"invoice": "42", "order id": "A+B"}),
+                                                 ("p3", {"invoice": "43", "order id": "A&B"})))}
+
+        def payments(**kw: Any) -> List[str]:
+            return [p["id"] for p in c.payments.list(**kw)]
+
+        mark = exchange_mark()
+        self.assertCountEqual(payments(metadata={"batch": RUN}, limit=2), [pay["p1"], pay["p2"], pay["p3"]])
+        self.assert_filter_on_every_page(mark, "/payments", {"batch": RUN}, pages=2)
+        self.assertCountEqual(payments(metadata={"invoice": "42"}), [pay["p1"], pay["p2"]])
+        self.assertCountEqual(payments(metadata={"order id": "A&B"}), [pay["p1"], pay["p3"]])
+        self.assertCountEqual(payments(metadata={"invoice": "42", "order id": "A&B"}), [pay["p1"]])
+        self.assertCountEqual(payments(metadata={"invoice": "42", "order id": "A&B"}, virtual_account_id=main,
+                                       rail="rtp"), [pay["p1"]])
+        self.assertCountEqual(payments(metadata={"invoice": "43", "order id": "A+B"}), [])
+        self.assertCountEqual(payments(metadata={"rail": "fednow"}), [S["rail_payments"][RAILS.index("fednow")]],
+                              "metadata of test_10")
+
     # -- every route was exercised ----------------------------------------------------------
 
     def test_99_every_route_was_called(self) -> None:

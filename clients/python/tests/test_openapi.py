@@ -298,6 +298,12 @@ class ParametersTest(unittest.TestCase):
                 for name, schema in body_props.items():
                     problems = compare(hints[wire[name]], schema, f"{route} body.{name}", check_nullable=False)
                     self.assertEqual(problems, [])
+                for p in params:
+                    if p["in"] == "query" and p["name"] not in body_props:
+                        # Its type too: a deepObject filter (metadata) is a dict, not a string.
+                        problems = compare(hints[wire[p["name"]]], p.get("schema", {}), f"{route} query {p['name']}",
+                                           check_nullable=False)
+                        self.assertEqual(problems, [])
 
 
 def returned_models(route: str, method: Any) -> List[Tuple[str, Any]]:

@@ -211,6 +211,35 @@ class StubTest(unittest.TestCase):
             self.assertEqual([p["id"] for p in page], ["pay_3", "pay_2", "pay_1"])
             self.assertEqual(len(list(page.iter_pages())), 2)
 
+    def test_a_metadata_filter_is_a_deep_object_on_every_page(self) -> None:
+        pages = {
+            None: {"object": "list", "data": [{"id": "va_2"}], "has_more": True, "next_cursor": "c1"},
+            "c1": {"object": "list", "data": [{"id": "va_1"}], "has_more": False, "next_cursor": None},
+        }
+
+        def respond(r: support.Received):  # type: ignore[no-untyped-def]
+            from urllib.parse import parse_qs, urlsplit
+            query = urlsplit(r.path).query
+            self.assertIn("metadata%5Border+id%5D=A%26B", query, "key and value percent-encoded")
+            q = parse_qs(query)
+            self.assertEqual(q["metadata[order id]"], ["A&B"])
+            self.assertEqual(q["metadata[tier]"], ["gold"])
+            self.assertNotIn("metadata", q, "never a bare metadata=")
+            return json_answer(200, pages[q.get("cursor", [None])[0]])
+
+        with LocalServer(respond) as server:
+            wanted = {"order id": "A&B", "tier": "gold"}
+            page = self.client(server).virtual_accounts.list(metadata=wanted, limit=1)
+            wanted["tier"] = "changed"  # the caller's dict changing later changes no page
+            self.assertEqual([a["id"] for a in page], ["va_2", "va_1"])
+            self.assertEqual(len(server.all), 2, "both pages asked with the filter")
+        with LocalServer(scripted(json_answer(200, {"object": "list", "data": [], "has_more": False,
+                                                    "next_cursor": None}))) as server:
+            self.client(server).payments.list(metadata={})
+            self.assertEqual(server.all[0].path, "/v1/payments", "an empty filter sends nothing")
+            with self.assertRaises(TypeError):
+                self.client(server).payments.list(metadata={"invoice": None})  # type: ignore[dict-item]
+
     def test_ids_are_quoted_into_one_path_segment(self) -> None:
         with LocalServer(scripted(json_answer(200, {"id": "x"}))) as server:
             self.client(server).payments.retrieve("../platform?x=1")

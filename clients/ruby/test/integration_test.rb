@@ -344,6 +344,47 @@ class IntegrationTest < Minitest::Test
     assert_equal first.id, error.resource_id
   end
 
+  # Lists filtered on metadata (`metadata[key]=value`, every pair matching), on every page. After
+  # test_08, which counts accounts and payments.
+  def test_08c_lists_filtered_on_metadata
+    open = lambda do |name, metadata|
+      client.virtual_accounts.create(platform_id: S[:platform], entity_ref: "#{name}-#{RUN}", type: "checking",
+                                     metadata: metadata).id
+    end
+    va1 = open.call("meta-1", { "order id" => "A&B", "region" => "east" })
+    va2 = open.call("meta-2", { "order id" => "A&B", "region" => "west" })
+    va3 = open.call("meta-3", { "order id" => "A", "region" => "east" })
+    accounts = ->(**q) { client.virtual_accounts.list(**q).map(&:id).sort }
+    assert_equal [va1, va2].sort, accounts.call(metadata: { "order id" => "A&B" })
+    assert_equal [va1], accounts.call(metadata: { "order id" => "A&B", region: "east" })
+    assert_equal [va3], accounts.call(metadata: { "order id" => "A" })
+    assert_empty accounts.call(metadata: { "order id" => "A&B", "region" => "north" })
+    assert_equal [S[:a]], accounts.call(metadata: { "entity" => "acme" }) # step 2's metadata
+
+    # One item a page: the filter goes with every page's request (the cursor alone would not keep it).
+    before = Recorder.calls.size
+    assert_equal [va1, va3].sort, accounts.call(metadata: { "region" => "east" }, limit: 1)
+    pages = Recorder.calls[before..].select { |c| c.method == :get && c.uri.path.end_with?("/virtual-accounts") }
+    assert_operator pages.size, :>=, 2, "pages of one: #{pages.map { |c| c.uri.query }}"
+    assert(pages.all? { |c| c.uri.query.include?("metadata[region]=east") }, pages.map { |c| c.uri.query }.inspect)
+    assert(pages.drop(1).all? { |c| c.uri.query.include?("cursor=") })
+
+    # Payments out of the funded, approved account of step 2.
+    p1 = pay("rtp", 201, metadata: { "order id" => "A&B", "tier" => "gold" }).id
+    p2 = pay("rtp", 202, metadata: { "order id" => "A&B", "tier" => "silver" }).id
+    p3 = pay("fednow", 203, metadata: { "order id" => "A", "tier" => "gold" }).id
+    payments = ->(**q) { client.payments.list(**q).map(&:id).sort }
+    assert_equal [p1, p2].sort, payments.call(metadata: { "order id" => "A&B" })
+    assert_equal [p1], payments.call(metadata: { "order id" => "A&B", "tier" => "gold" })
+    assert_equal [p1, p3].sort, payments.call(metadata: { "tier" => "gold" }, limit: 1)
+    assert_equal [p3], payments.call(metadata: { "tier" => "gold" }, rail: "fednow")
+    assert_empty payments.call(metadata: { "order id" => "A&B" }, virtual_account_id: S[:b])
+
+    # A bare `metadata=` (not a Hash) is the server's 400.
+    error = assert_api_error(Treasury::BadRequestError, status: 400) { client.payments.list(metadata: "A&B").to_a }
+    assert_equal "metadata", error.param
+  end
+
   def test_09_webhooks_are_received_and_verified
     receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
     endpoint = client.webhooks.create(url: receiver.url("/hooks/treasury"), events: ["*"],

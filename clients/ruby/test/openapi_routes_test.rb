@@ -69,6 +69,26 @@ class OpenAPIRoutesTest < Minitest::Test
     "POST /operator/rails/ach/files" => ->(c) { c.rails.ach_files.cut }
   }.freeze
 
+  # "METHOD /path" of each operation with query parameters => how the client calls it with them.
+  QUERY_ROUTES = {
+    "GET /operator/platforms" => ->(c, **q) { c.platforms.list(**q) },
+    "GET /platform/api-keys" => ->(c, **q) { c.platform.api_keys.list(**q) },
+    "GET /platform/revenue-share" => ->(c, **q) { c.platform.revenue_share(**q) },
+    "GET /virtual-accounts" => ->(c, **q) { c.virtual_accounts.list(**q) },
+    "GET /virtual-accounts/{id}/balance" => ->(c, **q) { c.virtual_accounts.balance("va_1", **q) },
+    "GET /virtual-accounts/{id}/transactions" => ->(c, **q) { c.virtual_accounts.transactions("va_1", **q) },
+    "GET /virtual-accounts/{id}/statements/{month}" => ->(c, **q) { c.virtual_accounts.statement("va_1", "2026-01", **q) },
+    "GET /ledger/accounts" => ->(c, **q) { c.ledger.accounts.list(**q) },
+    "GET /ledger/entries" => ->(c, **q) { c.ledger.entries.list(**q) },
+    "GET /ledger/exports" => ->(c, **q) { c.ledger.export(**q) },
+    "GET /payments" => ->(c, **q) { c.payments.list(**q) },
+    "GET /kyb" => ->(c, **q) { c.kyb.list(**q) },
+    "GET /events" => ->(c, **q) { c.events.list(**q) },
+    "GET /webhooks" => ->(c, **q) { c.webhooks.list(**q) },
+    "GET /webhooks/{id}/deliveries" => ->(c, **q) { c.webhooks.deliveries.list("wh_1", **q) },
+    "GET /operator/rails/ach/files" => ->(c, **q) { c.rails.ach_files.list(**q) }
+  }.freeze
+
   # Routes that are not the API's resources.
   NOT_CLIENT_ROUTES = ["GET /openapi.json"].freeze
 
@@ -76,6 +96,23 @@ class OpenAPIRoutesTest < Minitest::Test
     doc = JSON.parse(File.read(OPENAPI_PATH))
     doc["paths"].flat_map do |path, item|
       item.keys.select { |m| %w[get post put patch delete].include?(m) }.map { |m| "#{m.upcase} #{path}" }
+    end
+  end
+
+  # "GET /payments" => {"limit" => {"in" => "query", ...}, "metadata" => {..., "style" => "deepObject"}, ...}
+  def self.query_parameters
+    doc = JSON.parse(File.read(OPENAPI_PATH))
+    resolve = lambda do |param|
+      ref = param["$ref"]
+      ref ? doc.dig(*ref.delete_prefix("#/").split("/")) : param
+    end
+    doc["paths"].each_with_object({}) do |(path, item), out|
+      item.each do |method, op|
+        next unless %w[get post put patch delete].include?(method)
+
+        params = ((item["parameters"] || []) + (op["parameters"] || [])).map(&resolve).select { |p| p["in"] == "query" }
+        out["#{method.upcase} #{path}"] = params.to_h { |p| [p["name"], p] } unless params.empty?
+      end
     end
   end
 
@@ -90,6 +127,34 @@ class OpenAPIRoutesTest < Minitest::Test
     ops = self.class.operations - NOT_CLIENT_ROUTES
     assert_empty ops - ROUTES.keys, "operations of openapi.json without a client method in ROUTES"
     assert_empty ROUTES.keys - ops, "ROUTES entries that openapi.json does not have"
+  end
+
+  def test_every_query_parameter_has_a_client_parameter
+    params = self.class.query_parameters
+    assert_empty params.keys - QUERY_ROUTES.keys, "operations with query parameters missing from QUERY_ROUTES"
+    assert_empty QUERY_ROUTES.keys - params.keys, "QUERY_ROUTES entries without query parameters in openapi.json"
+  end
+
+  # Each query parameter of the document, given to its method, goes over the wire under its name
+  # (a deepObject one as `name[key]=value`).
+  def test_each_query_parameter_is_sent
+    stub = StubServer.new do
+      [200, { "Content-Type" => "application/json" }, '{"object":"list","data":[],"has_more":false,"next_cursor":null}']
+    end
+    client = Treasury::Client.new(api_key: "k", base_url: stub.url("/v1"), max_retries: 0)
+    self.class.query_parameters.each do |route, params|
+      args = params.to_h do |name, param|
+        value = param["style"] == "deepObject" ? { "k" => "v" } : "x"
+        [name.to_sym, value]
+      end
+      before = stub.requests.size
+      QUERY_ROUTES.fetch(route).call(client, **args)
+      sent = URI.decode_www_form(URI.parse(stub.requests[before].path).query.to_s).map(&:first)
+      expected = params.map { |name, param| param["style"] == "deepObject" ? "#{name}[k]" : name }
+      assert_equal expected.sort, sent.sort, "#{route} sent #{sent.inspect}"
+    end
+  ensure
+    stub&.close
   end
 
   def test_each_method_sends_its_operation

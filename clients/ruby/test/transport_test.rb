@@ -215,6 +215,23 @@ class TransportTest < Minitest::Test
     assert_equal "/v1/virtual-accounts/va%2F..%2Fx/transactions?created_before=2026-02-01", second.path
   end
 
+  def test_metadata_filter_is_a_deep_object_kept_on_every_page
+    stub do |req, i|
+      cursor = i.zero? ? '"c1"' : "null"
+      [200, JSON_TYPE, %({"object":"list","data":[],"has_more":#{i.zero?},"next_cursor":#{cursor}})]
+    end
+    client.payments.list(metadata: { "order id" => "A&B", tier: "gold" }, limit: 1).each_page.to_a
+    client.virtual_accounts.list(metadata: { "region" => "east/1" }).to_a
+    client.virtual_accounts.list(metadata: {}).to_a
+    paths = @stub.requests.map(&:path)
+    assert_equal "/v1/payments?metadata[order+id]=A%26B&metadata[tier]=gold&limit=1", paths[0]
+    assert_equal "/v1/payments?metadata[order+id]=A%26B&metadata[tier]=gold&limit=1&cursor=c1", paths[1]
+    assert_equal "/v1/virtual-accounts?metadata[region]=east%2F1", paths[2]
+    assert_equal "/v1/virtual-accounts", paths[3], "an empty filter sends nothing"
+    assert_equal [["metadata[order id]", "A&B"], ["metadata[tier]", "gold"], %w[limit 1]],
+                 URI.decode_www_form(URI.parse(paths[0]).query)
+  end
+
   def test_nil_is_sent_as_null_and_not_given_is_left_out
     stub { [200, JSON_TYPE, "{}"] }
     Treasury::Client.new(api_key: "op", base_url: @stub.url("/v1")).platforms.update("plt_01", rate_limit: nil)

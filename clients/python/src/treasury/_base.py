@@ -263,16 +263,31 @@ def _lower(items: Any) -> Dict[str, str]:
 
 
 def _encode_query(query: Optional[Mapping[str, Any]]) -> str:
+    """The query string. A mapping value is sent as an OpenAPI ``deepObject``
+    (``style: deepObject, explode: true``): ``{"metadata": {"k": "v"}}`` gives
+    ``metadata[k]=v``, one pair per key, key and value percent-encoded."""
     if not query:
         return ""
     pairs: List[Tuple[str, str]] = []
     for k, v in query.items():
         if v is None or isinstance(v, NotGiven):
             continue
-        if isinstance(v, bool):
-            v = "true" if v else "false"
-        pairs.append((k, str(v)))
+        if isinstance(v, Mapping):
+            for key, value in v.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"the keys of {k} are strings, not {type(key).__name__}")
+                if value is None or not isinstance(value, (str, int, float)):
+                    raise TypeError(f"{k}[{key}] takes a string, not {type(value).__name__}")
+                pairs.append((f"{k}[{key}]", _scalar(value)))
+            continue
+        pairs.append((k, _scalar(v)))
     return urllib.parse.urlencode(pairs)
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 def path_segment(value: str) -> str:

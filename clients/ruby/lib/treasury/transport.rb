@@ -48,7 +48,8 @@ module Treasury
     #
     # @param method [Symbol] :get, :post, :patch or :delete
     # @param path [String] the path under the base URL, e.g. "/payments"
-    # @param query [Hash, nil] query parameters (nil values are left out)
+    # @param query [Hash, nil] query parameters (nil values are left out; a Hash value is sent as
+    #   a deepObject, `name[key]=value` per pair)
     # @param body [Hash, nil] the JSON body
     # @param idempotency_key [String, nil] for a POST: the key to send (a random one when nil)
     # @param accept [String] the Accept header
@@ -136,8 +137,22 @@ module Treasury
     def build_uri(path, query)
       uri = URI.parse(@base_url + path)
       pairs = (query || {}).reject { |_, v| v.nil? || v.equal?(NOT_GIVEN) }
-      uri.query = URI.encode_www_form(pairs.map { |k, v| [k.to_s, query_value(v)] }) unless pairs.empty?
+      parts = pairs.flat_map { |k, v| query_parts(k.to_s, v) }
+      uri.query = parts.join("&") unless parts.empty?
       uri
+    end
+
+    # `name=value`, or for a Hash (an OpenAPI `deepObject`, e.g. the metadata filter) one
+    # `name[key]=value` per pair, key and value URL-encoded (the brackets are sent as they are).
+    # An empty Hash sends nothing.
+    def query_parts(name, value)
+      return ["#{escape(name)}=#{escape(query_value(value))}"] unless value.is_a?(Hash)
+
+      value.map { |k, v| "#{escape(name)}[#{escape(k.to_s)}]=#{escape(query_value(v))}" }
+    end
+
+    def escape(text)
+      URI.encode_www_form_component(text)
     end
 
     def query_value(value)

@@ -33,7 +33,13 @@ class APIResource:
         return self._client._request("DELETE", path, options=request_options)
 
     def _list(self, path: str, *, query: Dict[str, Any], request_options: Optional[RequestOptions] = None) -> Page[Any]:
-        """Fetch the first page now; the :class:`Page` fetches the next ones as iterated."""
+        """Fetch the first page now; the :class:`Page` fetches the next ones as iterated.
+
+        Every page is fetched with the same filters (a mapping filter such as
+        ``metadata`` is copied here, so changing the caller's dict later changes
+        no page), only ``cursor`` differing.
+        """
+        query = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in query.items()}
 
         def fetch(cursor: Optional[str]) -> Dict[str, Any]:
             q = dict(query)

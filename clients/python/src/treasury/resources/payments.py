@@ -63,16 +63,23 @@ class Payments(APIResource):
         idempotency_key: Optional[str] = None,
         created_after: Optional[str] = None,
         created_before: Optional[str] = None,
+        metadata: Optional[Metadata] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
         request_options: Optional[RequestOptions] = None,
     ) -> Page[Payment]:
-        """List payments, newest first (``GET /payments``). Iterate to walk all pages."""
+        """List payments, newest first (``GET /payments``). Iterate to walk all pages.
+
+        Args:
+            metadata: Only the payments whose metadata holds every one of these pairs
+                (``{"invoice": "42", "region": "east"}``), sent as ``metadata[invoice]=42``
+                and kept on every page's request.
+        """
         return self._list(
             "/payments",
             query={"virtual_account_id": virtual_account_id, "status": status, "rail": rail,
                    "idempotency_key": idempotency_key, "created_after": created_after,
-                   "created_before": created_before, "limit": limit, "cursor": cursor},
+                   "created_before": created_before, "metadata": metadata, "limit": limit, "cursor": cursor},
             request_options=request_options,
         )
 

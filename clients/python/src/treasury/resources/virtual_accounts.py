@@ -57,13 +57,21 @@ class VirtualAccounts(APIResource):
         *,
         entity_ref: Optional[str] = None,
         status: Optional[VirtualAccountStatus] = None,
+        metadata: Optional[Metadata] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
         request_options: Optional[RequestOptions] = None,
     ) -> Page[VirtualAccount]:
-        """List virtual accounts, newest first (``GET /virtual-accounts``). Iterate to walk all pages."""
+        """List virtual accounts, newest first (``GET /virtual-accounts``). Iterate to walk all pages.
+
+        Args:
+            metadata: Only the accounts whose metadata holds every one of these pairs
+                (``{"region": "east", "tier": "gold"}``), sent as ``metadata[region]=east``
+                and kept on every page's request.
+        """
         return self._list("/virtual-accounts",
-                          query={"entity_ref": entity_ref, "status": status, "limit": limit, "cursor": cursor},
+                          query={"entity_ref": entity_ref, "status": status, "metadata": metadata,
+                                 "limit": limit, "cursor": cursor},
                           request_options=request_options)
 
     def balance(

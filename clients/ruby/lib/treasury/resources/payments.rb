@@ -33,14 +33,18 @@ module Treasury
       # @param idempotency_key [String] the payment made with this key
       # @param created_after [Time, String] inclusive
       # @param created_before [Time, String] exclusive
+      # @param metadata [Hash{String=>String}] only payments whose metadata has every pair, sent as
+      #   `metadata[key]=value` (e.g. `metadata: {"order id" => "A&B"}`); kept on every page's request
       # @param limit [Integer]
       # @param cursor [String]
       # @return [Page<Models::Payment>]
       def list(virtual_account_id: NOT_GIVEN, status: NOT_GIVEN, rail: NOT_GIVEN, idempotency_key: NOT_GIVEN,
-               created_after: NOT_GIVEN, created_before: NOT_GIVEN, limit: NOT_GIVEN, cursor: NOT_GIVEN)
+               created_after: NOT_GIVEN, created_before: NOT_GIVEN, metadata: NOT_GIVEN, limit: NOT_GIVEN,
+               cursor: NOT_GIVEN)
         paged("/payments", Models::Payment,
               virtual_account_id: virtual_account_id, status: status, rail: rail, idempotency_key: idempotency_key,
-              created_after: created_after, created_before: created_before, limit: limit, cursor: cursor)
+              created_after: created_after, created_before: created_before, metadata: metadata, limit: limit,
+              cursor: cursor)
       end
 
       # The payment as it is now (the polling path).

@@ -24,12 +24,14 @@ module Treasury
       #
       # @param entity_ref [String]
       # @param status [String] `active`, `frozen` or `closed`
+      # @param metadata [Hash{String=>String}] only accounts whose metadata has every pair, sent as
+      #   `metadata[key]=value`; kept on every page's request
       # @param limit [Integer]
       # @param cursor [String]
       # @return [Page<Models::VirtualAccount>]
-      def list(entity_ref: NOT_GIVEN, status: NOT_GIVEN, limit: NOT_GIVEN, cursor: NOT_GIVEN)
+      def list(entity_ref: NOT_GIVEN, status: NOT_GIVEN, metadata: NOT_GIVEN, limit: NOT_GIVEN, cursor: NOT_GIVEN)
         paged("/virtual-accounts", Models::VirtualAccount,
-              entity_ref: entity_ref, status: status, limit: limit, cursor: cursor)
+              entity_ref: entity_ref, status: status, metadata: metadata, limit: limit, cursor: cursor)
       end
 
       # `GET /virtual-accounts/{id}`
