@@ -514,3 +514,33 @@ func TestACHInboundCreditPendingUntilItsEffectiveDate(t *testing.T) {
 		t.Errorf("after its date: %+v", b)
 	}
 }
+
+// Live and sandbox stay apart: a credit to the number of a sandbox
+// account (account numbers are unique per environment only) finds no live
+// account, credits nothing and is returned R03.
+func TestACHInboundCreditToASandboxAccountNumberIsReturned(t *testing.T) {
+	l := newLive(t)
+	inbox, _ := outbox(t)
+	sandbox := app.Caller{PlatformID: l.c.PlatformID, Environment: domain.Sandbox}
+	open, err := l.a.OpenVirtualAccount(l.ctx, app.Meta{}, nil, sandbox, app.OpenVirtualAccount{PlatformID: l.c.PlatformID, EntityRef: "biz_s", Type: "checking"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := queries.GetVirtualAccount(l.ctx, l.a.Pool, queries.Scope{PlatformID: l.c.PlatformID, Environment: domain.Sandbox}, open.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inbox.Put(l.ctx, "credit.ach", creditFile(t, nacha.Entry{AccountNumber: view.AccountNumber, Amount: 900})); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := (&bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}).Poll(l.ctx); err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	after, err := queries.GetVirtualAccount(l.ctx, l.a.Pool, queries.Scope{PlatformID: l.c.PlatformID, Environment: domain.Sandbox}, open.ID)
+	if err != nil || after.Balance != view.Balance {
+		t.Errorf("the sandbox account moved: %+v → %+v, %v", view.Balance, after.Balance, err)
+	}
+	if f := cutOne(t, l); len(f.Returns) != 1 || f.Returns[0].Code != "R03" {
+		t.Errorf("returns in the next file: %+v, want one R03", f.Returns)
+	}
+}

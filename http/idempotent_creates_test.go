@@ -140,3 +140,19 @@ func countOf(t *testing.T, api *testAPI, key, list string) int {
 	data, _ := r.JSON()["data"].([]any)
 	return len(data)
 }
+
+// A submission refused by screening is recorded (rejected) and answered
+// 422 compliance_rejected; its replay under the same key answers the same,
+// not 200: a client retrying after a lost answer learns what it would have.
+func TestIdempotentKYBReplayOfAScreeningRefusal(t *testing.T) {
+	api := newTestAPI(t, apihttp.Config{RateLimitOff: true})
+	platform, key := api.newPlatform("Screened Replay")
+	va := api.do("POST", "/v1/virtual-accounts", key, map[string]any{"platform_id": platform, "entity_ref": "screened", "type": "checking"}).Str("id")
+	body := kt2Submission(va, kt2EINFor("6789"))
+	kt2Business(body)["legal_name"] = "Acme OFAC TEST Holdings"
+	first := requireError(t, api.do("POST", "/v1/kyb", key, body, "Idempotency-Key", "screened-1"), http.StatusUnprocessableEntity, "compliance_rejected")
+	again := requireError(t, api.do("POST", "/v1/kyb", key, body, "Idempotency-Key", "screened-1"), http.StatusUnprocessableEntity, "compliance_rejected")
+	if first["resource_id"] == nil || again["resource_id"] != first["resource_id"] {
+		t.Errorf("resource_id %v then %v", first["resource_id"], again["resource_id"])
+	}
+}

@@ -42,7 +42,25 @@ func (s *Server) submitKYB(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if res.Replayed && screenedOut(v) { // the same answer as the first request's
+		return &domain.Error{Code: domain.CodeComplianceRejected, ResourceID: v.ID,
+			Message: "a name in the submission is on the screening list; the verification is recorded as rejected"}
+	}
 	return created(c, res, v)
+}
+
+// screenedOut says whether a verification was rejected at submission by
+// screening (its decision's reasons are screening matches).
+func screenedOut(v queries.KYBView) bool {
+	if v.Decision == nil || v.Decision.Outcome != "rejected" || v.Decision.Method != kyb.MethodAutomatic || len(v.Decision.Reasons) == 0 {
+		return false
+	}
+	for _, r := range v.Decision.Reasons {
+		if r.Code != "screening_match" {
+			return false
+		}
+	}
+	return true
 }
 
 // GET /v1/kyb/:id
