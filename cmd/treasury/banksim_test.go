@@ -153,8 +153,17 @@ func TestBankSimServes(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(outDir, banksim.Accepted, name)); err != nil {
-		t.Errorf("the file taken: %v", err)
+	// The answer is written first, then the file moved to accepted/: wait
+	// for the move too.
+	for {
+		_, err := os.Stat(filepath.Join(outDir, banksim.Accepted, name))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the file taken: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	cancel()
