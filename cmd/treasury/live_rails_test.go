@@ -334,10 +334,14 @@ func TestLiveRails(t *testing.T) {
 
 	// The files the service wrote, read back here: the payments' file and
 	// the one bank-sim took, with the return of the unknown account's credit.
-	names, _ := filepath.Glob(filepath.Join(outbox, "accepted", "*.ach"))
-	if len(names) != len(files) {
-		t.Fatalf("the bank took %v, want the %d files cut", names, len(files))
-	}
+	var names []string
+	eventually(t, 20*time.Second, "the bank took every file cut", func() error { // it answers, then moves
+		names, _ = filepath.Glob(filepath.Join(outbox, "accepted", "*.ach"))
+		if len(names) != len(files) {
+			return fmt.Errorf("the bank took %v, want the %d files cut", names, len(files))
+		}
+		return nil
+	})
 	f := nachaRead{traces: map[string]int64{}}
 	for _, name := range names {
 		data, err := os.ReadFile(name)

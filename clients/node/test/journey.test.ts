@@ -288,7 +288,8 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
 
   test('KYB: automatic approval, pending review decided by a simulation and by the operator', async () => {
     const k1 = await sb.kyb.create(kybBody(va1.id, `Acme Widgets ${RUN} LLC`, '12-3456789'));
-    assert.equal(k1.status, 'pending');
+    // The sandbox decides asynchronously: it may already have when the answer is read.
+    assert.ok(['pending', 'approved'].includes(k1.status), k1.status);
     assert.equal(k1.business.ein.slice(-4), '6789');
     const k3 = await sb.kyb.submit(kybBody(va3.id, `Review Co ${RUN}`, '98-7651111'));
     const k4 = await sb.kyb.create(kybBody(va4.id, `Reject Co ${RUN}`, '555551111'));
