@@ -5,6 +5,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/domain/booktransfer"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/ledger"
@@ -45,6 +46,9 @@ var (
 	inboundTransfers = aggregate[inbound.State]{kind: "inbound_transfer", streamType: inbound.StreamType, streamID: inbound.StreamID,
 		initial: func(string) inbound.State { return inbound.State{} }, evolve: inbound.Evolve,
 		exists: func(inbound.State) bool { return true }} // any event at all
+	bookTransfers = aggregate[booktransfer.State]{kind: "book_transfer", streamType: booktransfer.StreamType, streamID: booktransfer.StreamID,
+		initial: func(string) booktransfer.State { return booktransfer.State{} }, evolve: booktransfer.Evolve,
+		exists: func(s booktransfer.State) bool { return s.BookTransferID != "" }}
 	webhooks = aggregate[webhook.State]{kind: "webhook_endpoint", streamType: webhook.StreamType, streamID: webhook.StreamID,
 		initial: func(string) webhook.State { return webhook.State{} }, evolve: webhook.Evolve,
 		exists: func(s webhook.State) bool { return s.ID != "" && !s.Deleted }}

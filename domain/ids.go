@@ -18,6 +18,7 @@ const (
 	PrefixTransaction    = "txn_"
 	PrefixPayment        = "pay_"
 	PrefixInbound        = "itx_"
+	PrefixBookTransfer   = "bt_"
 	PrefixKYB            = "kyb_"
 	PrefixLedgerAccount  = "la_"
 	PrefixJournalEntry   = "je_"

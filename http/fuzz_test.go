@@ -18,6 +18,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/booktransfer"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/payment"
@@ -118,6 +119,18 @@ var bodyRoutes = map[string]bodyRoute{
 		valid: `{"virtual_account_id":"va_1","amount":1500,"rail":"rtp","destination":{"account_number":"123456789","routing_number":"021000021","name":"Jane Doe"},"idempotency_key":"pay-1","description":"rent","metadata":{"k":"v"}}`,
 	},
 	"POST /v1/payments/:id/cancel": empty,
+	"POST /v1/book-transfers": {
+		decodeInto: func() any { return &bookTransferRequest{} },
+		then: func(c echo.Context, v any, body []byte) error {
+			req := v.(*bookTransferRequest)
+			if err := checkedIdempotency(c, body, req.IdempotencyKey); err != nil {
+				return err
+			}
+			return booktransfer.Request{FromVirtualAccountID: req.FromVirtualAccountID, ToVirtualAccountID: req.ToVirtualAccountID,
+				Amount: req.Amount, Description: req.Description, Metadata: req.Metadata}.Validate()
+		},
+		valid: `{"from_virtual_account_id":"va_1","to_virtual_account_id":"va_2","amount":1500,"idempotency_key":"bt-1","description":"rent","metadata":{"k":"v"}}`,
+	},
 	"POST /v1/kyb": {
 		decodeInto: func() any { return &kybRequest{} },
 		then: func(_ echo.Context, v any, _ []byte) error {

@@ -28,6 +28,8 @@ func TestIdempotentCreates(t *testing.T) {
 			"beneficial_owners": []any{map[string]any{"first_name": "Jane", "last_name": "Roe", "date_of_birth": "1980-05-17",
 				"ssn_last4": "1234", "ownership_percentage": "60", "is_control_person": true, "address": address}}}
 	}
+	// A funded account of an approved business sends book transfers to va.
+	funded := payAccount(t, api, key, platform, "funded", 100_000, true)
 	cases := []struct {
 		path         string
 		body, other  map[string]any
@@ -46,6 +48,8 @@ func TestIdempotentCreates(t *testing.T) {
 			"originator": map[string]any{"name": "Globex", "account_number": "123456789", "routing_number": "021000021"}},
 			map[string]any{"virtual_account_id": va, "amount": 2000, "rail": "rtp",
 				"originator": map[string]any{"name": "Globex", "account_number": "123456789", "routing_number": "021000021"}}, "", "", false},
+		{"/v1/book-transfers", map[string]any{"from_virtual_account_id": funded, "to_virtual_account_id": va, "amount": 100},
+			map[string]any{"from_virtual_account_id": funded, "to_virtual_account_id": va, "amount": 200}, "", "/v1/book-transfers?limit=100", false},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
@@ -72,11 +76,11 @@ func TestIdempotentCreates(t *testing.T) {
 				}
 				return
 			}
-			// Eight at once under a new key: one resource.
+			// Twenty at once under a new key: one resource.
 			idem += "-concurrent"
-			ids := make(chan string, 8)
+			ids := make(chan string, 20)
 			var wg sync.WaitGroup
-			for range 8 {
+			for range 20 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -92,7 +96,7 @@ func TestIdempotentCreates(t *testing.T) {
 				seen[id] = true
 			}
 			if len(seen) != 1 {
-				t.Errorf("8 concurrent requests under one key made %d resources: %v", len(seen), seen)
+				t.Errorf("20 concurrent requests under one key made %d resources: %v", len(seen), seen)
 			}
 			if c.list != "" {
 				if after := countOf(t, api, key, c.list); after != before+2 {

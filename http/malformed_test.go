@@ -75,6 +75,10 @@ var mfTemplates = map[string]func(ids mfIDs) []map[string]any{
 		return []map[string]any{b}
 	},
 	"/v1/payments/:id/cancel": mfNone,
+	"/v1/book-transfers": func(ids mfIDs) []map[string]any {
+		return []map[string]any{{"from_virtual_account_id": ids.accountID, "to_virtual_account_id": ids.kybAccountID, "amount": 1,
+			"description": "sweep", "metadata": map[string]any{"k": "v"}, "idempotency_key": mfIdemKey}}
+	},
 	"/v1/kyb": func(ids mfIDs) []map[string]any {
 		return []map[string]any{kt2Submission(ids.kybAccountID, kt2EINFor("4321"))}
 	},

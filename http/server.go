@@ -187,6 +187,10 @@ func (s *Server) routes() {
 	v1.GET("/payments/:id", s.getPayment, checkedRead...)
 	v1.POST("/payments/:id/cancel", s.cancelPayment, platform...)
 
+	v1.POST("/book-transfers", s.createBookTransfer, platform...)
+	v1.GET("/book-transfers", s.listBookTransfers, platform...)
+	v1.GET("/book-transfers/:id", s.getBookTransfer, platform...)
+
 	v1.POST("/kyb", s.submitKYB, platform...)
 	v1.GET("/kyb", s.listKYB, platform...)
 	v1.GET("/kyb/:id", s.getKYB, platform...)

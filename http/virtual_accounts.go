@@ -162,7 +162,7 @@ func (s *Server) closeVirtualAccount(c echo.Context) error {
 }
 
 var transactionTypes = map[string]bool{"inbound_transfer": true, "payment": true, "payment_fee": true,
-	"payment_reversal": true, "adjustment": true, "fee": true, "correction": true}
+	"payment_reversal": true, "book_transfer": true, "adjustment": true, "fee": true, "correction": true}
 
 // GET /v1/virtual-accounts/:id/transactions
 func (s *Server) listTransactions(c echo.Context) error {

@@ -7,18 +7,21 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/domain/booktransfer"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/ledger"
 	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections/queries"
 )
 
-// Accounts projects virtual accounts, their balance rows, ledger accounts
-// and inbound transfers: the state payment and ledger commands decide on.
+// Accounts projects virtual accounts, their balance rows, ledger accounts,
+// inbound transfers and book transfers: the state payment and ledger
+// commands decide on, and the transfers that move it.
 type Accounts struct{}
 
 func (Accounts) Name() string { return "accounts" }
 func (Accounts) Tables() []string {
-	return []string{"virtual_accounts", "account_balances", "ledger_accounts", "inbound_transfers"}
+	return []string{"virtual_accounts", "account_balances", "ledger_accounts", "inbound_transfers", "book_transfers"}
 }
 
 // Project writes accounts and inbound transfers event by event (they are
@@ -86,6 +89,12 @@ func applyAccountEvent(b *Batch, r *eventstore.RecordedEvent, ev domain.Event) {
 			e.Originator, e.Description, e.JournalEntryID, e.ExpectedAt, e.At)
 	case inbound.Completed:
 		b.Queue(`UPDATE inbound_transfers SET status = 'completed', completed_at = $2 WHERE id = $1`, e.InboundTransferID, e.At)
+	case booktransfer.Completed:
+		b.Queue(`INSERT INTO book_transfers (id, platform_id, environment, from_virtual_account_id, to_virtual_account_id,
+            amount, description, metadata, idempotency_key, journal_entry_id, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			e.BookTransferID, e.PlatformID, e.Environment.String(), e.FromVirtualAccountID, e.ToVirtualAccountID,
+			e.Amount, e.Description, queries.Metadata(e.Metadata), e.IdempotencyKey, e.JournalEntryID, e.At)
 	}
 }
 

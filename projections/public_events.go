@@ -8,6 +8,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/domain/booktransfer"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/ledger"
@@ -139,6 +140,8 @@ func publicEventsOf(streams streamSource, r *eventstore.RecordedEvent) ([]public
 			return nil, err
 		}
 		out = append(out, publicEvent{r.EventID, r.Type, v})
+	case booktransfer.Completed:
+		out = append(out, publicEvent{r.EventID, "book_transfer.completed", queries.NewBookTransferView(e)})
 	case inbound.Completed:
 		v, err := inboundAt(streams, r)
 		if err != nil {

@@ -92,6 +92,9 @@ const (
 	TypePayment         = "payment"
 	TypePaymentFee      = "payment_fee"
 	TypePaymentReversal = "payment_reversal"
+	// TypeBookTransfer: money moved between two virtual accounts of a
+	// platform (POST /book-transfers).
+	TypeBookTransfer = "book_transfer"
 	// TypeFunding: the operator funded the platform's platform_operating
 	// account (POST /operator/platforms/:id/fund).
 	TypeFunding = "funding"

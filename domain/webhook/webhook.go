@@ -30,7 +30,7 @@ var EventTypes = map[string]bool{
 	"virtual_account.created": true, "payment.created": true, "payment.submitted": true,
 	"payment.completed": true, "payment.failed": true, "payment.canceled": true, "payment.notification_of_change": true,
 	"kyb.pending_review": true, "kyb.approved": true, "kyb.rejected": true,
-	"ledger.entry.created": true, "inbound_transfer.completed": true, "webhook.test": true,
+	"ledger.entry.created": true, "inbound_transfer.completed": true, "book_transfer.completed": true, "webhook.test": true,
 }
 
 // Config is what a platform sets on an endpoint.
