@@ -8,11 +8,12 @@
 // API's client contract asks of every client:
 //
 //   - resources named after the API: client.Platforms, client.Platform,
-//     client.VirtualAccounts, client.Payments, client.KYB, client.Ledger,
-//     client.Webhooks, client.Events, client.Simulations, client.Operator;
+//     client.VirtualAccounts, client.Payments, client.BookTransfers,
+//     client.KYB, client.Ledger, client.Webhooks, client.Events,
+//     client.Simulations, client.Operator;
 //   - an Idempotency-Key on every POST (the caller's, see WithIdempotencyKey,
 //     or a random one), the same across the client's own retries; a payment's
-//     body idempotency_key defaults to it;
+//     and a book transfer's body idempotency_key defaults to it;
 //   - retries (2 by default) on connection errors, 408, 429, 409
 //     idempotency_in_progress and 5xx, with exponential backoff from 0.5 s
 //     capped at 8 s, honouring Retry-After; a server's x-should-retry header,
@@ -78,6 +79,9 @@ type Client struct {
 	VirtualAccounts *VirtualAccountsService
 	// Payments: payments out of virtual accounts.
 	Payments *PaymentsService
+	// BookTransfers: money moved at once between two of the platform's
+	// virtual accounts.
+	BookTransfers *BookTransfersService
 	// KYB: business verifications.
 	KYB *KYBService
 	// Ledger: ledger accounts, entries (manual journal entries), journal entries and exports.
@@ -158,6 +162,7 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 	c.Platform = &PlatformService{c: c, Settings: &PlatformSettingsService{c}, APIKeys: &APIKeysService{c}}
 	c.VirtualAccounts = &VirtualAccountsService{c}
 	c.Payments = &PaymentsService{c}
+	c.BookTransfers = &BookTransfersService{c}
 	c.KYB = &KYBService{c}
 	c.Ledger = &LedgerService{c: c, Accounts: &LedgerAccountsService{c}, Entries: &LedgerEntriesService{c},
 		JournalEntries: &LedgerJournalEntriesService{c}}

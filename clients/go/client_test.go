@@ -397,3 +397,120 @@ func TestMetadataFilterOnEveryPage(t *testing.T) {
 		}
 	}
 }
+
+const bookTransferJSON = `{"id":"bt_01jh3v9a2b3c4d5e6f7g8h9j0n","object":"book_transfer",
+"from_virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9m","to_virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9n",
+"amount":100,"currency":"USD","description":"","status":"completed","idempotency_key":"k",
+"journal_entry_id":"je_01jh3v9a2b3c4d5e6f7g8h9j0k","metadata":{},"environment":"sandbox",
+"created_at":"2026-01-15T09:30:00.000Z"}`
+
+var bookTransferRequest = BookTransferRequest{
+	FromVirtualAccountId: "va_01jh3v8x9q2w3e4r5t6y7v8k9m", ToVirtualAccountId: "va_01jh3v8x9q2w3e4r5t6y7v8k9n", Amount: 100,
+}
+
+// TestBookTransferIdempotencyKey: the server requires a book transfer's key,
+// so the client always sends one, in the header and the body alike, the same
+// on a retry; the caller's (option or body) wins over a random one.
+func TestBookTransferIdempotencyKey(t *testing.T) {
+	s, c := newStub(t,
+		answer{status: 503, header: map[string]string{"Retry-After": "0"}, body: errorJSON("unavailable")},
+		answer{status: 201, body: bookTransferJSON})
+	bt, err := c.BookTransfers.Create(context.Background(), bookTransferRequest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bt.Id != "bt_01jh3v9a2b3c4d5e6f7g8h9j0n" || bt.Status != BookTransferStatusCompleted || bt.Object != BookTransferObjectBookTransfer {
+		t.Fatalf("book transfer %+v", bt)
+	}
+	calls := s.snapshot()
+	if len(calls) != 2 {
+		t.Fatalf("%d attempts, want 2", len(calls))
+	}
+	key := calls[0].idempotencyKey
+	if !strings.HasPrefix(key, "idk_") || calls[1].idempotencyKey != key {
+		t.Fatalf("Idempotency-Key %q then %q", key, calls[1].idempotencyKey)
+	}
+	for i, call := range calls {
+		if call.body["idempotency_key"] != key {
+			t.Fatalf("attempt %d: body idempotency_key %v, header %q", i, call.body["idempotency_key"], key)
+		}
+	}
+	if bookTransferRequest.IdempotencyKey != nil {
+		t.Fatal("Create changed the caller's request")
+	}
+
+	// Two calls without a key get two keys.
+	s, c = newStub(t, answer{status: 201, body: bookTransferJSON})
+	for range 2 {
+		if _, err := c.BookTransfers.Create(context.Background(), bookTransferRequest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls := s.snapshot(); calls[0].idempotencyKey == calls[1].idempotencyKey {
+		t.Fatalf("two transfers sent with one key %q", calls[0].idempotencyKey)
+	}
+
+	// The caller's key, as an option or in the body; a replay (200) is the
+	// transfer too.
+	s, c = newStub(t, answer{status: 200, header: map[string]string{"Idempotent-Replayed": "true"}, body: bookTransferJSON})
+	if _, err := c.BookTransfers.Create(context.Background(), bookTransferRequest, WithIdempotencyKey("mine")); err != nil {
+		t.Fatal(err)
+	}
+	withBody := bookTransferRequest
+	withBody.IdempotencyKey = Ptr("in-the-body")
+	replayed, err := c.BookTransfers.Create(context.Background(), withBody)
+	if err != nil || replayed.Id != "bt_01jh3v9a2b3c4d5e6f7g8h9j0n" {
+		t.Fatalf("a replay: %+v, %v", replayed, err)
+	}
+	calls = s.snapshot()
+	if calls[0].idempotencyKey != "mine" || calls[0].body["idempotency_key"] != "mine" {
+		t.Fatalf("option: header %q, body %v", calls[0].idempotencyKey, calls[0].body["idempotency_key"])
+	}
+	if calls[1].idempotencyKey != "in-the-body" || calls[1].body["idempotency_key"] != "in-the-body" {
+		t.Fatalf("body: header %q, body %v", calls[1].idempotencyKey, calls[1].body["idempotency_key"])
+	}
+}
+
+// TestBookTransferListFilters checks that a list of book transfers sends its
+// filters, the metadata's as metadata[key]=value, on every page.
+func TestBookTransferListFilters(t *testing.T) {
+	page := func(next string) answer {
+		n, more := "null", "false"
+		if next != "" {
+			n, more = `"`+next+`"`, "true"
+		}
+		return answer{status: 200, body: `{"object":"list","data":[` + bookTransferJSON + `],"has_more":` + more + `,"next_cursor":` + n + `}`}
+	}
+	s, c := newStub(t, page("cur_1"), page(""))
+	filter := MetadataFilter{"order id": "A&B"}
+	got, err := Collect(c.BookTransfers.List(context.Background(), &ListBookTransfersParams{
+		VirtualAccountId: Ptr("va_01jh3v8x9q2w3e4r5t6y7v8k9m"), CreatedAfter: Ptr("2026-01-01"),
+		CreatedBefore: Ptr("2026-02-01T00:00:00Z"), Metadata: &filter, Limit: Ptr(1),
+	}))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("listed %d, %v", len(got), err)
+	}
+	calls := s.snapshot()
+	if len(calls) != 2 {
+		t.Fatalf("%d requests, want 2", len(calls))
+	}
+	for i, call := range calls {
+		q, err := url.ParseQuery(call.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := url.Values{
+			"virtual_account_id": {"va_01jh3v8x9q2w3e4r5t6y7v8k9m"}, "created_after": {"2026-01-01"},
+			"created_before": {"2026-02-01T00:00:00Z"}, "metadata[order id]": {"A&B"}, "limit": {"1"},
+		}
+		if i == 1 {
+			want["cursor"] = []string{"cur_1"}
+		}
+		if !reflect.DeepEqual(q, want) || !strings.Contains(call.query, "metadata[order+id]=A%26B") {
+			t.Errorf("page %d: query %q, want %v", i, call.query, want)
+		}
+		if call.idempotencyKey != "" {
+			t.Errorf("page %d: a GET with Idempotency-Key %q", i, call.idempotencyKey)
+		}
+	}
+}

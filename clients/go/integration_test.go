@@ -18,6 +18,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -1054,6 +1055,468 @@ func (l *losesFirstAnswer) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, errors.New("connection reset by peer (simulated: the answer was lost)")
 	}
 	return resp, err
+}
+
+// TestBookTransfers moves money between a platform's accounts for real: the
+// transfer and its journal entry, both accounts' transactions and balances,
+// its event and webhook, the list with each filter, the idempotency key (a
+// replay, a conflict, a retry after a lost answer, a refusal that does not
+// take the key), and each refusal the server answers.
+func TestBookTransfers(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	op := operator(t)
+	plat, _, sandboxKey := newPlatform(t, ctx)
+	c, rec := newClient(t, sandboxKey)
+
+	// from and third belong to one business, KYB-approved; to's business has
+	// no KYB, which receiving does not need.
+	entity := unique("bt-acme")
+	from := newAccount(t, ctx, c, plat.Id, entity)
+	third := newAccount(t, ctx, c, plat.Id, entity)
+	to := newAccount(t, ctx, c, plat.Id, unique("bt-globex"))
+	approveKYB(t, ctx, c, from.Id)
+	fund(t, ctx, c, from.Id, 1_000_000)
+	// The platform's live environment, and an account there.
+	live := must(op.Platforms.EnableLive(ctx, plat.Id))(t)
+	liveClient, _ := newClient(t, *live.LiveApiKey.Secret)
+	liveAccount := newAccount(t, ctx, liveClient, plat.Id, entity)
+
+	// The balances the transfers should leave, checked as they go: a book
+	// transfer posts at once, so the balance moves before the call returns.
+	balances := map[string]int{from.Id: 1_000_000}
+	requireBalances := func(t *testing.T) {
+		t.Helper()
+		for id, want := range balances {
+			b := must(c.VirtualAccounts.Balance(ctx, id, nil))(t)
+			if b.Posted != want || b.Available != want {
+				t.Fatalf("balance of %s: posted %d, available %d, want %d", id, b.Posted, b.Available, want)
+			}
+		}
+	}
+	var made []*treasury.BookTransfer // in the order they were made
+	transfer := func(t *testing.T, req treasury.BookTransferRequest, opts ...treasury.RequestOption) *treasury.BookTransfer {
+		t.Helper()
+		bt := must(c.BookTransfers.Create(ctx, req, opts...))(t)
+		if bt.FromVirtualAccountId != req.FromVirtualAccountId || bt.ToVirtualAccountId != req.ToVirtualAccountId ||
+			bt.Amount != req.Amount || bt.Status != treasury.BookTransferStatusCompleted {
+			t.Fatalf("book transfer %+v for %+v", bt, req)
+		}
+		made = append(made, bt)
+		balances[req.FromVirtualAccountId] -= req.Amount
+		balances[req.ToVirtualAccountId] += req.Amount
+		requireBalances(t)
+		return bt
+	}
+
+	// A webhook endpoint that takes only book_transfer.completed.
+	type delivery struct {
+		body   []byte
+		header http.Header
+	}
+	received := make(chan delivery, 100)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- delivery{body: body, header: r.Header.Clone()}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	wh := must(c.Webhooks.Create(ctx, treasury.CreateWebhookRequest{
+		Url:    receiver.URL + "/book-transfers",
+		Events: &[]treasury.CreateWebhookRequestEvents{treasury.CreateWebhookRequestEventsBookTransferCompleted},
+	}))(t)
+	if !reflect.DeepEqual(wh.Events, []string{"book_transfer.completed"}) || wh.Secret == nil {
+		t.Fatalf("endpoint: %+v", wh)
+	}
+
+	first := transfer(t, treasury.BookTransferRequest{
+		FromVirtualAccountId: from.Id, ToVirtualAccountId: to.Id, Amount: 250_000,
+		Description: treasury.Ptr("rent share"), Metadata: &treasury.Metadata{"region": "east", "order id": "A&B"},
+	})
+
+	t.Run("the transfer", func(t *testing.T) {
+		if !strings.HasPrefix(first.Id, "bt_") || first.Object != treasury.BookTransferObjectBookTransfer ||
+			first.Currency != treasury.BookTransferCurrencyUSD || first.Description != "rent share" ||
+			first.Environment != treasury.BookTransferEnvironmentSandbox || !strings.HasPrefix(first.JournalEntryId, "je_") ||
+			!reflect.DeepEqual(first.Metadata, treasury.Metadata{"region": "east", "order id": "A&B"}) ||
+			time.Since(first.CreatedAt) > time.Minute {
+			t.Fatalf("book transfer: %+v", first)
+		}
+		// No key given: the client made one, sent in the header and the body.
+		var sent []string
+		for _, a := range rec.snapshot() {
+			if a.method == http.MethodPost && a.path == "/book-transfers" && a.status == http.StatusCreated {
+				sent = append(sent, a.idempotencyKey)
+			}
+		}
+		if len(sent) != 1 || !strings.HasPrefix(first.IdempotencyKey, "idk_") || sent[0] != first.IdempotencyKey {
+			t.Fatalf("the transfer's key %q, the headers sent %q", first.IdempotencyKey, sent)
+		}
+
+		got := must(c.BookTransfers.Retrieve(ctx, first.Id))(t)
+		if !reflect.DeepEqual(got, first) {
+			t.Fatalf("retrieved %+v, created %+v", got, first)
+		}
+
+		je := must(c.Ledger.JournalEntries.Retrieve(ctx, first.JournalEntryId))(t)
+		if je.Id != first.JournalEntryId || je.Type != treasury.JournalEntryTypeBookTransfer ||
+			je.Status != treasury.JournalEntryStatusPosted || je.Description != "rent share" ||
+			je.Source != (treasury.Source{Type: treasury.SourceTypeBookTransfer, Id: first.Id}) || len(je.Entries) != 2 {
+			t.Fatalf("the transfer's journal entry: %+v", je)
+		}
+		for _, e := range je.Entries {
+			want := map[treasury.LedgerEntryDirection]string{
+				treasury.LedgerEntryDirectionDebit: from.Id, treasury.LedgerEntryDirectionCredit: to.Id,
+			}[e.Direction]
+			if e.Type != treasury.LedgerEntryTypeBookTransfer || e.Amount != 250_000 || e.VirtualAccountId == nil ||
+				*e.VirtualAccountId != want || e.JournalEntryId != je.Id {
+				t.Fatalf("a line of the journal entry: %+v", e)
+			}
+		}
+
+		// Each account shows one posted book_transfer transaction, and a
+		// ledger entry of type book_transfer (asynchronous projections).
+		for account, amount := range map[string]int{from.Id: -250_000, to.Id: 250_000} {
+			var txns []treasury.Transaction
+			eventually(t, 10*time.Second, "the book transfer's transaction on "+account, func() (bool, error) {
+				var err error
+				txns, err = treasury.Collect(c.VirtualAccounts.Transactions(ctx, account, &treasury.ListTransactionsParams{
+					Type: treasury.Ptr(treasury.ListTransactionsParamsTypeBookTransfer),
+				}))
+				return len(txns) > 0 && txns[0].Status == treasury.TransactionStatusPosted, err
+			})
+			if len(txns) != 1 || txns[0].Type != treasury.TransactionTypeBookTransfer || txns[0].Amount != amount ||
+				txns[0].Source != (treasury.Source{Type: treasury.SourceTypeBookTransfer, Id: first.Id}) {
+				t.Fatalf("book_transfer transactions of %s: %+v", account, txns)
+			}
+			var entries []treasury.LedgerEntry
+			eventually(t, 10*time.Second, "the book transfer's ledger entry of "+account, func() (bool, error) {
+				var err error
+				entries, err = treasury.Collect(c.Ledger.Entries.List(ctx, &treasury.ListLedgerEntriesParams{
+					VirtualAccountId: &account, Type: treasury.Ptr(treasury.ListLedgerEntriesParamsTypeBookTransfer),
+				}))
+				return len(entries) > 0, err
+			})
+			if len(entries) != 1 || entries[0].JournalEntryId != first.JournalEntryId || entries[0].Type != treasury.LedgerEntryTypeBookTransfer {
+				t.Fatalf("book_transfer ledger entries of %s: %+v", account, entries)
+			}
+		}
+
+		// Without a description the transfer's is empty, its journal entry's
+		// names the receiver.
+		plain := transfer(t, treasury.BookTransferRequest{FromVirtualAccountId: from.Id, ToVirtualAccountId: to.Id, Amount: 10_000,
+			Metadata: &treasury.Metadata{"region": "west"}})
+		if plain.Description != "" {
+			t.Fatalf("description %q", plain.Description)
+		}
+		if je := must(c.Ledger.JournalEntries.Retrieve(ctx, plain.JournalEntryId))(t); je.Description != "Book transfer to "+to.Id {
+			t.Fatalf("the journal entry's description %q", je.Description)
+		}
+	})
+
+	t.Run("event and webhook", func(t *testing.T) {
+		var event treasury.Event
+		eventually(t, 10*time.Second, "book_transfer.completed", func() (bool, error) {
+			for e, err := range c.Events.List(ctx, &treasury.ListEventsParams{Type: treasury.Ptr(treasury.ListEventsParamsTypeBookTransferCompleted)}) {
+				if err != nil {
+					return false, err
+				}
+				if e.Data.Object["id"] == first.Id {
+					event = e
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if event.Type != treasury.EventTypeBookTransferCompleted || event.Data.Object["object"] != "book_transfer" ||
+			event.Data.Object["journal_entry_id"] != first.JournalEntryId {
+			t.Fatalf("event: %+v", event)
+		}
+		got := must(c.Events.Retrieve(ctx, event.Id))(t)
+		if got.Type != treasury.EventTypeBookTransferCompleted || got.Data.Object["id"] != first.Id {
+			t.Fatalf("retrieved event: %+v", got)
+		}
+
+		// Every delivery is a book_transfer.completed, verified; one is the
+		// first transfer's.
+		timeout := time.After(15 * time.Second)
+		for found := false; !found; {
+			select {
+			case d := <-received:
+				ev, err := webhooks.Verify(d.body, d.header, *wh.Secret)
+				if err != nil {
+					t.Fatalf("verify a delivery: %v", err)
+				}
+				if ev.Type != treasury.EventTypeBookTransferCompleted {
+					t.Fatalf("an endpoint of book_transfer.completed received %s", ev.Type)
+				}
+				found = ev.Data.Object["id"] == first.Id
+			case <-timeout:
+				t.Fatal("no book_transfer.completed delivery of the first transfer")
+			}
+		}
+		var deliveries []treasury.WebhookDelivery
+		eventually(t, 10*time.Second, "the deliveries listed", func() (bool, error) {
+			var err error
+			deliveries, err = treasury.Collect(c.Webhooks.Deliveries.List(ctx, wh.Id, nil))
+			return len(deliveries) >= 2, err
+		})
+		for _, d := range deliveries {
+			if d.EventType != treasury.WebhookDeliveryEventTypeBookTransferCompleted {
+				t.Fatalf("a delivery of %s to an endpoint of book_transfer.completed", d.EventType)
+			}
+		}
+	})
+
+	// Two more, to and from the third account.
+	intoThird := transfer(t, treasury.BookTransferRequest{FromVirtualAccountId: from.Id, ToVirtualAccountId: third.Id, Amount: 5_000,
+		Metadata: &treasury.Metadata{"region": "east"}})
+	outOfThird := transfer(t, treasury.BookTransferRequest{FromVirtualAccountId: third.Id, ToVirtualAccountId: from.Id, Amount: 1_000})
+
+	t.Run("list", func(t *testing.T) {
+		if len(made) != 4 {
+			t.Fatalf("%d transfers made", len(made))
+		}
+		list := func(t *testing.T, p treasury.ListBookTransfersParams) []string {
+			t.Helper()
+			var ids []string
+			for bt, err := range c.BookTransfers.List(ctx, &p) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, bt.Id)
+			}
+			return ids
+		}
+		// newest first, from made filtered by keep
+		want := func(keep func(*treasury.BookTransfer) bool) []string {
+			var ids []string
+			for i := len(made) - 1; i >= 0; i-- {
+				if keep(made[i]) {
+					ids = append(ids, made[i].Id)
+				}
+			}
+			return ids
+		}
+		all := want(func(*treasury.BookTransfer) bool { return true })
+		involves := func(id string) func(*treasury.BookTransfer) bool {
+			return func(bt *treasury.BookTransfer) bool {
+				return bt.FromVirtualAccountId == id || bt.ToVirtualAccountId == id
+			}
+		}
+
+		// Every page, one at a time.
+		before := len(rec.snapshot())
+		if got := list(t, treasury.ListBookTransfersParams{Limit: treasury.Ptr(1)}); !reflect.DeepEqual(got, all) {
+			t.Fatalf("every transfer a page at a time: %v, want %v", got, all)
+		}
+		pages := 0
+		for _, a := range rec.snapshot()[before:] {
+			if a.method == http.MethodGet && a.path == "/book-transfers" && a.status == http.StatusOK {
+				if pages > 0 && !strings.Contains(a.query, "cursor=") {
+					t.Fatalf("page %d without a cursor: %q", pages, a.query)
+				}
+				pages++
+			}
+		}
+		if pages < len(all) {
+			t.Fatalf("%d transfers at limit=1 in %d pages", len(all), pages)
+		}
+
+		at := intoThird.CreatedAt.UTC().Format(time.RFC3339Nano)
+		unknown := "va_01jh3w5f6g7h8j9k0m1n2p3q4r"
+		cases := []struct {
+			name   string
+			params treasury.ListBookTransfersParams
+			want   []string
+		}{
+			{"out of or into from", treasury.ListBookTransfersParams{VirtualAccountId: &from.Id}, want(involves(from.Id))},
+			{"into to", treasury.ListBookTransfersParams{VirtualAccountId: &to.Id}, want(involves(to.Id))},
+			{"into and out of third", treasury.ListBookTransfersParams{VirtualAccountId: &third.Id}, []string{outOfThird.Id, intoThird.Id}},
+			{"an unknown account", treasury.ListBookTransfersParams{VirtualAccountId: &unknown}, nil},
+			{"created_after (inclusive)", treasury.ListBookTransfersParams{CreatedAfter: &at},
+				want(func(bt *treasury.BookTransfer) bool { return !bt.CreatedAt.Before(intoThird.CreatedAt) })},
+			{"created_before (exclusive)", treasury.ListBookTransfersParams{CreatedBefore: &at},
+				want(func(bt *treasury.BookTransfer) bool { return bt.CreatedAt.Before(intoThird.CreatedAt) })},
+			{"metadata", treasury.ListBookTransfersParams{Metadata: &treasury.MetadataFilter{"region": "east"}}, []string{intoThird.Id, first.Id}},
+			{"metadata needing encoding", treasury.ListBookTransfersParams{Metadata: &treasury.MetadataFilter{"order id": "A&B"}}, []string{first.Id}},
+			{"metadata matching none", treasury.ListBookTransfersParams{Metadata: &treasury.MetadataFilter{"region": "north"}}, nil},
+			{"account and metadata", treasury.ListBookTransfersParams{VirtualAccountId: &third.Id,
+				Metadata: &treasury.MetadataFilter{"region": "east"}, Limit: treasury.Ptr(1)}, []string{intoThird.Id}},
+		}
+		for _, tc := range cases {
+			if got := list(t, tc.params); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+			}
+		}
+		if got := list(t, treasury.ListBookTransfersParams{CreatedAfter: &at}); slices.Contains(got, first.Id) || !slices.Contains(got, intoThird.Id) {
+			t.Errorf("created_after %s: %v", at, got)
+		}
+
+		// A sandbox transfer is not in the live environment's list.
+		if got := must(treasury.Collect(liveClient.BookTransfers.List(ctx, nil)))(t); len(got) != 0 {
+			t.Fatalf("the live list: %+v", got)
+		}
+		_, err := liveClient.BookTransfers.Retrieve(ctx, first.Id)
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		req := func(from, to string, amount int) treasury.BookTransferRequest {
+			return treasury.BookTransferRequest{FromVirtualAccountId: from, ToVirtualAccountId: to, Amount: amount}
+		}
+		refused := func(t *testing.T, r treasury.BookTransferRequest, sentinel error, kind treasury.ErrorKind, status int, code, where string) {
+			t.Helper()
+			_, err := c.BookTransfers.Create(ctx, r)
+			e := requireAPIError(t, err, sentinel, kind, status, code)
+			switch {
+			case status == 400 && e.Param != where:
+				t.Fatalf("param %q, want %q (%v)", e.Param, where, err)
+			case status == 422 && e.ResourceID != where:
+				t.Fatalf("resource_id %q, want %q (%v)", e.ResourceID, where, err)
+			}
+		}
+
+		// 400: one account on both sides; an amount out of range.
+		refused(t, req(from.Id, from.Id, 100), treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request", "to_virtual_account_id")
+		refused(t, req(from.Id, to.Id, 0), treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request", "amount")
+
+		// 404: an unknown account, another platform's, the live environment's.
+		_, otherPlatform, _ := newPlatform(t, ctx)
+		otherPlat := must(otherPlatform.Platform.Retrieve(ctx))(t)
+		foreign := newAccount(t, ctx, otherPlatform, otherPlat.Id, unique("bt-foreign"))
+		for _, r := range []treasury.BookTransferRequest{
+			req(from.Id, "va_01jh3w5f6g7h8j9k0m1n2p3q4r", 100), req("va_01jh3w5f6g7h8j9k0m1n2p3q4r", to.Id, 100),
+			req(from.Id, foreign.Id, 100), req(foreign.Id, to.Id, 100),
+			req(from.Id, liveAccount.Id, 100), req(liveAccount.Id, from.Id, 100),
+		} {
+			refused(t, r, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found", "")
+		}
+		_, err := liveClient.BookTransfers.Create(ctx, req(liveAccount.Id, from.Id, 100))
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+
+		// 422, with the account in resource_id: the sender's business is not
+		// KYB-approved (to holds 260,000 cents: not a matter of funds).
+		refused(t, req(to.Id, from.Id, 1_000), treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "kyb_not_approved", to.Id)
+		// More than the sender has.
+		refused(t, req(from.Id, to.Id, balances[from.Id]+1), treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "insufficient_funds", from.Id)
+
+		// A frozen account receives, and cannot send until unfrozen.
+		frozen := newAccount(t, ctx, c, plat.Id, entity)
+		must(c.VirtualAccounts.Freeze(ctx, frozen.Id))(t)
+		transfer(t, req(from.Id, frozen.Id, 3_000))
+		refused(t, req(frozen.Id, from.Id, 1_000), treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "account_not_active", frozen.Id)
+		must(c.VirtualAccounts.Unfreeze(ctx, frozen.Id))(t)
+		transfer(t, req(frozen.Id, from.Id, 3_000))
+
+		// A closed account neither sends nor receives.
+		closed := newAccount(t, ctx, c, plat.Id, entity)
+		must(c.VirtualAccounts.Close(ctx, closed.Id))(t)
+		refused(t, req(from.Id, closed.Id, 1_000), treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "account_not_active", closed.Id)
+		refused(t, req(closed.Id, from.Id, 1_000), treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "account_not_active", closed.Id)
+
+		// A refusal moves nothing, and does not take its key: the key then
+		// makes a transfer.
+		requireBalances(t)
+		key := unique("bt-refused")
+		_, err = c.BookTransfers.Create(ctx, req(from.Id, to.Id, balances[from.Id]+1), treasury.WithIdempotencyKey(key))
+		requireAPIError(t, err, treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "insufficient_funds")
+		if bt := transfer(t, req(from.Id, to.Id, 2_000), treasury.WithIdempotencyKey(key)); bt.IdempotencyKey != key {
+			t.Fatalf("the transfer's key %q, want %q", bt.IdempotencyKey, key)
+		}
+
+		// The server requires a key (the client always sends one): a request
+		// without, sent by hand, is a 400.
+		base, _ := env(t)
+		var e struct{ Code, Param string }
+		var resp *http.Response
+		for range 3 { // a busy server's 429 or 503 is asked again
+			hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/book-transfers",
+				strings.NewReader(fmt.Sprintf(`{"from_virtual_account_id":%q,"to_virtual_account_id":%q,"amount":100}`, from.Id, to.Id)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hr.Header.Set("Authorization", "Bearer "+sandboxKey)
+			hr.Header.Set("Content-Type", "application/json")
+			if resp, err = http.DefaultClient.Do(hr); err != nil {
+				t.Fatal(err)
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		if resp.StatusCode != http.StatusBadRequest || e.Code != "invalid_request" || e.Param != "idempotency_key" {
+			t.Fatalf("a transfer without a key: %d %+v", resp.StatusCode, e)
+		}
+		requireBalances(t)
+
+		_, err = c.BookTransfers.Retrieve(ctx, "bt_01jh3w5f6g7h8j9k0m1n2p3q4r")
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+	})
+
+	t.Run("idempotency", func(t *testing.T) {
+		key := unique("idem-bt")
+		r := treasury.BookTransferRequest{FromVirtualAccountId: from.Id, ToVirtualAccountId: to.Id, Amount: 7_000,
+			Metadata: &treasury.Metadata{"invoice": key}}
+		once := transfer(t, r, treasury.WithIdempotencyKey(key))
+		if once.IdempotencyKey != key {
+			t.Fatalf("the transfer's key %q, want %q", once.IdempotencyKey, key)
+		}
+		// The same key and body: the same transfer, nothing moved again
+		// (with the key in the body this time).
+		withBodyKey := r
+		withBodyKey.IdempotencyKey = &key
+		again := must(c.BookTransfers.Create(ctx, withBodyKey))(t)
+		if !reflect.DeepEqual(again, once) {
+			t.Fatalf("the replay answered %+v, the first %+v", again, once)
+		}
+		requireBalances(t)
+		// The replay's status and header, through the low-level client.
+		raw, err := c.Raw().CreateBookTransferWithResponse(ctx, &api.CreateBookTransferParams{IdempotencyKey: &key}, r)
+		if err != nil || raw.StatusCode() != http.StatusOK || raw.JSON200 == nil || raw.JSON200.Id != once.Id ||
+			raw.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("raw replay: %v %+v", err, raw)
+		}
+		// Another body under the key.
+		other := r
+		other.Amount = 7_001
+		_, err = c.BookTransfers.Create(ctx, other, treasury.WithIdempotencyKey(key))
+		e := requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "idempotency_conflict")
+		if e.ResourceID != once.Id {
+			t.Fatalf("resource_id %q, want %q", e.ResourceID, once.Id)
+		}
+		requireBalances(t)
+
+		// Retried after a lost answer, with the key the client made: one transfer.
+		base, _ := env(t)
+		lossyRec := &recorder{base: http.DefaultTransport, prefix: urlPath(base)}
+		lc, err := treasury.NewClient(sandboxKey, treasury.WithBaseURL(base),
+			treasury.WithHTTPClient(&http.Client{Transport: &losesFirstAnswer{base: lossyRec}, Timeout: 30 * time.Second}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lostKey := unique("lost")
+		lost := must(lc.BookTransfers.Create(ctx, treasury.BookTransferRequest{FromVirtualAccountId: from.Id, ToVirtualAccountId: to.Id,
+			Amount: 8_000, Metadata: &treasury.Metadata{"invoice": lostKey}}))(t)
+		attempts := lossyRec.snapshot()
+		if len(attempts) != 2 || attempts[0].status != http.StatusCreated || attempts[1].status != http.StatusOK ||
+			!strings.HasPrefix(attempts[0].idempotencyKey, "idk_") || attempts[1].idempotencyKey != attempts[0].idempotencyKey ||
+			lost.IdempotencyKey != attempts[0].idempotencyKey {
+			t.Fatalf("attempts: %+v, transfer %+v", attempts, lost)
+		}
+		balances[from.Id] -= 8_000
+		balances[to.Id] += 8_000
+		requireBalances(t)
+		listed := must(treasury.Collect(c.BookTransfers.List(ctx, &treasury.ListBookTransfersParams{
+			Metadata: &treasury.MetadataFilter{"invoice": lostKey},
+		})))(t)
+		if len(listed) != 1 || listed[0].Id != lost.Id {
+			t.Fatalf("%d transfers for one retried create: %+v", len(listed), listed)
+		}
+	})
 }
 
 // TestRateLimitRetry lowers a platform's rate limit, gets a real 429 with

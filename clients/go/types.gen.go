@@ -25,6 +25,16 @@ type (
 	Balance                                    = api.Balance
 	BalanceCurrency                            = api.BalanceCurrency
 	BalanceObject                              = api.BalanceObject
+	BookTransfer                               = api.BookTransfer
+	BookTransferCurrency                       = api.BookTransferCurrency
+	BookTransferEnvironment                    = api.BookTransferEnvironment
+	BookTransferId                             = api.BookTransferId
+	BookTransferIdempotencyKey                 = api.BookTransferIdempotencyKey
+	BookTransferList                           = api.BookTransferList
+	BookTransferListObject                     = api.BookTransferListObject
+	BookTransferObject                         = api.BookTransferObject
+	BookTransferRequest                        = api.BookTransferRequest
+	BookTransferStatus                         = api.BookTransferStatus
 	CancelPaymentJSONRequestBody               = api.CancelPaymentJSONRequestBody
 	CancelPaymentParams                        = api.CancelPaymentParams
 	CancelPaymentResponse200Headers            = api.CancelPaymentResponse200Headers
@@ -42,6 +52,10 @@ type (
 	CreateAPIKeyRequestEnvironment             = api.CreateAPIKeyRequestEnvironment
 	CreateAPIKeyResponse200Headers             = api.CreateAPIKeyResponse200Headers
 	CreateAPIKeyResponse201Headers             = api.CreateAPIKeyResponse201Headers
+	CreateBookTransferJSONRequestBody          = api.CreateBookTransferJSONRequestBody
+	CreateBookTransferParams                   = api.CreateBookTransferParams
+	CreateBookTransferResponse200Headers       = api.CreateBookTransferResponse200Headers
+	CreateBookTransferResponse201Headers       = api.CreateBookTransferResponse201Headers
 	CreateIdempotencyKey                       = api.CreateIdempotencyKey
 	CreatePaymentJSONRequestBody               = api.CreatePaymentJSONRequestBody
 	CreatePaymentParams                        = api.CreatePaymentParams
@@ -101,6 +115,8 @@ type (
 	FundPlatformRequestEnvironment             = api.FundPlatformRequestEnvironment
 	FundPlatformResponse200Headers             = api.FundPlatformResponse200Headers
 	FundPlatformResponse201Headers             = api.FundPlatformResponse201Headers
+	GetBookTransferParams                      = api.GetBookTransferParams
+	GetBookTransferResponse200Headers          = api.GetBookTransferResponse200Headers
 	GetEventParams                             = api.GetEventParams
 	GetEventResponse200Headers                 = api.GetEventResponse200Headers
 	GetJournalEntryParams                      = api.GetJournalEntryParams
@@ -207,6 +223,8 @@ type (
 	ListAPIKeysParams                          = api.ListAPIKeysParams
 	ListAPIKeysParamsEnvironment               = api.ListAPIKeysParamsEnvironment
 	ListAPIKeysResponse200Headers              = api.ListAPIKeysResponse200Headers
+	ListBookTransfersParams                    = api.ListBookTransfersParams
+	ListBookTransfersResponse200Headers        = api.ListBookTransfersResponse200Headers
 	ListEventsParams                           = api.ListEventsParams
 	ListEventsParamsType                       = api.ListEventsParamsType
 	ListEventsResponse200Headers               = api.ListEventsResponse200Headers
@@ -399,11 +417,18 @@ const (
 	APIKeyObjectApiKey                                        = api.APIKeyObjectApiKey
 	BalanceCurrencyUSD                                        = api.BalanceCurrencyUSD
 	BalanceObjectBalance                                      = api.BalanceObjectBalance
+	BookTransferCurrencyUSD                                   = api.BookTransferCurrencyUSD
+	BookTransferEnvironmentLive                               = api.BookTransferEnvironmentLive
+	BookTransferEnvironmentSandbox                            = api.BookTransferEnvironmentSandbox
+	BookTransferListObjectList                                = api.BookTransferListObjectList
+	BookTransferObjectBookTransfer                            = api.BookTransferObjectBookTransfer
+	BookTransferStatusCompleted                               = api.BookTransferStatusCompleted
 	CreateAPIKeyRequestEnvironmentLive                        = api.CreateAPIKeyRequestEnvironmentLive
 	CreateAPIKeyRequestEnvironmentSandbox                     = api.CreateAPIKeyRequestEnvironmentSandbox
 	CreateVirtualAccountRequestTypeChecking                   = api.CreateVirtualAccountRequestTypeChecking
 	CreateVirtualAccountRequestTypeSavings                    = api.CreateVirtualAccountRequestTypeSavings
 	CreateWebhookRequestEventsAsterisk                        = api.CreateWebhookRequestEventsAsterisk
+	CreateWebhookRequestEventsBookTransferCompleted           = api.CreateWebhookRequestEventsBookTransferCompleted
 	CreateWebhookRequestEventsInboundTransferCompleted        = api.CreateWebhookRequestEventsInboundTransferCompleted
 	CreateWebhookRequestEventsKybApproved                     = api.CreateWebhookRequestEventsKybApproved
 	CreateWebhookRequestEventsKybPendingReview                = api.CreateWebhookRequestEventsKybPendingReview
@@ -425,6 +450,7 @@ const (
 	EventEnvironmentSandbox                                   = api.EventEnvironmentSandbox
 	EventListObjectList                                       = api.EventListObjectList
 	EventObjectEvent                                          = api.EventObjectEvent
+	EventTypeBookTransferCompleted                            = api.EventTypeBookTransferCompleted
 	EventTypeInboundTransferCompleted                         = api.EventTypeInboundTransferCompleted
 	EventTypeKybApproved                                      = api.EventTypeKybApproved
 	EventTypeKybPendingReview                                 = api.EventTypeKybPendingReview
@@ -470,6 +496,7 @@ const (
 	JournalEntryStatusPending                                 = api.JournalEntryStatusPending
 	JournalEntryStatusPosted                                  = api.JournalEntryStatusPosted
 	JournalEntryTypeAdjustment                                = api.JournalEntryTypeAdjustment
+	JournalEntryTypeBookTransfer                              = api.JournalEntryTypeBookTransfer
 	JournalEntryTypeCorrection                                = api.JournalEntryTypeCorrection
 	JournalEntryTypeFee                                       = api.JournalEntryTypeFee
 	JournalEntryTypeFunding                                   = api.JournalEntryTypeFunding
@@ -700,6 +727,7 @@ const (
 	LedgerEntryStatusPending                                  = api.LedgerEntryStatusPending
 	LedgerEntryStatusPosted                                   = api.LedgerEntryStatusPosted
 	LedgerEntryTypeAdjustment                                 = api.LedgerEntryTypeAdjustment
+	LedgerEntryTypeBookTransfer                               = api.LedgerEntryTypeBookTransfer
 	LedgerEntryTypeCorrection                                 = api.LedgerEntryTypeCorrection
 	LedgerEntryTypeFee                                        = api.LedgerEntryTypeFee
 	LedgerEntryTypeFunding                                    = api.LedgerEntryTypeFunding
@@ -709,6 +737,7 @@ const (
 	LedgerEntryTypePaymentReversal                            = api.LedgerEntryTypePaymentReversal
 	ListAPIKeysParamsEnvironmentLive                          = api.ListAPIKeysParamsEnvironmentLive
 	ListAPIKeysParamsEnvironmentSandbox                       = api.ListAPIKeysParamsEnvironmentSandbox
+	ListEventsParamsTypeBookTransferCompleted                 = api.ListEventsParamsTypeBookTransferCompleted
 	ListEventsParamsTypeInboundTransferCompleted              = api.ListEventsParamsTypeInboundTransferCompleted
 	ListEventsParamsTypeKybApproved                           = api.ListEventsParamsTypeKybApproved
 	ListEventsParamsTypeKybPendingReview                      = api.ListEventsParamsTypeKybPendingReview
@@ -732,6 +761,7 @@ const (
 	ListLedgerEntriesParamsStatusPending                      = api.ListLedgerEntriesParamsStatusPending
 	ListLedgerEntriesParamsStatusPosted                       = api.ListLedgerEntriesParamsStatusPosted
 	ListLedgerEntriesParamsTypeAdjustment                     = api.ListLedgerEntriesParamsTypeAdjustment
+	ListLedgerEntriesParamsTypeBookTransfer                   = api.ListLedgerEntriesParamsTypeBookTransfer
 	ListLedgerEntriesParamsTypeCorrection                     = api.ListLedgerEntriesParamsTypeCorrection
 	ListLedgerEntriesParamsTypeFee                            = api.ListLedgerEntriesParamsTypeFee
 	ListLedgerEntriesParamsTypeFunding                        = api.ListLedgerEntriesParamsTypeFunding
@@ -752,6 +782,7 @@ const (
 	ListTransactionsParamsStatusPosted                        = api.ListTransactionsParamsStatusPosted
 	ListTransactionsParamsStatusVoid                          = api.ListTransactionsParamsStatusVoid
 	ListTransactionsParamsTypeAdjustment                      = api.ListTransactionsParamsTypeAdjustment
+	ListTransactionsParamsTypeBookTransfer                    = api.ListTransactionsParamsTypeBookTransfer
 	ListTransactionsParamsTypeCorrection                      = api.ListTransactionsParamsTypeCorrection
 	ListTransactionsParamsTypeFee                             = api.ListTransactionsParamsTypeFee
 	ListTransactionsParamsTypeInboundTransfer                 = api.ListTransactionsParamsTypeInboundTransfer
@@ -824,6 +855,7 @@ const (
 	PlatformWithKeysObjectPlatform                            = api.PlatformWithKeysObjectPlatform
 	PlatformWithKeysStatusApproved                            = api.PlatformWithKeysStatusApproved
 	PlatformWithKeysStatusPendingApproval                     = api.PlatformWithKeysStatusPendingApproval
+	QueuedWebhookDeliveryEventTypeBookTransferCompleted       = api.QueuedWebhookDeliveryEventTypeBookTransferCompleted
 	QueuedWebhookDeliveryEventTypeInboundTransferCompleted    = api.QueuedWebhookDeliveryEventTypeInboundTransferCompleted
 	QueuedWebhookDeliveryEventTypeKybApproved                 = api.QueuedWebhookDeliveryEventTypeKybApproved
 	QueuedWebhookDeliveryEventTypeKybPendingReview            = api.QueuedWebhookDeliveryEventTypeKybPendingReview
@@ -860,6 +892,7 @@ const (
 	SimulateInboundTransferRequestRailAchStandard             = api.SimulateInboundTransferRequestRailAchStandard
 	SimulateInboundTransferRequestRailFednow                  = api.SimulateInboundTransferRequestRailFednow
 	SimulateInboundTransferRequestRailRtp                     = api.SimulateInboundTransferRequestRailRtp
+	SourceTypeBookTransfer                                    = api.SourceTypeBookTransfer
 	SourceTypeInboundTransfer                                 = api.SourceTypeInboundTransfer
 	SourceTypeJournalEntry                                    = api.SourceTypeJournalEntry
 	SourceTypePayment                                         = api.SourceTypePayment
@@ -874,6 +907,7 @@ const (
 	TransactionStatusPosted                                   = api.TransactionStatusPosted
 	TransactionStatusVoid                                     = api.TransactionStatusVoid
 	TransactionTypeAdjustment                                 = api.TransactionTypeAdjustment
+	TransactionTypeBookTransfer                               = api.TransactionTypeBookTransfer
 	TransactionTypeCorrection                                 = api.TransactionTypeCorrection
 	TransactionTypeFee                                        = api.TransactionTypeFee
 	TransactionTypeInboundTransfer                            = api.TransactionTypeInboundTransfer
@@ -881,6 +915,7 @@ const (
 	TransactionTypePaymentFee                                 = api.TransactionTypePaymentFee
 	TransactionTypePaymentReversal                            = api.TransactionTypePaymentReversal
 	UpdateWebhookRequestEventsAsterisk                        = api.UpdateWebhookRequestEventsAsterisk
+	UpdateWebhookRequestEventsBookTransferCompleted           = api.UpdateWebhookRequestEventsBookTransferCompleted
 	UpdateWebhookRequestEventsInboundTransferCompleted        = api.UpdateWebhookRequestEventsInboundTransferCompleted
 	UpdateWebhookRequestEventsKybApproved                     = api.UpdateWebhookRequestEventsKybApproved
 	UpdateWebhookRequestEventsKybPendingReview                = api.UpdateWebhookRequestEventsKybPendingReview
@@ -911,6 +946,7 @@ const (
 	VirtualAccountStatusFrozen                                = api.VirtualAccountStatusFrozen
 	VirtualAccountTypeChecking                                = api.VirtualAccountTypeChecking
 	VirtualAccountTypeSavings                                 = api.VirtualAccountTypeSavings
+	WebhookDeliveryEventTypeBookTransferCompleted             = api.WebhookDeliveryEventTypeBookTransferCompleted
 	WebhookDeliveryEventTypeInboundTransferCompleted          = api.WebhookDeliveryEventTypeInboundTransferCompleted
 	WebhookDeliveryEventTypeKybApproved                       = api.WebhookDeliveryEventTypeKybApproved
 	WebhookDeliveryEventTypeKybPendingReview                  = api.WebhookDeliveryEventTypeKybPendingReview

@@ -10,9 +10,9 @@ Gem::Specification.new do |spec|
   spec.license = "MIT"
   spec.description = <<~DESC
     The Ruby client of the Treasury embedded-treasury API: platforms, virtual accounts, payments over
-    ACH, RTP and FedNow, KYB, the double-entry ledger, webhooks (with signature verification) and
-    events. Retries with idempotency keys, pagination that walks every page, one error class per
-    status. Standard library only.
+    ACH, RTP and FedNow, book transfers between a platform's accounts, KYB, the double-entry ledger,
+    webhooks (with signature verification) and events. Retries with idempotency keys, pagination that
+    walks every page, one error class per status. Standard library only.
   DESC
   spec.homepage = "https://github.com/opentreasury/treasury"
   spec.required_ruby_version = ">= 3.1"

@@ -141,6 +141,84 @@ func (e BalanceObject) Valid() bool {
 	}
 }
 
+// Defines values for BookTransferCurrency.
+const (
+	BookTransferCurrencyUSD BookTransferCurrency = "USD"
+)
+
+// Valid indicates whether the value is a known member of the BookTransferCurrency enum.
+func (e BookTransferCurrency) Valid() bool {
+	switch e {
+	case BookTransferCurrencyUSD:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BookTransferEnvironment.
+const (
+	BookTransferEnvironmentLive    BookTransferEnvironment = "live"
+	BookTransferEnvironmentSandbox BookTransferEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the BookTransferEnvironment enum.
+func (e BookTransferEnvironment) Valid() bool {
+	switch e {
+	case BookTransferEnvironmentLive:
+		return true
+	case BookTransferEnvironmentSandbox:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BookTransferObject.
+const (
+	BookTransferObjectBookTransfer BookTransferObject = "book_transfer"
+)
+
+// Valid indicates whether the value is a known member of the BookTransferObject enum.
+func (e BookTransferObject) Valid() bool {
+	switch e {
+	case BookTransferObjectBookTransfer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BookTransferStatus.
+const (
+	BookTransferStatusCompleted BookTransferStatus = "completed"
+)
+
+// Valid indicates whether the value is a known member of the BookTransferStatus enum.
+func (e BookTransferStatus) Valid() bool {
+	switch e {
+	case BookTransferStatusCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BookTransferListObject.
+const (
+	BookTransferListObjectList BookTransferListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the BookTransferListObject enum.
+func (e BookTransferListObject) Valid() bool {
+	switch e {
+	case BookTransferListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateAPIKeyRequestEnvironment.
 const (
 	CreateAPIKeyRequestEnvironmentLive    CreateAPIKeyRequestEnvironment = "live"
@@ -180,6 +258,7 @@ func (e CreateVirtualAccountRequestType) Valid() bool {
 // Defines values for CreateWebhookRequestEvents.
 const (
 	CreateWebhookRequestEventsAsterisk                    CreateWebhookRequestEvents = "*"
+	CreateWebhookRequestEventsBookTransferCompleted       CreateWebhookRequestEvents = "book_transfer.completed"
 	CreateWebhookRequestEventsInboundTransferCompleted    CreateWebhookRequestEvents = "inbound_transfer.completed"
 	CreateWebhookRequestEventsKybApproved                 CreateWebhookRequestEvents = "kyb.approved"
 	CreateWebhookRequestEventsKybPendingReview            CreateWebhookRequestEvents = "kyb.pending_review"
@@ -199,6 +278,8 @@ const (
 func (e CreateWebhookRequestEvents) Valid() bool {
 	switch e {
 	case CreateWebhookRequestEventsAsterisk:
+		return true
+	case CreateWebhookRequestEventsBookTransferCompleted:
 		return true
 	case CreateWebhookRequestEventsInboundTransferCompleted:
 		return true
@@ -314,6 +395,7 @@ func (e EventObject) Valid() bool {
 
 // Defines values for EventType.
 const (
+	EventTypeBookTransferCompleted       EventType = "book_transfer.completed"
 	EventTypeInboundTransferCompleted    EventType = "inbound_transfer.completed"
 	EventTypeKybApproved                 EventType = "kyb.approved"
 	EventTypeKybPendingReview            EventType = "kyb.pending_review"
@@ -332,6 +414,8 @@ const (
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
+	case EventTypeBookTransferCompleted:
+		return true
 	case EventTypeInboundTransferCompleted:
 		return true
 	case EventTypeKybApproved:
@@ -543,6 +627,7 @@ func (e JournalEntryStatus) Valid() bool {
 // Defines values for JournalEntryType.
 const (
 	JournalEntryTypeAdjustment      JournalEntryType = "adjustment"
+	JournalEntryTypeBookTransfer    JournalEntryType = "book_transfer"
 	JournalEntryTypeCorrection      JournalEntryType = "correction"
 	JournalEntryTypeFee             JournalEntryType = "fee"
 	JournalEntryTypeFunding         JournalEntryType = "funding"
@@ -556,6 +641,8 @@ const (
 func (e JournalEntryType) Valid() bool {
 	switch e {
 	case JournalEntryTypeAdjustment:
+		return true
+	case JournalEntryTypeBookTransfer:
 		return true
 	case JournalEntryTypeCorrection:
 		return true
@@ -1635,6 +1722,7 @@ func (e LedgerEntryStatus) Valid() bool {
 // Defines values for LedgerEntryType.
 const (
 	LedgerEntryTypeAdjustment      LedgerEntryType = "adjustment"
+	LedgerEntryTypeBookTransfer    LedgerEntryType = "book_transfer"
 	LedgerEntryTypeCorrection      LedgerEntryType = "correction"
 	LedgerEntryTypeFee             LedgerEntryType = "fee"
 	LedgerEntryTypeFunding         LedgerEntryType = "funding"
@@ -1648,6 +1736,8 @@ const (
 func (e LedgerEntryType) Valid() bool {
 	switch e {
 	case LedgerEntryTypeAdjustment:
+		return true
+	case LedgerEntryTypeBookTransfer:
 		return true
 	case LedgerEntryTypeCorrection:
 		return true
@@ -2069,6 +2159,7 @@ func (e PlatformWithKeysStatus) Valid() bool {
 
 // Defines values for QueuedWebhookDeliveryEventType.
 const (
+	QueuedWebhookDeliveryEventTypeBookTransferCompleted       QueuedWebhookDeliveryEventType = "book_transfer.completed"
 	QueuedWebhookDeliveryEventTypeInboundTransferCompleted    QueuedWebhookDeliveryEventType = "inbound_transfer.completed"
 	QueuedWebhookDeliveryEventTypeKybApproved                 QueuedWebhookDeliveryEventType = "kyb.approved"
 	QueuedWebhookDeliveryEventTypeKybPendingReview            QueuedWebhookDeliveryEventType = "kyb.pending_review"
@@ -2087,6 +2178,8 @@ const (
 // Valid indicates whether the value is a known member of the QueuedWebhookDeliveryEventType enum.
 func (e QueuedWebhookDeliveryEventType) Valid() bool {
 	switch e {
+	case QueuedWebhookDeliveryEventTypeBookTransferCompleted:
+		return true
 	case QueuedWebhookDeliveryEventTypeInboundTransferCompleted:
 		return true
 	case QueuedWebhookDeliveryEventTypeKybApproved:
@@ -2297,6 +2390,7 @@ func (e SimulateInboundTransferRequestRail) Valid() bool {
 
 // Defines values for SourceType.
 const (
+	SourceTypeBookTransfer    SourceType = "book_transfer"
 	SourceTypeInboundTransfer SourceType = "inbound_transfer"
 	SourceTypeJournalEntry    SourceType = "journal_entry"
 	SourceTypePayment         SourceType = "payment"
@@ -2305,6 +2399,8 @@ const (
 // Valid indicates whether the value is a known member of the SourceType enum.
 func (e SourceType) Valid() bool {
 	switch e {
+	case SourceTypeBookTransfer:
+		return true
 	case SourceTypeInboundTransfer:
 		return true
 	case SourceTypeJournalEntry:
@@ -2418,6 +2514,7 @@ func (e TransactionStatus) Valid() bool {
 // Defines values for TransactionType.
 const (
 	TransactionTypeAdjustment      TransactionType = "adjustment"
+	TransactionTypeBookTransfer    TransactionType = "book_transfer"
 	TransactionTypeCorrection      TransactionType = "correction"
 	TransactionTypeFee             TransactionType = "fee"
 	TransactionTypeInboundTransfer TransactionType = "inbound_transfer"
@@ -2430,6 +2527,8 @@ const (
 func (e TransactionType) Valid() bool {
 	switch e {
 	case TransactionTypeAdjustment:
+		return true
+	case TransactionTypeBookTransfer:
 		return true
 	case TransactionTypeCorrection:
 		return true
@@ -2466,6 +2565,7 @@ func (e TransactionListObject) Valid() bool {
 // Defines values for UpdateWebhookRequestEvents.
 const (
 	UpdateWebhookRequestEventsAsterisk                    UpdateWebhookRequestEvents = "*"
+	UpdateWebhookRequestEventsBookTransferCompleted       UpdateWebhookRequestEvents = "book_transfer.completed"
 	UpdateWebhookRequestEventsInboundTransferCompleted    UpdateWebhookRequestEvents = "inbound_transfer.completed"
 	UpdateWebhookRequestEventsKybApproved                 UpdateWebhookRequestEvents = "kyb.approved"
 	UpdateWebhookRequestEventsKybPendingReview            UpdateWebhookRequestEvents = "kyb.pending_review"
@@ -2485,6 +2585,8 @@ const (
 func (e UpdateWebhookRequestEvents) Valid() bool {
 	switch e {
 	case UpdateWebhookRequestEventsAsterisk:
+		return true
+	case UpdateWebhookRequestEventsBookTransferCompleted:
 		return true
 	case UpdateWebhookRequestEventsInboundTransferCompleted:
 		return true
@@ -2666,6 +2768,7 @@ func (e VirtualAccountListObject) Valid() bool {
 
 // Defines values for WebhookDeliveryEventType.
 const (
+	WebhookDeliveryEventTypeBookTransferCompleted       WebhookDeliveryEventType = "book_transfer.completed"
 	WebhookDeliveryEventTypeInboundTransferCompleted    WebhookDeliveryEventType = "inbound_transfer.completed"
 	WebhookDeliveryEventTypeKybApproved                 WebhookDeliveryEventType = "kyb.approved"
 	WebhookDeliveryEventTypeKybPendingReview            WebhookDeliveryEventType = "kyb.pending_review"
@@ -2684,6 +2787,8 @@ const (
 // Valid indicates whether the value is a known member of the WebhookDeliveryEventType enum.
 func (e WebhookDeliveryEventType) Valid() bool {
 	switch e {
+	case WebhookDeliveryEventTypeBookTransferCompleted:
+		return true
 	case WebhookDeliveryEventTypeInboundTransferCompleted:
 		return true
 	case WebhookDeliveryEventTypeKybApproved:
@@ -2855,6 +2960,7 @@ func (e WebhookEndpointListObject) Valid() bool {
 
 // Defines values for ListEventsParamsType.
 const (
+	ListEventsParamsTypeBookTransferCompleted       ListEventsParamsType = "book_transfer.completed"
 	ListEventsParamsTypeInboundTransferCompleted    ListEventsParamsType = "inbound_transfer.completed"
 	ListEventsParamsTypeKybApproved                 ListEventsParamsType = "kyb.approved"
 	ListEventsParamsTypeKybPendingReview            ListEventsParamsType = "kyb.pending_review"
@@ -2873,6 +2979,8 @@ const (
 // Valid indicates whether the value is a known member of the ListEventsParamsType enum.
 func (e ListEventsParamsType) Valid() bool {
 	switch e {
+	case ListEventsParamsTypeBookTransferCompleted:
+		return true
 	case ListEventsParamsTypeInboundTransferCompleted:
 		return true
 	case ListEventsParamsTypeKybApproved:
@@ -2931,6 +3039,7 @@ func (e ListKYBVerificationsParamsStatus) Valid() bool {
 // Defines values for ListLedgerEntriesParamsType.
 const (
 	ListLedgerEntriesParamsTypeAdjustment      ListLedgerEntriesParamsType = "adjustment"
+	ListLedgerEntriesParamsTypeBookTransfer    ListLedgerEntriesParamsType = "book_transfer"
 	ListLedgerEntriesParamsTypeCorrection      ListLedgerEntriesParamsType = "correction"
 	ListLedgerEntriesParamsTypeFee             ListLedgerEntriesParamsType = "fee"
 	ListLedgerEntriesParamsTypeFunding         ListLedgerEntriesParamsType = "funding"
@@ -2944,6 +3053,8 @@ const (
 func (e ListLedgerEntriesParamsType) Valid() bool {
 	switch e {
 	case ListLedgerEntriesParamsTypeAdjustment:
+		return true
+	case ListLedgerEntriesParamsTypeBookTransfer:
 		return true
 	case ListLedgerEntriesParamsTypeCorrection:
 		return true
@@ -3135,6 +3246,7 @@ func (e ListTransactionsParamsStatus) Valid() bool {
 // Defines values for ListTransactionsParamsType.
 const (
 	ListTransactionsParamsTypeAdjustment      ListTransactionsParamsType = "adjustment"
+	ListTransactionsParamsTypeBookTransfer    ListTransactionsParamsType = "book_transfer"
 	ListTransactionsParamsTypeCorrection      ListTransactionsParamsType = "correction"
 	ListTransactionsParamsTypeFee             ListTransactionsParamsType = "fee"
 	ListTransactionsParamsTypeInboundTransfer ListTransactionsParamsType = "inbound_transfer"
@@ -3147,6 +3259,8 @@ const (
 func (e ListTransactionsParamsType) Valid() bool {
 	switch e {
 	case ListTransactionsParamsTypeAdjustment:
+		return true
+	case ListTransactionsParamsTypeBookTransfer:
 		return true
 	case ListTransactionsParamsTypeCorrection:
 		return true
@@ -3343,6 +3457,104 @@ type BalanceCurrency string
 
 // BalanceObject defines model for Balance.Object.
 type BalanceObject string
+
+// BookTransfer Money moved at once between two virtual accounts of the caller's platform and environment: one posted journal entry of type `book_transfer` (the sender's ledger account debited, the receiver's credited), shown on both accounts as a `book_transfer` transaction with `source` `{type: book_transfer, id}`. Completed when made; there is no other status.
+type BookTransfer struct {
+	// Amount In cents.
+	Amount int `json:"amount"`
+
+	// CreatedAt RFC 3339, UTC, millisecond precision.
+	//
+	// Examples: 2026-01-15T09:30:00.000Z
+	CreatedAt time.Time            `json:"created_at"`
+	Currency  BookTransferCurrency `json:"currency"`
+
+	// Description As given (may be empty); the journal entry's description is this, else `Book transfer to <to_virtual_account_id>`.
+	Description string `json:"description"`
+
+	// Environment The environment of the key that created it.
+	Environment BookTransferEnvironment `json:"environment"`
+
+	// FromVirtualAccountId The account debited.
+	//
+	// Examples: va_01jh3v8x9q2w3e4r5t6y7v8k9m
+	FromVirtualAccountId string `json:"from_virtual_account_id"`
+
+	// Id Examples: bt_01jh3v9a2b3c4d5e6f7g8h9j0n
+	Id string `json:"id"`
+
+	// IdempotencyKey The key it was created with.
+	IdempotencyKey string `json:"idempotency_key"`
+
+	// JournalEntryId Its journal entry (`GET /ledger/journal-entries/{id}`), posted at once; its `source` names this transfer.
+	//
+	// Examples: je_01jh3v9a2b3c4d5e6f7g8h9j0k
+	JournalEntryId string `json:"journal_entry_id"`
+
+	// Metadata Free-form string pairs for the client's own use: at most 50 keys, each 1 to 40 characters; values at most 500 characters.
+	//
+	// Examples: {"crm_id":"acct-4821"}
+	Metadata Metadata           `json:"metadata"`
+	Object   BookTransferObject `json:"object"`
+	Status   BookTransferStatus `json:"status"`
+
+	// ToVirtualAccountId The account credited.
+	//
+	// Examples: va_01jh3v8x9q2w3e4r5t6y7v8k9m
+	ToVirtualAccountId string `json:"to_virtual_account_id"`
+}
+
+// BookTransferCurrency defines model for BookTransfer.Currency.
+type BookTransferCurrency string
+
+// BookTransferEnvironment The environment of the key that created it.
+type BookTransferEnvironment string
+
+// BookTransferObject defines model for BookTransfer.Object.
+type BookTransferObject string
+
+// BookTransferStatus defines model for BookTransfer.Status.
+type BookTransferStatus string
+
+// BookTransferList A page of book transfers of the caller's environment, newest first.
+type BookTransferList struct {
+	Data []BookTransfer `json:"data"`
+
+	// HasMore Whether more items follow this page.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; null on the last page.
+	NextCursor *string                `json:"next_cursor"`
+	Object     BookTransferListObject `json:"object"`
+}
+
+// BookTransferListObject defines model for BookTransferList.Object.
+type BookTransferListObject string
+
+// BookTransferRequest A book transfer. An idempotency key is required, here or in the `Idempotency-Key` header.
+type BookTransferRequest struct {
+	// Amount In cents, at most $100,000,000,000.00.
+	Amount      int     `json:"amount"`
+	Description *string `json:"description,omitempty"`
+
+	// FromVirtualAccountId The account to debit: the caller's, `active`, its business KYB-approved.
+	//
+	// Examples: va_01jh3v8x9q2w3e4r5t6y7v8k9m
+	FromVirtualAccountId string `json:"from_virtual_account_id"`
+
+	// IdempotencyKey The request's idempotency key (or the `Idempotency-Key` header; if both, equal).
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+
+	// Metadata Free-form string pairs for the client's own use: at most 50 keys, each 1 to 40 characters; values at most 500 characters.
+	//
+	// Examples: {"crm_id":"acct-4821"}
+	Metadata *Metadata `json:"metadata,omitempty"`
+
+	// ToVirtualAccountId The account to credit: the caller's, another than the sender, not `closed` (a frozen account still receives).
+	//
+	// Examples: va_01jh3v8x9q2w3e4r5t6y7v8k9m
+	ToVirtualAccountId string `json:"to_virtual_account_id"`
+}
 
 // ConfigurePlatformRequest Only the fields present change. An empty object changes nothing.
 //
@@ -5177,6 +5389,12 @@ type WebhookRetryPolicyRequest struct {
 // APIKeyId defines model for APIKeyId.
 type APIKeyId = string
 
+// BookTransferId defines model for BookTransferId.
+type BookTransferId = string
+
+// BookTransferIdempotencyKey defines model for BookTransferIdempotencyKey.
+type BookTransferIdempotencyKey = string
+
 // CreateIdempotencyKey defines model for CreateIdempotencyKey.
 type CreateIdempotencyKey = string
 
@@ -5230,6 +5448,45 @@ type VirtualAccountId = string
 
 // WebhookId defines model for WebhookId.
 type WebhookId = string
+
+// ListBookTransfersParams defines parameters for ListBookTransfers.
+type ListBookTransfersParams struct {
+	// Metadata Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`.
+	Metadata *MetadataFilter `json:"metadata,omitempty"`
+
+	// Limit Page size, 1 to 100 (else 400, `param` `limit`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// VirtualAccountId Only the transfers out of or into this account (exact match; an unknown id gives an empty list).
+	VirtualAccountId *string `form:"virtual_account_id,omitempty" json:"virtual_account_id,omitempty"`
+
+	// CreatedAfter Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400.
+	CreatedAfter *CreatedAfter `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400.
+	CreatedBefore *CreatedBefore `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// CreateBookTransferParams defines parameters for CreateBookTransfer.
+type CreateBookTransferParams struct {
+	// IdempotencyKey The book transfer's idempotency key: 1 to 255 bytes, no leading or trailing white space (else 400, `param` `idempotency_key`). Required here or as the body field `idempotency_key` (neither: 400 `param` `idempotency_key`); if both are given they must be equal. Scope: the platform and the key's environment; keys are kept for good. Same key and same body (key order, white space and where the key was sent do not matter): 200 with the book transfer and `Idempotent-Replayed: true`. Same key, different body: 409 `idempotency_conflict` with the book transfer's id in `resource_id`. A refused request (4xx) does not take the key.
+	IdempotencyKey *BookTransferIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetBookTransferParams defines parameters for GetBookTransfer.
+type GetBookTransferParams struct {
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
@@ -5792,6 +6049,9 @@ type TestWebhookParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// CreateBookTransferJSONRequestBody defines body for CreateBookTransfer for application/json ContentType.
+type CreateBookTransferJSONRequestBody = BookTransferRequest
+
 // SubmitKYBJSONRequestBody defines body for SubmitKYB for application/json ContentType.
 type SubmitKYBJSONRequestBody = KYBSubmitRequest
 
@@ -6230,6 +6490,70 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// ListBookTransfers List book transfers
+	//
+	// The book transfers of the caller's platform in the caller's environment, newest first, with the filters combined. Current the moment a command returns.
+	//
+	// Corresponds with GET /book-transfers (the `ListBookTransfers` operationId).
+	ListBookTransfers(ctx context.Context, params *ListBookTransfersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBookTransferWithBody Create a book transfer
+	//
+	// Moves money at once between two of the caller's virtual accounts (API.md §12). An idempotency key is required (body `idempotency_key` or header `Idempotency-Key`).
+	//
+	// **Checks, in order.** The body is decoded strictly (400); the idempotency key's form (400 `param` `idempotency_key`); then the fields (400, `param` names the first bad one): `from_virtual_account_id` and `to_virtual_account_id` (`va_` ids, two different accounts), `amount` (1 to 10,000,000,000,000 cents), `description` (at most 140 characters), `metadata`, and that an idempotency key was given. Both accounts are then locked (in id order, so that transfers in both directions never deadlock) and must be the caller's, in the key's environment (else 404 `not_found`: an account of another platform or environment is not told apart from an unknown one). Then the rules, the first that fails answering 422 with the account in `resource_id`:
+	//
+	// 1. the sender is `active` (`account_not_active`);
+	// 2. the sender's business is KYB-approved (`kyb_not_approved`);
+	// 3. the receiver is not `closed` (`account_not_active`; a frozen account still receives, as it receives inbound transfers);
+	// 4. the sender's `available` balance covers the amount (`insufficient_funds`);
+	// 5. the receiver's balance stays within the ledger's bound (`limit_exceeded`).
+	//
+	// A refused request moves nothing and does not take its key. No fee is charged, and no daily payment limit applies: the money stays on the platform's books.
+	//
+	// **Idempotency.** As for payments: the same key and body answer 200 with the transfer and `Idempotent-Replayed: true`; another body under the key is 409 `idempotency_conflict` naming the transfer; concurrent duplicates make one transfer.
+	//
+	// **Money and the ledger.** One journal entry of type `book_transfer`, posted at once: the sender's ledger account is debited and the receiver's credited (ledger entries of type `book_transfer`); each account's `posted` balance moves at once, and each shows one posted `book_transfer` transaction (−amount on the sender, +amount on the receiver) whose `source` is `{type: book_transfer, id}`.
+	//
+	// **Events.** `book_transfer.completed`, its `data.object` the transfer; and `ledger.entry.created` for both entries.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /book-transfers (the `CreateBookTransfer` operationId).
+	CreateBookTransferWithBody(ctx context.Context, params *CreateBookTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBookTransfer Create a book transfer
+	//
+	// Moves money at once between two of the caller's virtual accounts (API.md §12). An idempotency key is required (body `idempotency_key` or header `Idempotency-Key`).
+	//
+	// **Checks, in order.** The body is decoded strictly (400); the idempotency key's form (400 `param` `idempotency_key`); then the fields (400, `param` names the first bad one): `from_virtual_account_id` and `to_virtual_account_id` (`va_` ids, two different accounts), `amount` (1 to 10,000,000,000,000 cents), `description` (at most 140 characters), `metadata`, and that an idempotency key was given. Both accounts are then locked (in id order, so that transfers in both directions never deadlock) and must be the caller's, in the key's environment (else 404 `not_found`: an account of another platform or environment is not told apart from an unknown one). Then the rules, the first that fails answering 422 with the account in `resource_id`:
+	//
+	// 1. the sender is `active` (`account_not_active`);
+	// 2. the sender's business is KYB-approved (`kyb_not_approved`);
+	// 3. the receiver is not `closed` (`account_not_active`; a frozen account still receives, as it receives inbound transfers);
+	// 4. the sender's `available` balance covers the amount (`insufficient_funds`);
+	// 5. the receiver's balance stays within the ledger's bound (`limit_exceeded`).
+	//
+	// A refused request moves nothing and does not take its key. No fee is charged, and no daily payment limit applies: the money stays on the platform's books.
+	//
+	// **Idempotency.** As for payments: the same key and body answer 200 with the transfer and `Idempotent-Replayed: true`; another body under the key is 409 `idempotency_conflict` naming the transfer; concurrent duplicates make one transfer.
+	//
+	// **Money and the ledger.** One journal entry of type `book_transfer`, posted at once: the sender's ledger account is debited and the receiver's credited (ledger entries of type `book_transfer`); each account's `posted` balance moves at once, and each shows one posted `book_transfer` transaction (−amount on the sender, +amount on the receiver) whose `source` is `{type: book_transfer, id}`.
+	//
+	// **Events.** `book_transfer.completed`, its `data.object` the transfer; and `ledger.entry.created` for both entries.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /book-transfers (the `CreateBookTransfer` operationId).
+	CreateBookTransfer(ctx context.Context, params *CreateBookTransferParams, body CreateBookTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBookTransfer Get a book transfer
+	//
+	// One of the caller's book transfers. Current the moment a command returns.
+	//
+	// Corresponds with GET /book-transfers/{id} (the `GetBookTransfer` operationId).
+	GetBookTransfer(ctx context.Context, id BookTransferId, params *GetBookTransferParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEvents List events
 	//
@@ -7011,6 +7335,110 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/{id}/test (the `TestWebhook` operationId).
 	TestWebhook(ctx context.Context, id WebhookId, params *TestWebhookParams, body TestWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListBookTransfers List book transfers
+//
+// The book transfers of the caller's platform in the caller's environment, newest first, with the filters combined. Current the moment a command returns.
+//
+// Corresponds with GET /book-transfers (the `ListBookTransfers` operationId).
+func (c *Client) ListBookTransfers(ctx context.Context, params *ListBookTransfersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBookTransfersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBookTransferWithBody Create a book transfer
+//
+// Moves money at once between two of the caller's virtual accounts (API.md §12). An idempotency key is required (body `idempotency_key` or header `Idempotency-Key`).
+//
+// **Checks, in order.** The body is decoded strictly (400); the idempotency key's form (400 `param` `idempotency_key`); then the fields (400, `param` names the first bad one): `from_virtual_account_id` and `to_virtual_account_id` (`va_` ids, two different accounts), `amount` (1 to 10,000,000,000,000 cents), `description` (at most 140 characters), `metadata`, and that an idempotency key was given. Both accounts are then locked (in id order, so that transfers in both directions never deadlock) and must be the caller's, in the key's environment (else 404 `not_found`: an account of another platform or environment is not told apart from an unknown one). Then the rules, the first that fails answering 422 with the account in `resource_id`:
+//
+// 1. the sender is `active` (`account_not_active`);
+// 2. the sender's business is KYB-approved (`kyb_not_approved`);
+// 3. the receiver is not `closed` (`account_not_active`; a frozen account still receives, as it receives inbound transfers);
+// 4. the sender's `available` balance covers the amount (`insufficient_funds`);
+// 5. the receiver's balance stays within the ledger's bound (`limit_exceeded`).
+//
+// A refused request moves nothing and does not take its key. No fee is charged, and no daily payment limit applies: the money stays on the platform's books.
+//
+// **Idempotency.** As for payments: the same key and body answer 200 with the transfer and `Idempotent-Replayed: true`; another body under the key is 409 `idempotency_conflict` naming the transfer; concurrent duplicates make one transfer.
+//
+// **Money and the ledger.** One journal entry of type `book_transfer`, posted at once: the sender's ledger account is debited and the receiver's credited (ledger entries of type `book_transfer`); each account's `posted` balance moves at once, and each shows one posted `book_transfer` transaction (−amount on the sender, +amount on the receiver) whose `source` is `{type: book_transfer, id}`.
+//
+// **Events.** `book_transfer.completed`, its `data.object` the transfer; and `ledger.entry.created` for both entries.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /book-transfers (the `CreateBookTransfer` operationId).
+func (c *Client) CreateBookTransferWithBody(ctx context.Context, params *CreateBookTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBookTransferRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBookTransfer Create a book transfer
+//
+// Moves money at once between two of the caller's virtual accounts (API.md §12). An idempotency key is required (body `idempotency_key` or header `Idempotency-Key`).
+//
+// **Checks, in order.** The body is decoded strictly (400); the idempotency key's form (400 `param` `idempotency_key`); then the fields (400, `param` names the first bad one): `from_virtual_account_id` and `to_virtual_account_id` (`va_` ids, two different accounts), `amount` (1 to 10,000,000,000,000 cents), `description` (at most 140 characters), `metadata`, and that an idempotency key was given. Both accounts are then locked (in id order, so that transfers in both directions never deadlock) and must be the caller's, in the key's environment (else 404 `not_found`: an account of another platform or environment is not told apart from an unknown one). Then the rules, the first that fails answering 422 with the account in `resource_id`:
+//
+// 1. the sender is `active` (`account_not_active`);
+// 2. the sender's business is KYB-approved (`kyb_not_approved`);
+// 3. the receiver is not `closed` (`account_not_active`; a frozen account still receives, as it receives inbound transfers);
+// 4. the sender's `available` balance covers the amount (`insufficient_funds`);
+// 5. the receiver's balance stays within the ledger's bound (`limit_exceeded`).
+//
+// A refused request moves nothing and does not take its key. No fee is charged, and no daily payment limit applies: the money stays on the platform's books.
+//
+// **Idempotency.** As for payments: the same key and body answer 200 with the transfer and `Idempotent-Replayed: true`; another body under the key is 409 `idempotency_conflict` naming the transfer; concurrent duplicates make one transfer.
+//
+// **Money and the ledger.** One journal entry of type `book_transfer`, posted at once: the sender's ledger account is debited and the receiver's credited (ledger entries of type `book_transfer`); each account's `posted` balance moves at once, and each shows one posted `book_transfer` transaction (−amount on the sender, +amount on the receiver) whose `source` is `{type: book_transfer, id}`.
+//
+// **Events.** `book_transfer.completed`, its `data.object` the transfer; and `ledger.entry.created` for both entries.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /book-transfers (the `CreateBookTransfer` operationId).
+func (c *Client) CreateBookTransfer(ctx context.Context, params *CreateBookTransferParams, body CreateBookTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBookTransferRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBookTransfer Get a book transfer
+//
+// One of the caller's book transfers. Current the moment a command returns.
+//
+// Corresponds with GET /book-transfers/{id} (the `GetBookTransfer` operationId).
+func (c *Client) GetBookTransfer(ctx context.Context, id BookTransferId, params *GetBookTransferParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBookTransferRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListEvents List events
@@ -8602,6 +9030,250 @@ func (c *Client) TestWebhook(ctx context.Context, id WebhookId, params *TestWebh
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListBookTransfersRequest constructs an http.Request for the ListBookTransfers method
+func NewListBookTransfersRequest(server string, params *ListBookTransfersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/book-transfers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Metadata != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("deepObject", true, "metadata", *params.Metadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VirtualAccountId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "virtual_account_id", *params.VirtualAccountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateBookTransferRequest calls the generic CreateBookTransfer builder with application/json body
+func NewCreateBookTransferRequest(server string, params *CreateBookTransferParams, body CreateBookTransferJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateBookTransferRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateBookTransferRequestWithBody constructs an http.Request for the CreateBookTransfer method, with any body, and a specified content type
+func NewCreateBookTransferRequestWithBody(server string, params *CreateBookTransferParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/book-transfers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetBookTransferRequest constructs an http.Request for the GetBookTransfer method
+func NewGetBookTransferRequest(server string, id BookTransferId, params *GetBookTransferParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/book-transfers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewListEventsRequest constructs an http.Request for the ListEvents method
@@ -12518,6 +13190,74 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListBookTransfersWithResponse List book transfers
+	//
+	// The book transfers of the caller's platform in the caller's environment, newest first, with the filters combined. Current the moment a command returns.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /book-transfers (the `ListBookTransfers` operationId).
+	ListBookTransfersWithResponse(ctx context.Context, params *ListBookTransfersParams, reqEditors ...RequestEditorFn) (*ListBookTransfersResponse, error)
+
+	// CreateBookTransferWithBodyWithResponse Create a book transfer
+	//
+	// Moves money at once between two of the caller's virtual accounts (API.md §12). An idempotency key is required (body `idempotency_key` or header `Idempotency-Key`).
+	//
+	// **Checks, in order.** The body is decoded strictly (400); the idempotency key's form (400 `param` `idempotency_key`); then the fields (400, `param` names the first bad one): `from_virtual_account_id` and `to_virtual_account_id` (`va_` ids, two different accounts), `amount` (1 to 10,000,000,000,000 cents), `description` (at most 140 characters), `metadata`, and that an idempotency key was given. Both accounts are then locked (in id order, so that transfers in both directions never deadlock) and must be the caller's, in the key's environment (else 404 `not_found`: an account of another platform or environment is not told apart from an unknown one). Then the rules, the first that fails answering 422 with the account in `resource_id`:
+	//
+	// 1. the sender is `active` (`account_not_active`);
+	// 2. the sender's business is KYB-approved (`kyb_not_approved`);
+	// 3. the receiver is not `closed` (`account_not_active`; a frozen account still receives, as it receives inbound transfers);
+	// 4. the sender's `available` balance covers the amount (`insufficient_funds`);
+	// 5. the receiver's balance stays within the ledger's bound (`limit_exceeded`).
+	//
+	// A refused request moves nothing and does not take its key. No fee is charged, and no daily payment limit applies: the money stays on the platform's books.
+	//
+	// **Idempotency.** As for payments: the same key and body answer 200 with the transfer and `Idempotent-Replayed: true`; another body under the key is 409 `idempotency_conflict` naming the transfer; concurrent duplicates make one transfer.
+	//
+	// **Money and the ledger.** One journal entry of type `book_transfer`, posted at once: the sender's ledger account is debited and the receiver's credited (ledger entries of type `book_transfer`); each account's `posted` balance moves at once, and each shows one posted `book_transfer` transaction (−amount on the sender, +amount on the receiver) whose `source` is `{type: book_transfer, id}`.
+	//
+	// **Events.** `book_transfer.completed`, its `data.object` the transfer; and `ledger.entry.created` for both entries.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /book-transfers (the `CreateBookTransfer` operationId).
+	CreateBookTransferWithBodyWithResponse(ctx context.Context, params *CreateBookTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBookTransferResponse, error)
+
+	// CreateBookTransferWithResponse Create a book transfer
+	//
+	// Moves money at once between two of the caller's virtual accounts (API.md §12). An idempotency key is required (body `idempotency_key` or header `Idempotency-Key`).
+	//
+	// **Checks, in order.** The body is decoded strictly (400); the idempotency key's form (400 `param` `idempotency_key`); then the fields (400, `param` names the first bad one): `from_virtual_account_id` and `to_virtual_account_id` (`va_` ids, two different accounts), `amount` (1 to 10,000,000,000,000 cents), `description` (at most 140 characters), `metadata`, and that an idempotency key was given. Both accounts are then locked (in id order, so that transfers in both directions never deadlock) and must be the caller's, in the key's environment (else 404 `not_found`: an account of another platform or environment is not told apart from an unknown one). Then the rules, the first that fails answering 422 with the account in `resource_id`:
+	//
+	// 1. the sender is `active` (`account_not_active`);
+	// 2. the sender's business is KYB-approved (`kyb_not_approved`);
+	// 3. the receiver is not `closed` (`account_not_active`; a frozen account still receives, as it receives inbound transfers);
+	// 4. the sender's `available` balance covers the amount (`insufficient_funds`);
+	// 5. the receiver's balance stays within the ledger's bound (`limit_exceeded`).
+	//
+	// A refused request moves nothing and does not take its key. No fee is charged, and no daily payment limit applies: the money stays on the platform's books.
+	//
+	// **Idempotency.** As for payments: the same key and body answer 200 with the transfer and `Idempotent-Replayed: true`; another body under the key is 409 `idempotency_conflict` naming the transfer; concurrent duplicates make one transfer.
+	//
+	// **Money and the ledger.** One journal entry of type `book_transfer`, posted at once: the sender's ledger account is debited and the receiver's credited (ledger entries of type `book_transfer`); each account's `posted` balance moves at once, and each shows one posted `book_transfer` transaction (−amount on the sender, +amount on the receiver) whose `source` is `{type: book_transfer, id}`.
+	//
+	// **Events.** `book_transfer.completed`, its `data.object` the transfer; and `ledger.entry.created` for both entries.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /book-transfers (the `CreateBookTransfer` operationId).
+	CreateBookTransferWithResponse(ctx context.Context, params *CreateBookTransferParams, body CreateBookTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBookTransferResponse, error)
+
+	// GetBookTransferWithResponse Get a book transfer
+	//
+	// One of the caller's book transfers. Current the moment a command returns.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /book-transfers/{id} (the `GetBookTransfer` operationId).
+	GetBookTransferWithResponse(ctx context.Context, id BookTransferId, params *GetBookTransferParams, reqEditors ...RequestEditorFn) (*GetBookTransferResponse, error)
+
 	// ListEventsWithResponse List events
 	//
 	// The platform's public events in the caller's environment, newest first. Built asynchronously from the log in commit order, within milliseconds of the change; kept at least 30 days.
@@ -13352,6 +14092,142 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/{id}/test (the `TestWebhook` operationId).
 	TestWebhookWithResponse(ctx context.Context, id WebhookId, params *TestWebhookParams, body TestWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*TestWebhookResponse, error)
+}
+
+// ListBookTransfersResponse200Headers the declared response headers of an HTTP 200 response for ListBookTransfers
+type ListBookTransfersResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ListBookTransfersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BookTransferList
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListBookTransfersResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBookTransfersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBookTransfersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBookTransfersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateBookTransferResponse200Headers the declared response headers of an HTTP 200 response for CreateBookTransfer
+type CreateBookTransferResponse200Headers struct {
+	IdempotentReplayed string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// CreateBookTransferResponse201Headers the declared response headers of an HTTP 201 response for CreateBookTransfer
+type CreateBookTransferResponse201Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateBookTransferResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BookTransfer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *BookTransfer
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateBookTransferResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateBookTransferResponse201Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateBookTransferResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateBookTransferResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateBookTransferResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBookTransferResponse200Headers the declared response headers of an HTTP 200 response for GetBookTransfer
+type GetBookTransferResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type GetBookTransferResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BookTransfer
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetBookTransferResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBookTransferResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBookTransferResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBookTransferResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListEventsResponse200Headers the declared response headers of an HTTP 200 response for ListEvents
@@ -15649,6 +16525,98 @@ func (r TestWebhookResponse) ContentType() string {
 	return ""
 }
 
+// ListBookTransfersWithResponse List book transfers
+//
+// The book transfers of the caller's platform in the caller's environment, newest first, with the filters combined. Current the moment a command returns.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /book-transfers (the `ListBookTransfers` operationId).
+func (c *ClientWithResponses) ListBookTransfersWithResponse(ctx context.Context, params *ListBookTransfersParams, reqEditors ...RequestEditorFn) (*ListBookTransfersResponse, error) {
+	rsp, err := c.ListBookTransfers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBookTransfersResponse(rsp)
+}
+
+// CreateBookTransferWithBodyWithResponse Create a book transfer
+//
+// Moves money at once between two of the caller's virtual accounts (API.md §12). An idempotency key is required (body `idempotency_key` or header `Idempotency-Key`).
+//
+// **Checks, in order.** The body is decoded strictly (400); the idempotency key's form (400 `param` `idempotency_key`); then the fields (400, `param` names the first bad one): `from_virtual_account_id` and `to_virtual_account_id` (`va_` ids, two different accounts), `amount` (1 to 10,000,000,000,000 cents), `description` (at most 140 characters), `metadata`, and that an idempotency key was given. Both accounts are then locked (in id order, so that transfers in both directions never deadlock) and must be the caller's, in the key's environment (else 404 `not_found`: an account of another platform or environment is not told apart from an unknown one). Then the rules, the first that fails answering 422 with the account in `resource_id`:
+//
+// 1. the sender is `active` (`account_not_active`);
+// 2. the sender's business is KYB-approved (`kyb_not_approved`);
+// 3. the receiver is not `closed` (`account_not_active`; a frozen account still receives, as it receives inbound transfers);
+// 4. the sender's `available` balance covers the amount (`insufficient_funds`);
+// 5. the receiver's balance stays within the ledger's bound (`limit_exceeded`).
+//
+// A refused request moves nothing and does not take its key. No fee is charged, and no daily payment limit applies: the money stays on the platform's books.
+//
+// **Idempotency.** As for payments: the same key and body answer 200 with the transfer and `Idempotent-Replayed: true`; another body under the key is 409 `idempotency_conflict` naming the transfer; concurrent duplicates make one transfer.
+//
+// **Money and the ledger.** One journal entry of type `book_transfer`, posted at once: the sender's ledger account is debited and the receiver's credited (ledger entries of type `book_transfer`); each account's `posted` balance moves at once, and each shows one posted `book_transfer` transaction (−amount on the sender, +amount on the receiver) whose `source` is `{type: book_transfer, id}`.
+//
+// **Events.** `book_transfer.completed`, its `data.object` the transfer; and `ledger.entry.created` for both entries.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /book-transfers (the `CreateBookTransfer` operationId).
+func (c *ClientWithResponses) CreateBookTransferWithBodyWithResponse(ctx context.Context, params *CreateBookTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBookTransferResponse, error) {
+	rsp, err := c.CreateBookTransferWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBookTransferResponse(rsp)
+}
+
+// CreateBookTransferWithResponse Create a book transfer
+//
+// Moves money at once between two of the caller's virtual accounts (API.md §12). An idempotency key is required (body `idempotency_key` or header `Idempotency-Key`).
+//
+// **Checks, in order.** The body is decoded strictly (400); the idempotency key's form (400 `param` `idempotency_key`); then the fields (400, `param` names the first bad one): `from_virtual_account_id` and `to_virtual_account_id` (`va_` ids, two different accounts), `amount` (1 to 10,000,000,000,000 cents), `description` (at most 140 characters), `metadata`, and that an idempotency key was given. Both accounts are then locked (in id order, so that transfers in both directions never deadlock) and must be the caller's, in the key's environment (else 404 `not_found`: an account of another platform or environment is not told apart from an unknown one). Then the rules, the first that fails answering 422 with the account in `resource_id`:
+//
+// 1. the sender is `active` (`account_not_active`);
+// 2. the sender's business is KYB-approved (`kyb_not_approved`);
+// 3. the receiver is not `closed` (`account_not_active`; a frozen account still receives, as it receives inbound transfers);
+// 4. the sender's `available` balance covers the amount (`insufficient_funds`);
+// 5. the receiver's balance stays within the ledger's bound (`limit_exceeded`).
+//
+// A refused request moves nothing and does not take its key. No fee is charged, and no daily payment limit applies: the money stays on the platform's books.
+//
+// **Idempotency.** As for payments: the same key and body answer 200 with the transfer and `Idempotent-Replayed: true`; another body under the key is 409 `idempotency_conflict` naming the transfer; concurrent duplicates make one transfer.
+//
+// **Money and the ledger.** One journal entry of type `book_transfer`, posted at once: the sender's ledger account is debited and the receiver's credited (ledger entries of type `book_transfer`); each account's `posted` balance moves at once, and each shows one posted `book_transfer` transaction (−amount on the sender, +amount on the receiver) whose `source` is `{type: book_transfer, id}`.
+//
+// **Events.** `book_transfer.completed`, its `data.object` the transfer; and `ledger.entry.created` for both entries.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /book-transfers (the `CreateBookTransfer` operationId).
+func (c *ClientWithResponses) CreateBookTransferWithResponse(ctx context.Context, params *CreateBookTransferParams, body CreateBookTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBookTransferResponse, error) {
+	rsp, err := c.CreateBookTransfer(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBookTransferResponse(rsp)
+}
+
+// GetBookTransferWithResponse Get a book transfer
+//
+// One of the caller's book transfers. Current the moment a command returns.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /book-transfers/{id} (the `GetBookTransfer` operationId).
+func (c *ClientWithResponses) GetBookTransferWithResponse(ctx context.Context, id BookTransferId, params *GetBookTransferParams, reqEditors ...RequestEditorFn) (*GetBookTransferResponse, error) {
+	rsp, err := c.GetBookTransfer(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBookTransferResponse(rsp)
+}
+
 // ListEventsWithResponse List events
 //
 // The platform's public events in the caller's environment, newest first. Built asynchronously from the log in commit order, within milliseconds of the change; kept at least 30 days.
@@ -16968,6 +17936,231 @@ func (c *ClientWithResponses) TestWebhookWithResponse(ctx context.Context, id We
 		return nil, err
 	}
 	return ParseTestWebhookResponse(rsp)
+}
+
+// ParseListBookTransfersResponse parses an HTTP response from a ListBookTransfersWithResponse call
+func ParseListBookTransfersResponse(rsp *http.Response) (*ListBookTransfersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBookTransfersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BookTransferList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListBookTransfersResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateBookTransferResponse parses an HTTP response from a CreateBookTransferWithResponse call
+func ParseCreateBookTransferResponse(rsp *http.Response) (*CreateBookTransferResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateBookTransferResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BookTransfer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest BookTransfer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateBookTransferResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers CreateBookTransferResponse201Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBookTransferResponse parses an HTTP response from a GetBookTransferWithResponse call
+func ParseGetBookTransferResponse(rsp *http.Response) (*GetBookTransferResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBookTransferResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BookTransfer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetBookTransferResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call

@@ -178,6 +178,7 @@ export type EventObject =
   | KYBVerification
   | LedgerEntry
   | InboundTransfer
+  | BookTransfer
   | Record<string, unknown>;
 `;
 

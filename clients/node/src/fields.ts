@@ -98,6 +98,9 @@ export const MODEL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   "ACHFileList": fields<M.ACHFileList>()(["object", "data", "has_more", "next_cursor"]),
   "ACHFileCut": fields<M.ACHFileCut>()(["object", "data", "has_more", "next_cursor"]),
   "InboundOriginator": fields<M.InboundOriginator>()(["name", "account_number", "routing_number"]),
+  "BookTransfer": fields<M.BookTransfer>()(["id", "object", "from_virtual_account_id", "to_virtual_account_id", "amount", "currency", "description", "status", "idempotency_key", "journal_entry_id", "metadata", "environment", "created_at"]),
+  "BookTransferRequest": fields<M.BookTransferRequest>()(["from_virtual_account_id", "to_virtual_account_id", "amount", "description", "metadata", "idempotency_key"]),
+  "BookTransferList": fields<M.BookTransferList>()(["object", "data", "has_more", "next_cursor"]),
 };
 
 /** Each operation with query parameters (by operationId) → its parameter names. */
@@ -112,6 +115,7 @@ export const QUERY_PARAMS: Readonly<Record<string, readonly string[]>> = {
   "listLedgerEntries": fields<M.ListLedgerEntriesParams>()(["virtual_account_id", "ledger_account_id", "type", "direction", "status", "created_after", "created_before", "limit", "cursor"]),
   "exportLedger": fields<M.ExportLedgerParams>()(["created_after", "created_before"]),
   "listPayments": fields<M.ListPaymentsParams>()(["metadata", "limit", "cursor", "virtual_account_id", "status", "rail", "idempotency_key", "created_after", "created_before"]),
+  "listBookTransfers": fields<M.ListBookTransfersParams>()(["metadata", "limit", "cursor", "virtual_account_id", "created_after", "created_before"]),
   "listKYBVerifications": fields<M.ListKYBVerificationsParams>()(["limit", "cursor", "virtual_account_id", "status"]),
   "listEvents": fields<M.ListEventsParams>()(["limit", "cursor", "type", "created_after", "created_before"]),
   "listWebhooks": fields<M.ListWebhooksParams>()(["limit", "cursor"]),

@@ -15,6 +15,7 @@
 import { APIClient, type ClientOptions } from './core.js';
 import * as Errors from './errors.js';
 import {
+  BookTransfers,
   CurrentPlatform,
   Events,
   KYB,
@@ -61,9 +62,11 @@ export class Treasury extends APIClient {
   readonly virtualAccounts: VirtualAccounts;
   /** Payments, with `cancel`. */
   readonly payments: Payments;
+  /** Book transfers between two of the platform's virtual accounts: `create`, `retrieve`, `list`. */
+  readonly bookTransfers: BookTransfers;
   /** KYB verifications. */
   readonly kyb: KYB;
-  /** The ledger: `accounts`, `entries`, `exports`. */
+  /** The ledger: `accounts`, `entries`, `journalEntries`, `exports`. */
   readonly ledger: Ledger;
   /** Webhook endpoints, with `deliveries`, `rotateSecret`, `test`. */
   readonly webhooks: Webhooks;
@@ -83,6 +86,7 @@ export class Treasury extends APIClient {
     this.platform = new CurrentPlatform(this);
     this.virtualAccounts = new VirtualAccounts(this);
     this.payments = new Payments(this);
+    this.bookTransfers = new BookTransfers(this);
     this.kyb = new KYB(this);
     this.ledger = new Ledger(this);
     this.webhooks = new Webhooks(this);

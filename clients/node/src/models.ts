@@ -317,7 +317,7 @@ export interface Balance {
 
 /** What a transaction records: an inbound transfer (`itx_`), a payment (`pay_`: its amount, its fee and, if it was returned, their reversal) or a manual journal entry (`je_`). */
 export interface Source {
-  type: "inbound_transfer" | "payment" | "journal_entry";
+  type: "inbound_transfer" | "payment" | "book_transfer" | "journal_entry";
   id: string;
 }
 
@@ -326,7 +326,7 @@ export interface Transaction {
   id: string;
   object: "transaction";
   virtual_account_id: string;
-  type: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "adjustment" | "fee" | "correction";
+  type: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "book_transfer" | "adjustment" | "fee" | "correction";
   /** Cents, signed: negative leaves the account (a debit), positive enters it (a credit). Never 0. */
   amount: number;
   currency: "USD";
@@ -424,7 +424,7 @@ export interface LedgerEntry {
   /** Cents, always positive; `direction` gives the sign. */
   amount: number;
   currency: "USD";
-  type: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "adjustment" | "fee" | "correction" | "funding";
+  type: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "book_transfer" | "adjustment" | "fee" | "correction" | "funding";
   /** `pending` until its journal entry posts; `archived` if it is released without posting. Posted entries never change: corrections reverse them. */
   status: "pending" | "posted" | "archived";
   description: string;
@@ -451,7 +451,7 @@ export interface JournalEntry {
   id: string;
   object: "journal_entry";
   /** Manual entries are `adjustment`, `fee` or `correction`. */
-  type: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "adjustment" | "fee" | "correction" | "funding";
+  type: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "book_transfer" | "adjustment" | "fee" | "correction" | "funding";
   description: string;
   /** Manual entries post at once. */
   status: "pending" | "posted" | "archived";
@@ -746,7 +746,7 @@ export interface SimulatePaymentFailRequest {
 export interface Event {
   id: string;
   object: "event";
-  type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "webhook.test";
+  type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   platform_id: string;
   environment: "sandbox" | "live";
   created_at: string;
@@ -1000,7 +1000,7 @@ export interface WebhookDelivery {
   object: "webhook_delivery";
   webhook_endpoint_id: string;
   event_id: string;
-  event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "webhook.test";
+  event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   status: "pending" | "succeeded" | "failed";
   attempts: WebhookAttempt[];
   /** When the next attempt is due; null unless pending. */
@@ -1019,7 +1019,7 @@ export interface WebhookDeliveryList {
 export interface QueuedWebhookDelivery {
   id: string;
   object: "webhook_delivery";
-  event_type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "webhook.test";
+  event_type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   status: "pending";
 }
 
@@ -1034,7 +1034,7 @@ export interface CreateWebhookRequest {
   /** Where deliveries are POSTed: an absolute http(s) URL without credentials, at most 2048 characters. Live: `https` only, and the host must resolve to public addresses (checked when connecting; redirects are not followed). Sandbox: `http` allowed; private and loopback addresses only when the server runs with `TREASURY_WEBHOOK_ALLOW_PRIVATE=true`. */
   url: string;
   /** Event types to deliver, or `["*"]` for all (alone). Default `["*"]`. */
-  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "webhook.test">;
+  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
   /** Free text, at most 500 characters. */
   description?: string;
   /** A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically. */
@@ -1047,7 +1047,7 @@ export interface UpdateWebhookRequest {
   /** Where deliveries are POSTed: an absolute http(s) URL without credentials, at most 2048 characters. Live: `https` only, and the host must resolve to public addresses (checked when connecting; redirects are not followed). Sandbox: `http` allowed; private and loopback addresses only when the server runs with `TREASURY_WEBHOOK_ALLOW_PRIVATE=true`. */
   url?: string;
   /** Event types to deliver, or `["*"]` for all (alone). Default `["*"]`. */
-  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "webhook.test">;
+  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
   /** Free text, at most 500 characters. */
   description?: string;
   /** A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically. */
@@ -1136,6 +1136,55 @@ export interface InboundOriginator {
   routing_number: string;
 }
 
+/** Money moved at once between two virtual accounts of the caller's platform and environment: one posted journal entry of type `book_transfer` (the sender's ledger account debited, the receiver's credited), shown on both accounts as a `book_transfer` transaction with `source` `{type: book_transfer, id}`. Completed when made; there is no other status. */
+export interface BookTransfer {
+  id: string;
+  object: "book_transfer";
+  /** The account debited. */
+  from_virtual_account_id: string;
+  /** The account credited. */
+  to_virtual_account_id: string;
+  /** In cents. */
+  amount: number;
+  currency: "USD";
+  /** As given (may be empty); the journal entry's description is this, else `Book transfer to <to_virtual_account_id>`. */
+  description: string;
+  status: "completed";
+  /** The key it was created with. */
+  idempotency_key: string;
+  /** Its journal entry (`GET /ledger/journal-entries/{id}`), posted at once; its `source` names this transfer. */
+  journal_entry_id: string;
+  metadata: Metadata;
+  /** The environment of the key that created it. */
+  environment: "sandbox" | "live";
+  /** RFC 3339, UTC, millisecond precision. */
+  created_at: string;
+}
+
+/** A book transfer. An idempotency key is required, here or in the `Idempotency-Key` header. */
+export interface BookTransferRequest {
+  /** The account to debit: the caller's, `active`, its business KYB-approved. */
+  from_virtual_account_id: string;
+  /** The account to credit: the caller's, another than the sender, not `closed` (a frozen account still receives). */
+  to_virtual_account_id: string;
+  /** In cents, at most $100,000,000,000.00. */
+  amount: number;
+  description?: string;
+  metadata?: Metadata;
+  /** The request's idempotency key (or the `Idempotency-Key` header; if both, equal). */
+  idempotency_key?: string;
+}
+
+/** A page of book transfers of the caller's environment, newest first. */
+export interface BookTransferList {
+  object: "list";
+  data: BookTransfer[];
+  /** Whether more items follow this page. */
+  has_more: boolean;
+  /** Pass as `cursor` to get the next page; null on the last page. */
+  next_cursor: string | null;
+}
+
 /** Query parameters of `GET /operator/platforms` (`listPlatforms`). */
 export interface ListPlatformsParams {
   /** Page size, 1 to 100 (else 400, `param` `limit`). */
@@ -1156,7 +1205,7 @@ export interface ListAPIKeysParams {
 
 /** Query parameters of `GET /virtual-accounts` (`listVirtualAccounts`). */
 export interface ListVirtualAccountsParams {
-  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL; a key given twice, or a bare `metadata=…`, is 400 `param` `metadata`. */
+  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`. */
   metadata?: Record<string, string>;
   /** Page size, 1 to 100 (else 400, `param` `limit`). */
   limit?: number;
@@ -1183,7 +1232,7 @@ export interface ListTransactionsParams {
   /** Only transactions in this status; another value is 400. */
   status?: "pending" | "posted" | "void";
   /** Only transactions of this type; another value is 400. */
-  type?: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "adjustment" | "fee" | "correction";
+  type?: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "book_transfer" | "adjustment" | "fee" | "correction";
   /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
   created_after?: string;
   /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
@@ -1211,7 +1260,7 @@ export interface ListLedgerEntriesParams {
   /** Only the entries of this ledger account; unknown or not the caller's: 404. */
   ledger_account_id?: string;
   /** Only entries of this type; another value is 400. */
-  type?: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "adjustment" | "fee" | "correction" | "funding";
+  type?: "inbound_transfer" | "payment" | "payment_fee" | "payment_reversal" | "book_transfer" | "adjustment" | "fee" | "correction" | "funding";
   /** Only debits or only credits; another value is 400. */
   direction?: "debit" | "credit";
   /** Only entries in this status; another value is 400. */
@@ -1236,7 +1285,7 @@ export interface ExportLedgerParams {
 
 /** Query parameters of `GET /payments` (`listPayments`). */
 export interface ListPaymentsParams {
-  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL; a key given twice, or a bare `metadata=…`, is 400 `param` `metadata`. */
+  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`. */
   metadata?: Record<string, string>;
   /** Page size, 1 to 100 (else 400, `param` `limit`). */
   limit?: number;
@@ -1250,6 +1299,22 @@ export interface ListPaymentsParams {
   rail?: "ach_standard" | "ach_same_day" | "rtp" | "fednow";
   /** Only the payment created with this idempotency key (exact match): how to find a payment whose creation timed out. */
   idempotency_key?: string;
+  /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
+  created_after?: string;
+  /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
+  created_before?: string;
+}
+
+/** Query parameters of `GET /book-transfers` (`listBookTransfers`). */
+export interface ListBookTransfersParams {
+  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`. */
+  metadata?: Record<string, string>;
+  /** Page size, 1 to 100 (else 400, `param` `limit`). */
+  limit?: number;
+  /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */
+  cursor?: string;
+  /** Only the transfers out of or into this account (exact match; an unknown id gives an empty list). */
+  virtual_account_id?: string;
   /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
   created_after?: string;
   /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
@@ -1275,7 +1340,7 @@ export interface ListEventsParams {
   /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */
   cursor?: string;
   /** Only events of this type; another value is 400. */
-  type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "webhook.test";
+  type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
   created_after?: string;
   /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
@@ -1321,4 +1386,5 @@ export type EventObject =
   | KYBVerification
   | LedgerEntry
   | InboundTransfer
+  | BookTransfer
   | Record<string, unknown>;

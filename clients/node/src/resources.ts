@@ -21,6 +21,8 @@ export type ApprovedPlatform = M.PlatformWithKeys & { sandbox_api_key: APIKeyWit
 export type LiveEnabledPlatform = M.PlatformWithKeys & { live_api_key: APIKeyWithSecret };
 /** `POST /payments`: as {@link M.PaymentRequest}; `idempotency_key` may be left out: it defaults to the request's `Idempotency-Key`. */
 export type PaymentCreateParams = Omit<M.PaymentRequest, 'idempotency_key'> & { idempotency_key?: string };
+/** `POST /book-transfers`: as {@link M.BookTransferRequest}; `idempotency_key` may be left out: it defaults to the request's `Idempotency-Key`. */
+export type BookTransferCreateParams = Omit<M.BookTransferRequest, 'idempotency_key'> & { idempotency_key?: string };
 
 const seg = (s: string) => encodeURIComponent(s);
 
@@ -308,6 +310,46 @@ export class Payments extends APIResource {
   /** Cancels a `pending` payment (`POST /payments/{id}/cancel`); else {@link ConflictError} `payment_not_cancelable`. */
   cancel(id: string, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
     return this._client.post(`/payments/${seg(id)}/cancel`, undefined, options);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Book transfers
+
+/** Book transfers: money moved at once between two of the platform's virtual accounts. */
+export class BookTransfers extends APIResource {
+  /**
+   * Moves `amount` cents from `from_virtual_account_id` to `to_virtual_account_id` at once
+   * (`POST /book-transfers`): the answer is `completed`, both balances have moved, and its
+   * `journal_entry_id` is posted. The server requires an idempotency key; it is, in this order: the
+   * body's, `options.idempotencyKey`, or a random UUID, sent both in the body and as the
+   * `Idempotency-Key` header, the same on the client's retries. The same key and body again return
+   * the original transfer (`lastResponse.idempotentReplayed`); the same key with another body throws
+   * {@link ConflictError} `idempotency_conflict` (`resourceId` the transfer).
+   *
+   * Refused, moving nothing: the same account twice ({@link BadRequestError}, `param`
+   * `to_virtual_account_id`); an account of another platform or environment, or unknown
+   * ({@link NotFoundError}); and, as {@link UnprocessableEntityError} with the account in
+   * `resourceId`: a sender not `active` or a `closed` receiver (`account_not_active`; a frozen
+   * receiver still receives), a sender whose business is not KYB-approved (`kyb_not_approved`), a
+   * sender whose `available` balance is short (`insufficient_funds`).
+   */
+  create(body: BookTransferCreateParams, options?: RequestOptions): Promise<WithResponse<M.BookTransfer>> {
+    const key = body.idempotency_key ?? options?.idempotencyKey ?? randomUUID();
+    return this._client.post('/book-transfers', { ...body, idempotency_key: key }, { ...options, idempotencyKey: key });
+  }
+
+  /** One book transfer (`GET /book-transfers/{id}`); another platform's or environment's: {@link NotFoundError}. */
+  retrieve(id: string, options?: RequestOptions): Promise<WithResponse<M.BookTransfer>> {
+    return this._client.get(`/book-transfers/${seg(id)}`, undefined, options);
+  }
+
+  /**
+   * The book transfers, newest first (`GET /book-transfers`), filtered by `virtual_account_id` (out
+   * of or into that account), `created_after`, `created_before` and `metadata`.
+   */
+  list(params?: M.ListBookTransfersParams, options?: RequestOptions): PagePromise<M.BookTransfer> {
+    return this._client.list('/book-transfers', params, options);
   }
 }
 

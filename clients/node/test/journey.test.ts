@@ -26,6 +26,7 @@ import Treasury, {
   type WebhookEndpointWithSecret,
   type InboundTransfer,
   type JournalEntry,
+  type BookTransfer,
 } from '../src/index.js';
 import { ROUTES, matchRoute, poll, sleep } from './helpers.js';
 
@@ -738,6 +739,249 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     const one = await sb.events.retrieve(events[0]!.id);
     assert.equal(one.id, events[0]!.id);
     assert.equal((one.data.object as Payment).object, 'payment');
+  });
+
+  test('book transfers: money moved at once, replayed by key, listed with filters; every rule refused by the server', async (ctx) => {
+    const open = (suffix: string) =>
+      sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-bt-${suffix}-${RUN}`, type: 'checking' });
+    const [from, to, closed] = await Promise.all([open('from'), open('to'), open('closed')]);
+    // The sender: KYB approved, funded with exactly $1,000.00. The receiver never passes KYB: it need not.
+    const k = await sb.kyb.create(kybBody(from.id, `Book Transfer Co ${RUN}`, '12-3450002'));
+    assert.equal((await poll(() => sb.kyb.retrieve(k.id), (x) => x.status !== 'pending')).status, 'approved');
+    await sb.simulations.inboundTransfers.create({ virtual_account_id: from.id, amount: 100_000, rail: 'rtp', originator: ORIGINATOR });
+    await poll(() => sb.virtualAccounts.retrieve(from.id), (a) => a.balance.available === 100_000);
+    assert.equal((await sb.virtualAccounts.close(closed.id)).status, 'closed');
+
+    // An endpoint subscribed to book_transfer.completed alone, on a receiver of its own.
+    const onlyBT: Delivery[] = [];
+    const btReceiver = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        onlyBT.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+        res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+      });
+    });
+    await new Promise<void>((r) => btReceiver.listen(0, '127.0.0.1', r));
+    ctx.after(async () => {
+      btReceiver.closeAllConnections?.();
+      await new Promise<void>((r) => btReceiver.close(() => r()));
+    });
+    const btEndpoint = await sb.webhooks.create({
+      url: `http://127.0.0.1:${(btReceiver.address() as AddressInfo).port}/book-transfers`,
+      events: ['book_transfer.completed'],
+      description: `book transfers only ${RUN}`,
+    });
+    assert.deepEqual(btEndpoint.events, ['book_transfer.completed']);
+
+    const tag = `bt-${RUN}`;
+    const move = (amount: number, extra: { leg?: string; from?: string; to?: string } = {}) => ({
+      from_virtual_account_id: extra.from ?? from.id,
+      to_virtual_account_id: extra.to ?? to.id,
+      amount,
+      description: `book ${extra.leg ?? 'x'} ${RUN}`,
+      metadata: { batch: tag, leg: extra.leg ?? 'x' },
+    });
+    const balances = async () =>
+      Promise.all([from, to].map(async (a) => (await sb.virtualAccounts.retrieve(a.id)).balance)).then(([f, t]) => ({
+        from: [f!.posted, f!.available],
+        to: [t!.posted, t!.available],
+      }));
+
+    // No key given: the client generates one and sends it in the body and the header.
+    const t1 = await sb.bookTransfers.create(move(30_000, { leg: 'one' }));
+    assert.equal(t1.lastResponse.status, 201);
+    assert.equal(t1.lastResponse.idempotentReplayed, false);
+    assert.match(t1.id, /^bt_[0-9a-hjkmnp-tv-z]{26}$/);
+    assert.equal(t1.object, 'book_transfer');
+    assert.equal(t1.status, 'completed');
+    assert.equal(t1.from_virtual_account_id, from.id);
+    assert.equal(t1.to_virtual_account_id, to.id);
+    assert.equal(t1.amount, 30_000);
+    assert.equal(t1.currency, 'USD');
+    assert.equal(t1.description, `book one ${RUN}`);
+    assert.deepEqual(t1.metadata, { batch: tag, leg: 'one' });
+    assert.equal(t1.environment, 'sandbox');
+    assert.match(t1.lastResponse.idempotencyKey ?? '', /^[0-9a-f-]{36}$/);
+    assert.equal(t1.idempotency_key, t1.lastResponse.idempotencyKey, 'the generated key is the one the server kept');
+    assert.match(t1.journal_entry_id, /^je_/);
+    assert.match(t1.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    // Both balances moved at once (no waiting: the command's answer means it).
+    assert.deepEqual(await balances(), { from: [70_000, 70_000], to: [30_000, 30_000] });
+
+    const got = await sb.bookTransfers.retrieve(t1.id);
+    assert.equal(got.lastResponse.status, 200);
+    assert.deepEqual(got, t1);
+
+    // Its journal entry, read back: posted, of type book_transfer, its source the transfer.
+    const je = await sb.ledger.journalEntries.retrieve(t1.journal_entry_id);
+    assert.equal(je.type, 'book_transfer');
+    assert.equal(je.status, 'posted');
+    assert.equal(je.description, t1.description);
+    assert.deepEqual(je.source, { type: 'book_transfer', id: t1.id });
+    assert.deepEqual(
+      je.entries.map((e) => [e.virtual_account_id, e.direction, e.amount, e.type, e.status]).sort(),
+      [
+        [from.id, 'debit', 30_000, 'book_transfer', 'posted'],
+        [to.id, 'credit', 30_000, 'book_transfer', 'posted'],
+      ].sort(),
+    );
+
+    // The same key and body (as after a lost answer): the same transfer, nothing moved twice.
+    const replay = await sb.bookTransfers.create(move(30_000, { leg: 'one' }), { idempotencyKey: t1.idempotency_key });
+    assert.equal(replay.lastResponse.status, 200);
+    assert.equal(replay.lastResponse.idempotentReplayed, true);
+    assert.deepEqual(replay, t1);
+    const conflict = await expectError(
+      sb.bookTransfers.create(move(30_001, { leg: 'one' }), { idempotencyKey: t1.idempotency_key }),
+      ConflictError,
+      'idempotency_conflict',
+    );
+    assert.equal(conflict.resourceId, t1.id);
+    assert.equal(conflict.attempts, 1, 'idempotency_conflict is not retried');
+
+    // Concurrent duplicates under one key (the body's): one transfer; the others replay it.
+    const patient = newClient(sandboxKey, { maxRetries: 6 });
+    const dupKey = `bt-dup-${RUN}`;
+    const dups = await Promise.all(
+      Array.from({ length: 6 }, () => patient.bookTransfers.create({ ...move(5_000, { leg: 'two' }), idempotency_key: dupKey })),
+    );
+    const t2 = dups.find((d) => d.lastResponse.status === 201)!;
+    assert.ok(t2, `statuses: ${dups.map((d) => d.lastResponse.status)}`);
+    assert.deepEqual(new Set(dups.map((d) => d.id)), new Set([t2.id]));
+    assert.deepEqual(dups.map((d) => d.lastResponse.status).sort(), [200, 200, 200, 200, 200, 201]);
+    assert.ok(dups.every((d) => d.lastResponse.idempotencyKey === dupKey && d.idempotency_key === dupKey));
+    assert.deepEqual(await balances(), { from: [65_000, 65_000], to: [35_000, 35_000] });
+
+    // 400: the same account on both sides.
+    const same = await expectError(sb.bookTransfers.create(move(100, { to: from.id })), BadRequestError, 'invalid_request');
+    assert.equal(same.param, 'to_virtual_account_id');
+    // 404: an unknown account, another platform's, another environment's (the live key's view).
+    await expectError(sb.bookTransfers.create(move(100, { to: 'va_00000000000000000000000000' })), NotFoundError, 'not_found');
+    const other = await op.platforms.register({ name: `node client bt ${RUN}`, contact_email: 'ops@example.com' });
+    const otherKey = (await op.platforms.approve(other.id)).sandbox_api_key.secret;
+    const otherClient = newClient(otherKey);
+    const foreign = await otherClient.virtualAccounts.create({ platform_id: other.id, entity_ref: `biz-bt-foreign-${RUN}`, type: 'checking' });
+    await expectError(sb.bookTransfers.create(move(100, { to: foreign.id })), NotFoundError, 'not_found');
+    await expectError(otherClient.bookTransfers.create(move(100, { from: foreign.id })), NotFoundError, 'not_found');
+    await expectError(otherClient.bookTransfers.retrieve(t1.id), NotFoundError, 'not_found');
+    assert.deepEqual(await otherClient.bookTransfers.list().toArray(), []);
+    const live = newClient(liveKey);
+    await expectError(live.bookTransfers.create(move(100)), NotFoundError, 'not_found');
+    await expectError(live.bookTransfers.retrieve(t1.id), NotFoundError, 'not_found');
+    await expectError(sb.bookTransfers.retrieve('bt_00000000000000000000000000'), NotFoundError, 'not_found');
+
+    // 422, in the rules' order, each naming the account; a refused request takes no key.
+    const shortKey = `bt-short-${RUN}`;
+    const short = await expectError(
+      sb.bookTransfers.create(move(65_001), { idempotencyKey: shortKey }),
+      UnprocessableEntityError,
+      'insufficient_funds',
+    );
+    assert.equal(short.resourceId, from.id);
+    await sb.virtualAccounts.freeze(from.id);
+    try {
+      const frozen = await expectError(sb.bookTransfers.create(move(1_000_000_000)), UnprocessableEntityError, 'account_not_active');
+      assert.equal(frozen.resourceId, from.id, 'a frozen sender is refused before its funds are looked at');
+    } finally {
+      await sb.virtualAccounts.unfreeze(from.id);
+    }
+    const noKYB = await expectError(
+      sb.bookTransfers.create(move(100, { from: to.id, to: from.id })),
+      UnprocessableEntityError,
+      'kyb_not_approved',
+    );
+    assert.equal(noKYB.resourceId, to.id);
+    const toClosed = await expectError(sb.bookTransfers.create(move(100, { to: closed.id })), UnprocessableEntityError, 'account_not_active');
+    assert.equal(toClosed.resourceId, closed.id);
+    assert.deepEqual(await balances(), { from: [65_000, 65_000], to: [35_000, 35_000] }, 'refusals moved nothing');
+
+    // A frozen receiver still receives; the refused request's key is free for this one.
+    await sb.virtualAccounts.freeze(to.id);
+    let t3: BookTransfer;
+    try {
+      const made = await sb.bookTransfers.create(move(1_000, { leg: 'three' }), { idempotencyKey: shortKey });
+      assert.equal(made.lastResponse.status, 201);
+      assert.equal(made.idempotency_key, shortKey);
+      assert.equal(made.to_virtual_account_id, to.id);
+      t3 = made;
+    } finally {
+      await sb.virtualAccounts.unfreeze(to.id);
+    }
+    const t4 = await sb.bookTransfers.create({ ...move(2_000, { leg: 'four' }), description: undefined });
+    assert.equal(t4.description, '', 'no description given: empty');
+    assert.deepEqual(await balances(), { from: [62_000, 62_000], to: [38_000, 38_000] });
+    assert.equal(
+      (await sb.ledger.journalEntries.retrieve(t4.journal_entry_id)).description,
+      `Book transfer to ${to.id}`,
+      "the journal entry's default description",
+    );
+
+    // Lists: newest first, out of or into an account, by metadata and creation time, over pages.
+    const ids = (xs: { id: string }[]) => xs.map((x) => x.id);
+    const mine = [t4, t3, t2, t1];
+    assert.deepEqual(ids(await sb.bookTransfers.list({ virtual_account_id: from.id }).toArray()), ids(mine), 'out of from');
+    assert.deepEqual(ids(await sb.bookTransfers.list({ virtual_account_id: to.id }).toArray()), ids(mine), 'into to');
+    assert.deepEqual(await sb.bookTransfers.list({ virtual_account_id: closed.id }).toArray(), []);
+    assert.deepEqual(await sb.bookTransfers.list({ virtual_account_id: 'va_00000000000000000000000000' }).toArray(), []);
+    const pages = [];
+    for await (const page of sb.bookTransfers.list({ metadata: { batch: tag }, limit: 1 }).pages()) pages.push(page);
+    assert.deepEqual(pages.map((p) => ids(p.data)), mine.map((t) => [t.id]), 'one per page, the filter kept on every page');
+    assert.deepEqual(ids(await sb.bookTransfers.list({ metadata: { batch: tag, leg: 'two' } }).toArray()), [t2.id]);
+    assert.deepEqual(await sb.bookTransfers.list({ metadata: { batch: tag, leg: 'five' } }).toArray(), []);
+    const window = await sb.bookTransfers
+      .list({ virtual_account_id: from.id, created_after: t2.created_at, created_before: t4.created_at })
+      .toArray();
+    assert.ok(t4.created_at > t2.created_at, `${t2.created_at} < ${t4.created_at}`);
+    assert.deepEqual(ids(window), ids(mine.filter((t) => t.created_at >= t2.created_at && t.created_at < t4.created_at)));
+    assert.ok(ids(window).includes(t2.id), 'created_after is inclusive');
+    assert.ok(!ids(window).includes(t4.id), 'created_before is exclusive');
+    const badLimit = await expectError(sb.bookTransfers.list({ limit: 101 }).firstPage(), BadRequestError, 'invalid_request');
+    assert.equal(badLimit.param, 'limit');
+
+    // Each account shows one posted book_transfer transaction per transfer, its source the transfer
+    // (the ledger's views are written asynchronously: wait for them).
+    for (const [account, sign] of [[from, -1], [to, 1]] as const) {
+      const txns = await poll(
+        () => sb.virtualAccounts.transactions.list(account.id, { type: 'book_transfer' }).toArray(),
+        (list) => list.length >= mine.length,
+      );
+      assert.deepEqual(
+        txns.map((t) => [t.type, t.status, t.amount, t.source]),
+        mine.map((t) => ['book_transfer', 'posted', sign * t.amount, { type: 'book_transfer', id: t.id }]),
+        account === from ? 'the sender' : 'the receiver',
+      );
+    }
+    const ledgerLines = await sb.ledger.entries.list({ virtual_account_id: from.id, type: 'book_transfer' }).toArray();
+    assert.deepEqual(ledgerLines.map((e) => [e.journal_entry_id, e.direction]), mine.map((t) => [t.journal_entry_id, 'debit']));
+
+    // The event book_transfer.completed, once per transfer, and its webhook delivery, signed.
+    const events = await poll(
+      () => sb.events.list({ type: 'book_transfer.completed', created_after: today }).toArray(),
+      (list) => mine.every((t) => list.some((e) => (e.data.object as BookTransfer).id === t.id)),
+    );
+    assert.ok(events.every((e) => e.type === 'book_transfer.completed'));
+    for (const t of mine) {
+      const its = events.filter((e) => (e.data.object as BookTransfer).id === t.id);
+      assert.equal(its.length, 1, `one event for ${t.id}`);
+      assert.deepEqual(its[0]!.data.object, { ...t });
+    }
+    const delivered = await waitForDelivery((d) => eventOf(d).type === 'book_transfer.completed' && eventOf(d).data.object.id === t1.id);
+    const event = Treasury.webhooks.verify(delivered.body, delivered.headers, webhook.secret);
+    assert.equal(event.type, 'book_transfer.completed');
+    assert.equal((event.data.object as BookTransfer).journal_entry_id, t1.journal_entry_id);
+
+    // The filtered endpoint got exactly the four transfers' events, and lists them as its deliveries.
+    const records = await poll(
+      () => sb.webhooks.deliveries.list(btEndpoint.id, { status: 'succeeded' }).toArray(),
+      (list) => list.length >= mine.length && onlyBT.length >= mine.length,
+    );
+    assert.deepEqual(records.map((d) => d.event_type), mine.map(() => 'book_transfer.completed'));
+    const received = onlyBT.map((d) => Treasury.webhooks.verify(d.body, d.headers, btEndpoint.secret));
+    assert.ok(received.every((e) => e.type === 'book_transfer.completed'), received.map((e) => e.type).join());
+    assert.deepEqual(received.map((e) => (e.data.object as BookTransfer).id).sort(), ids(mine).sort());
+    assert.deepEqual(new Set(records.map((d) => d.event_id)), new Set(received.map((e) => e.id)));
+    await sb.webhooks.delete(btEndpoint.id);
   });
 
   test('webhooks: deliveries verified by the helper, a tampered one refused, test, retry, rotation, delete', async () => {

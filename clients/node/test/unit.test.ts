@@ -345,6 +345,105 @@ describe('retries', () => {
   });
 });
 
+describe('book transfers (unit)', () => {
+  const transfer = { id: 'bt_01', object: 'book_transfer', status: 'completed' };
+  const body = { from_virtual_account_id: 'va_a', to_virtual_account_id: 'va_b', amount: 250 };
+
+  test('create always sends an idempotency key, in the body and the header, the same on every retry', async () => {
+    const s = await stub([
+      { status: 503, headers: { 'Retry-After': '0' }, body: err('unavailable') },
+      { status: 409, headers: { 'Retry-After': '0' }, body: err('idempotency_in_progress') },
+      { status: 201, body: transfer },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const bt = await client.bookTransfers.create(body);
+      assert.equal(bt.id, 'bt_01');
+      assert.equal(bt.lastResponse.attempts, 3);
+      assert.equal(s.seen.length, 3);
+      const keys = s.seen.map((r) => r.headers['idempotency-key']);
+      assert.match(String(keys[0]), /^[0-9a-f-]{36}$/, 'a generated key when the caller gives none');
+      assert.ok(keys.every((k) => k === keys[0]), `keys: ${keys}`);
+      for (const r of s.seen) {
+        assert.equal(r.method, 'POST');
+        assert.equal(r.url, '/v1/book-transfers');
+        assert.deepEqual(JSON.parse(r.body), { ...body, idempotency_key: keys[0] });
+      }
+      assert.equal(bt.lastResponse.idempotencyKey, keys[0]);
+      assert.deepEqual(body, { from_virtual_account_id: 'va_a', to_virtual_account_id: 'va_b', amount: 250 }, "the caller's object is left as it was");
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("the caller's key (option or body) is used in both places; each call without one gets a new key", async () => {
+    const s = await stub([{ status: 201, body: transfer }]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await client.bookTransfers.create(body, { idempotencyKey: 'move-42' });
+      await client.bookTransfers.create({ ...body, idempotency_key: 'move-43' });
+      await client.bookTransfers.create(body);
+      await client.bookTransfers.create(body);
+      assert.equal(s.seen[0]!.headers['idempotency-key'], 'move-42');
+      assert.equal(JSON.parse(s.seen[0]!.body).idempotency_key, 'move-42');
+      assert.equal(s.seen[1]!.headers['idempotency-key'], 'move-43');
+      assert.equal(JSON.parse(s.seen[1]!.body).idempotency_key, 'move-43');
+      const [a, b] = [s.seen[2]!, s.seen[3]!].map((r) => r.headers['idempotency-key']);
+      assert.notEqual(a, b);
+      assert.equal(JSON.parse(s.seen[2]!.body).idempotency_key, a);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a conflict or a refusal is not retried; retrieve and list build their URLs', async () => {
+    const s = await stub([
+      { status: 409, body: { ...err('idempotency_conflict'), resource_id: 'bt_01' } },
+      { status: 422, body: { ...err('insufficient_funds'), resource_id: 'va_a' } },
+      { status: 200, body: transfer },
+      { status: 200, body: { object: 'list', data: [transfer], has_more: true, next_cursor: 'c1' } },
+      { status: 200, body: { object: 'list', data: [{ ...transfer, id: 'bt_00' }], has_more: false, next_cursor: null } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await assert.rejects(client.bookTransfers.create(body), (e: unknown) => {
+        assert.ok(e instanceof ConflictError);
+        assert.equal(e.resourceId, 'bt_01');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      await assert.rejects(client.bookTransfers.create(body), (e: unknown) => {
+        assert.ok(e instanceof UnprocessableEntityError);
+        assert.equal(e.code, 'insufficient_funds');
+        assert.equal(e.resourceId, 'va_a');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      assert.equal(s.seen.length, 2);
+      const one = await client.bookTransfers.retrieve('bt_01');
+      assert.equal(one.object, 'book_transfer');
+      assert.equal(s.seen[2]!.url, '/v1/book-transfers/bt_01');
+      assert.equal(s.seen[2]!.method, 'GET');
+      assert.equal(s.seen[2]!.headers['idempotency-key'], undefined);
+      const ids = [];
+      for await (const t of client.bookTransfers.list({
+        virtual_account_id: 'va_a',
+        created_after: '2026-01-01',
+        metadata: { order: 'A&B' },
+        limit: 1,
+      })) {
+        ids.push(t.id);
+      }
+      assert.deepEqual(ids, ['bt_01', 'bt_00']);
+      const first = '/v1/book-transfers?virtual_account_id=va_a&created_after=2026-01-01&metadata%5Border%5D=A%26B&limit=1';
+      assert.equal(s.seen[3]!.url, first);
+      assert.equal(s.seen[4]!.url, `${first}&cursor=c1`);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('webhook verification (unit)', () => {
   const secret = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64');
   const other = 'whsec_' + Buffer.from('another secret of thirty-two byt').toString('base64');

@@ -54,6 +54,10 @@ ROUTES: Dict[str, Callable[[Treasury], Callable[..., Any]]] = {
     "GET /payments": lambda c: c.payments.list,
     "GET /payments/{id}": lambda c: c.payments.retrieve,
     "POST /payments/{id}/cancel": lambda c: c.payments.cancel,
+    # book transfers
+    "POST /book-transfers": lambda c: c.book_transfers.create,
+    "GET /book-transfers": lambda c: c.book_transfers.list,
+    "GET /book-transfers/{id}": lambda c: c.book_transfers.retrieve,
     # KYB
     "POST /kyb": lambda c: c.kyb.create,
     "GET /kyb": lambda c: c.kyb.list,

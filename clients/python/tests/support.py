@@ -89,6 +89,16 @@ def exchanges_since(mark: int) -> List[Exchange]:
         return list(EXCHANGES[mark:])
 
 
+BUSY = (429, 503)
+"""Answers of a server busy for now: the client sends the same request again."""
+
+
+def answered_since(mark: int) -> List[Exchange]:
+    """The exchanges since ``mark`` less the attempts a busy server refused for now
+    (429, 503), which the client retried unchanged: one per call that was answered."""
+    return [x for x in exchanges_since(mark) if x.status not in BUSY]
+
+
 def exchange_mark() -> int:
     with _EXCHANGES_LOCK:
         return len(EXCHANGES)

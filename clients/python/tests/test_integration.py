@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 
 import support
 from routes import ROUTES
-from support import EXCHANGES, LocalServer, RecordingTreasury, exchange_mark, exchanges_since, poll
+from support import EXCHANGES, LocalServer, RecordingTreasury, answered_since, exchange_mark, exchanges_since, poll
 
 import treasury
 from treasury import (
@@ -43,7 +43,7 @@ DEST = {"account_number": "123456789", "routing_number": ROUTING, "name": "Suppl
 ORIGINATOR = {"name": "Globex Corp", "account_number": "987654321", "routing_number": ROUTING}
 ADDRESS = {"line1": "1 Main St", "city": "Austin", "state": "TX", "postal_code": "78701", "country": "US"}
 RAILS = ("ach_standard", "ach_same_day", "rtp", "fednow")
-MISSING = {"va": "va_" + "0" * 26, "pay": "pay_" + "0" * 26, "je": "je_" + "0" * 26}
+MISSING = {"va": "va_" + "0" * 26, "pay": "pay_" + "0" * 26, "je": "je_" + "0" * 26, "bt": "bt_" + "0" * 26}
 
 BASE_URL = ""
 OPERATOR_KEY = ""
@@ -358,7 +358,7 @@ class Journey(unittest.TestCase):
                               idempotency_key=f"{RUN}-rtp")
         e = cm.exception
         self.assertEqual((e.status, e.code, e.resource_id), (409, "idempotency_conflict", original["id"]))
-        self.assertEqual(len(exchanges_since(mark)), 1, "an idempotency conflict is not retried")
+        self.assertEqual(len(answered_since(mark)), 1, "an idempotency conflict is not retried")
         found = list(c.payments.list(idempotency_key=f"{RUN}-rtp"))
         self.assertEqual([p["id"] for p in found], [original["id"]])
 
@@ -454,7 +454,7 @@ class Journey(unittest.TestCase):
         second = c.virtual_accounts.create(**params, idempotency_key=key)
         self.assertEqual(second["id"], first["id"])
         self.assertEqual(second["account_number"], first["account_number"])
-        sent = exchanges_since(mark)
+        sent = answered_since(mark)
         self.assertEqual([x.status for x in sent], [201, 200])
         self.assertEqual([x.headers.get("idempotency-key") for x in sent], [key, key])
         self.assertEqual(sent[1].response_headers.get("idempotent-replayed"), "true")
@@ -635,6 +635,7 @@ class Journey(unittest.TestCase):
         lc = RecordingTreasury(api_key=secret, base_url=BASE_URL)
         self.assertEqual(lc.platform.retrieve()["environment"], "live")
         self.assertEqual(list(lc.virtual_accounts.list()), [], "live sees no sandbox account")
+        S["live_client"] = lc
         with self.assertRaises(PermissionDeniedError) as cm:
             lc.simulations.inbound_transfers.create(virtual_account_id=S["va"]["main"], amount=1, rail="rtp",
                                                     originator=ORIGINATOR)
@@ -665,6 +666,7 @@ class Journey(unittest.TestCase):
                                                     type="savings")
             elapsed = time.monotonic() - start
             self.assertEqual(va["type"], "savings")
+            S["other_platform_va"] = va["id"]
             sent = exchanges_since(mark)
             statuses = [x.status for x in sent]
             self.assertIn(429, statuses, "the bucket was empty: the first attempt got 429")
@@ -684,7 +686,7 @@ class Journey(unittest.TestCase):
 
     def assert_filter_on_every_page(self, mark: int, path: str, pairs: Dict[str, str], pages: int) -> None:
         from urllib.parse import parse_qs, urlsplit
-        sent = [x for x in exchanges_since(mark) if x.method == "GET" and x.path.endswith(path)]
+        sent = [x for x in answered_since(mark) if x.method == "GET" and x.path.endswith(path)]
         self.assertEqual(len(sent), pages, f"{pages} pages of {path}")
         for n, x in enumerate(sent):
             q = parse_qs(urlsplit(x.url).query)
@@ -740,6 +742,185 @@ class Journey(unittest.TestCase):
         self.assertCountEqual(payments(metadata={"invoice": "43", "order id": "A+B"}), [])
         self.assertCountEqual(payments(metadata={"rail": "fednow"}), [S["rail_payments"][RAILS.index("fednow")]],
                               "metadata of test_10")
+
+    # -- book transfers (issue #18) ------------------------------------------------------------
+
+    def test_22_book_transfers(self) -> None:
+        c: RecordingTreasury = S["client"]
+        main, review = S["va"]["main"], S["va"]["review"]  # both KYB-approved; main funded, review empty
+
+        def balances(*ids: str) -> Dict[str, treasury.types.Balance]:
+            return {i: c.virtual_accounts.balance(i) for i in ids}
+
+        # an endpoint subscribed to the new event type only
+        wh = c.webhooks.create(url=f"{RECEIVER.url}/book-transfers/{RUN}", events=["book_transfer.completed"])
+        self.assertEqual(wh["events"], ["book_transfer.completed"])
+
+        # a transfer without an idempotency key: the client makes one, in the header and the body
+        poll(lambda: c.virtual_accounts.balance(main), lambda b: b["pending_outbound"] == b["pending_inbound"] == 0,
+             what="the payments of test_21 settled, so that only the transfer moves the balances")
+        before = balances(main, review)
+        mark = exchange_mark()
+        bt = c.book_transfers.create(from_virtual_account_id=main, to_virtual_account_id=review, amount=2_500,
+                                     description=f"float {RUN}", metadata={"batch": RUN, "order id": "A&B"})
+        [sent] = answered_since(mark)
+        key = sent.headers.get("idempotency-key")
+        self.assertTrue(key, "a generated Idempotency-Key")
+        self.assertEqual({x.headers.get("idempotency-key") for x in exchanges_since(mark)}, {key},
+                         "the same key on an attempt a busy server refused")
+        self.assertEqual((sent.status, json.loads(sent.body or b"{}")["idempotency_key"]), (201, key))
+        self.assertRegex(bt["id"], r"^bt_[0-9a-z]{26}$")
+        self.assertEqual((bt["object"], bt["status"], bt["currency"], bt["environment"]),
+                         ("book_transfer", "completed", "USD", "sandbox"))
+        self.assertEqual((bt["from_virtual_account_id"], bt["to_virtual_account_id"], bt["amount"], bt["description"]),
+                         (main, review, 2_500, f"float {RUN}"))
+        self.assertEqual((bt["idempotency_key"], bt["metadata"]), (key, {"batch": RUN, "order id": "A&B"}))
+        self.assertEqual(c.book_transfers.retrieve(bt["id"]), bt)
+        # both balances moved at once, by the amount and no fee
+        after = balances(main, review)
+        for account, delta in ((main, -2_500), (review, 2_500)):
+            for field in ("posted", "available"):
+                self.assertEqual(after[account][field] - before[account][field], delta, f"{account} {field}")
+
+        # its journal entry: one debit of the sender, one credit of the receiver, its source the transfer
+        je = c.ledger.journal_entries.retrieve(bt["journal_entry_id"])
+        self.assertEqual((je["id"], je["type"], je["status"], je["description"]),
+                         (bt["journal_entry_id"], "book_transfer", "posted", f"float {RUN}"))
+        self.assertEqual(je["source"], {"type": "book_transfer", "id": bt["id"]})
+        self.assertCountEqual([(e["virtual_account_id"], e["direction"], e["amount"], e["type"], e["status"])
+                               for e in je["entries"]],
+                              [(main, "debit", 2_500, "book_transfer", "posted"),
+                               (review, "credit", 2_500, "book_transfer", "posted")])
+        self.assertEqual([e["id"] for e in c.ledger.entries.list(virtual_account_id=review, type="book_transfer")],
+                         [e["id"] for e in je["entries"] if e["virtual_account_id"] == review])
+        # a book_transfer transaction on each account
+        for account, amount in ((main, -2_500), (review, 2_500)):
+            txns = list(c.virtual_accounts.transactions(account, type="book_transfer"))
+            self.assertEqual([(t["type"], t["amount"], t["status"], t["source"]) for t in txns],
+                             [("book_transfer", amount, "posted", {"type": "book_transfer", "id": bt["id"]})], account)
+
+        # back again under the caller's key: without a description the journal entry names the receiver
+        key = f"{RUN}-bt-back"
+        params = dict(from_virtual_account_id=review, to_virtual_account_id=main, amount=1_000)
+        mark = exchange_mark()
+        back = c.book_transfers.create(**params, idempotency_key=key)
+        replay = c.book_transfers.create(**params, idempotency_key=key)
+        self.assertEqual(replay, back, "the same key and body replay the transfer")
+        sent = answered_since(mark)
+        self.assertEqual([x.status for x in sent], [201, 200])
+        self.assertEqual([x.headers.get("idempotency-key") for x in sent], [key, key])
+        self.assertEqual([json.loads(x.body or b"{}")["idempotency_key"] for x in sent], [key, key])
+        self.assertEqual(sent[1].response_headers.get("idempotent-replayed"), "true")
+        self.assertEqual((back["idempotency_key"], back["description"], back["metadata"]), (key, "", {}))
+        self.assertEqual(c.ledger.journal_entries.retrieve(back["journal_entry_id"])["description"],
+                         f"Book transfer to {main}")
+        self.assertEqual(c.virtual_accounts.balance(review)["posted"], after[review]["posted"] - 1_000,
+                         "the replay moved nothing")
+        mark = exchange_mark()
+        with self.assertRaises(ConflictError) as cm:
+            c.book_transfers.create(**{**params, "amount": 1_001}, idempotency_key=key)
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.resource_id),
+                         (409, "idempotency_conflict", back["id"]))
+        self.assertEqual(len(answered_since(mark)), 1, "an idempotency conflict is not retried")
+
+        # the list: by account (out of or into), newest first, over pages with the filter kept
+        mark = exchange_mark()
+        self.assertEqual([t["id"] for t in c.book_transfers.list(virtual_account_id=review, limit=1)],
+                         [back["id"], bt["id"]])
+        pages = [x for x in answered_since(mark) if x.path.endswith("/book-transfers")]
+        self.assertEqual(len(pages), 2, "two pages of one")
+        for n, x in enumerate(pages):
+            self.assertIn(f"virtual_account_id={review}", x.url)
+            self.assertEqual("cursor=" in x.url, n > 0)
+        self.assertEqual([t["id"] for t in c.book_transfers.list(virtual_account_id=main)], [back["id"], bt["id"]])
+        self.assertEqual(list(c.book_transfers.list(virtual_account_id=MISSING["va"])), [])
+        self.assertEqual([t["id"] for t in c.book_transfers.list(metadata={"order id": "A&B"})], [bt["id"]])
+        self.assertEqual([t["id"] for t in c.book_transfers.list(metadata={"batch": RUN, "order id": "A+B"})], [])
+        self.assertEqual([t["id"] for t in c.book_transfers.list(created_after=back["created_at"])], [back["id"]])
+        self.assertEqual([t["id"] for t in c.book_transfers.list(created_before=back["created_at"],
+                                                                   created_after=S["platform"]["created_at"])],
+                         [bt["id"]])
+        with self.assertRaises(BadRequestError) as cm400:
+            c.book_transfers.list(created_after="yesterday")
+        self.assertEqual(cm400.exception.param, "created_after")
+
+        # 400: one account twice, a bad amount
+        with self.assertRaises(BadRequestError) as cm400:
+            c.book_transfers.create(from_virtual_account_id=main, to_virtual_account_id=main, amount=100)
+        self.assertEqual((cm400.exception.code, cm400.exception.param), ("invalid_request", "to_virtual_account_id"))
+        with self.assertRaises(BadRequestError) as cm400:
+            c.book_transfers.create(from_virtual_account_id=main, to_virtual_account_id=review, amount=0)
+        self.assertEqual(cm400.exception.param, "amount")
+        # 404: an unknown account, another platform's, another environment's; another environment's transfer
+        lc: RecordingTreasury = S["live_client"]
+        for client, sender, receiver in ((c, main, MISSING["va"]), (c, MISSING["va"], main),
+                                         (c, main, S["other_platform_va"]), (c, S["other_platform_va"], main),
+                                         (lc, main, review)):
+            with self.subTest(sender=sender, receiver=receiver, key=client.api_key[:8]):
+                with self.assertRaises(NotFoundError) as cm404:
+                    client.book_transfers.create(from_virtual_account_id=sender, to_virtual_account_id=receiver,
+                                                 amount=100)
+                self.assertEqual((cm404.exception.status, cm404.exception.code), (404, "not_found"))
+        for client, missing in ((c, MISSING["bt"]), (lc, bt["id"])):
+            with self.assertRaises(NotFoundError):
+                client.book_transfers.retrieve(missing)
+        self.assertEqual(list(lc.book_transfers.list()), [], "live sees no sandbox transfer")
+
+        # 422, each naming the account: a closed sender or receiver, a sender without KYB approval
+        closed, rejected = S["va"]["closing"], S["va"]["simulated"]
+        for sender, receiver, code, account in ((closed, main, "account_not_active", closed),
+                                                (main, closed, "account_not_active", closed),
+                                                (rejected, main, "kyb_not_approved", rejected)):
+            with self.subTest(sender=sender, receiver=receiver):
+                with self.assertRaises(UnprocessableEntityError) as cm422:
+                    c.book_transfers.create(from_virtual_account_id=sender, to_virtual_account_id=receiver, amount=1)
+                self.assertEqual((cm422.exception.status, cm422.exception.code, cm422.exception.resource_id),
+                                 (422, code, account))
+        # a frozen account receives but does not send
+        self.assertEqual(c.virtual_accounts.freeze(review)["status"], "frozen")
+        try:
+            with self.assertRaises(UnprocessableEntityError) as cm422:
+                c.book_transfers.create(from_virtual_account_id=review, to_virtual_account_id=main, amount=1)
+            self.assertEqual((cm422.exception.code, cm422.exception.resource_id), ("account_not_active", review))
+            to_frozen = c.book_transfers.create(from_virtual_account_id=main, to_virtual_account_id=review, amount=300)
+            self.assertEqual(to_frozen["status"], "completed")
+        finally:
+            self.assertEqual(c.virtual_accounts.unfreeze(review)["status"], "active")
+        # the KYB of the receiver is not asked for
+        to_rejected = c.book_transfers.create(from_virtual_account_id=main, to_virtual_account_id=rejected, amount=200)
+        self.assertEqual(c.virtual_accounts.balance(rejected)["posted"], 200)
+        # not enough available: refused, nothing moved, and the key not taken
+        available = c.virtual_accounts.balance(review)["available"]
+        self.assertEqual(available, 2_500 - 1_000 + 300)
+        key = f"{RUN}-bt-short"
+        with self.assertRaises(UnprocessableEntityError) as cm422:
+            c.book_transfers.create(from_virtual_account_id=review, to_virtual_account_id=main, amount=available + 1,
+                                    idempotency_key=key)
+        self.assertEqual((cm422.exception.code, cm422.exception.resource_id), ("insufficient_funds", review))
+        self.assertEqual(c.virtual_accounts.balance(review)["available"], available)
+        emptied = c.book_transfers.create(from_virtual_account_id=review, to_virtual_account_id=main, amount=available,
+                                          idempotency_key=key)
+        self.assertEqual((emptied["amount"], emptied["idempotency_key"]), (available, key))
+        self.assertEqual(c.virtual_accounts.balance(review)["available"], 0)
+
+        # the event, and its delivery to the endpoint that asked for it alone
+        made = [bt, back, to_frozen, to_rejected, emptied]
+        # (not created_after=bt["created_at"]: an event's created_at, the time its command's
+        # database transaction began, can be a few ms before the transfer's own)
+        events = poll(lambda: list(c.events.list(type="book_transfer.completed")),
+                      lambda es: len(es) >= len(made), what="the book_transfer.completed events")
+        self.assertEqual([e["data"]["object"]["id"] for e in events], [t["id"] for t in reversed(made)])
+        self.assertEqual({e["type"] for e in events}, {"book_transfer.completed"})
+        self.assertEqual(events[-1]["data"]["object"], bt)
+        delivered = deliveries(lambda r: r.path == f"/book-transfers/{RUN}" and event_type_is("book_transfer.completed")(r)
+                               and json.loads(r.body)["data"]["object"]["id"] == bt["id"])
+        event = treasury.webhooks.verify(delivered.body, delivered.headers, wh["secret"])
+        self.assertEqual((event["type"], event["data"]["object"]), ("book_transfer.completed", bt))
+        listed = poll(lambda: list(c.webhooks.deliveries.list(wh["id"])),
+                      lambda ds: len(ds) >= len(made), what="the endpoint's deliveries")
+        self.assertEqual({d["event_type"] for d in listed}, {"book_transfer.completed"})
+        self.assertIn(event["id"], {d["event_id"] for d in listed})
+        self.assertTrue(c.webhooks.delete(wh["id"])["deleted"])
 
     # -- every route was exercised ----------------------------------------------------------
 

@@ -56,6 +56,64 @@ class StubTest(unittest.TestCase):
             self.assertEqual(bodies[0], bodies[1])
             self.assertEqual(bodies[0]["idempotency_key"], keys[0], "the payment's body key defaults to the header's")
 
+    def test_a_book_transfer_always_carries_an_idempotency_key_kept_across_retries(self) -> None:
+        # The server refuses a book transfer without a key: the client makes one,
+        # sends it in the header and the body, and keeps it on each retry.
+        bt = {"id": "bt_1", "object": "book_transfer", "status": "completed"}
+        with LocalServer(scripted(json_answer(503, error_body("unavailable"), {"Retry-After": "0"}),
+                                  json_answer(409, error_body("idempotency_in_progress"), {"Retry-After": "0"}),
+                                  json_answer(201, bt))) as server:
+            got = self.client(server).book_transfers.create(from_virtual_account_id="va_1", to_virtual_account_id="va_2",
+                                                            amount=100)
+            self.assertEqual(got["id"], "bt_1")
+            self.assertEqual([(r.method, r.path) for r in server.all], [("POST", "/v1/book-transfers")] * 3)
+            keys = {r.header("Idempotency-Key") for r in server.all}
+            bodies = [json.loads(r.body) for r in server.all]
+            self.assertEqual(len(keys), 1, "one key across the retries")
+            [key] = keys
+            self.assertTrue(key)
+            self.assertEqual(bodies, [{"from_virtual_account_id": "va_1", "to_virtual_account_id": "va_2",
+                                       "amount": 100, "idempotency_key": key}] * 3)
+        with LocalServer(scripted(json_answer(201, bt))) as server:
+            c = self.client(server)
+            c.book_transfers.create(from_virtual_account_id="va_1", to_virtual_account_id="va_2", amount=100)
+            c.book_transfers.create(from_virtual_account_id="va_1", to_virtual_account_id="va_2", amount=100)
+            c.book_transfers.create(from_virtual_account_id="va_1", to_virtual_account_id="va_2", amount=100,
+                                    idempotency_key="sweep-7", description="sweep", metadata={"k": "v"})
+            keys = [r.header("Idempotency-Key") for r in server.all]
+            self.assertNotEqual(keys[0], keys[1], "each call its own key")
+            self.assertEqual(keys[2], "sweep-7")
+            self.assertEqual(json.loads(server.all[2].body),
+                             {"from_virtual_account_id": "va_1", "to_virtual_account_id": "va_2", "amount": 100,
+                              "idempotency_key": "sweep-7", "description": "sweep", "metadata": {"k": "v"}})
+
+    def test_book_transfers_are_listed_with_their_filters_on_every_page(self) -> None:
+        pages = {
+            None: {"object": "list", "data": [{"id": "bt_2"}], "has_more": True, "next_cursor": "c1"},
+            "c1": {"object": "list", "data": [{"id": "bt_1"}], "has_more": False, "next_cursor": None},
+        }
+
+        def respond(r: support.Received):  # type: ignore[no-untyped-def]
+            from urllib.parse import parse_qs, urlsplit
+            url = urlsplit(r.path)
+            self.assertEqual(url.path, "/v1/book-transfers")
+            q = parse_qs(url.query)
+            self.assertEqual({k: v for k, v in q.items() if k != "cursor"},
+                             {"virtual_account_id": ["va_1"], "created_after": ["2026-01-01"],
+                              "metadata[invoice]": ["42"], "limit": ["1"]})
+            return json_answer(200, pages[q.get("cursor", [None])[0]])
+
+        with LocalServer(respond) as server:
+            c = self.client(server)
+            page = c.book_transfers.list(virtual_account_id="va_1", created_after="2026-01-01",
+                                         metadata={"invoice": "42"}, limit=1)
+            self.assertEqual([t["id"] for t in page], ["bt_2", "bt_1"])
+            self.assertEqual(len(server.all), 2)
+        with LocalServer(scripted(json_answer(200, {"id": "bt_1"}))) as server:
+            self.client(server).book_transfers.retrieve("bt_1/../x")
+            self.assertEqual(server.all[0].path, "/v1/book-transfers/bt_1%2F..%2Fx")
+            self.assertIsNone(server.all[0].header("Idempotency-Key"))
+
     def test_the_callers_idempotency_key_is_sent(self) -> None:
         with LocalServer(scripted(json_answer(201, PAYMENT))) as server:
             self.client(server).payments.create(virtual_account_id="va_1", amount=100, rail="rtp", destination=DEST,

@@ -552,6 +552,233 @@ class IntegrationTest < Minitest::Test
     assert(report.lines.all? { |l| l.is_a?(Treasury::Models::RevenueLine) })
   end
 
+  # Book transfers (`/book-transfers`): money moved at once between two of the platform's accounts,
+  # one posted journal entry whose source is the transfer, a `book_transfer` transaction on each
+  # side, the list and its filters, the idempotency key, the event and its webhook. After test_13:
+  # account d is closed then, and no later step counts transactions or accounts.
+  def test_13b_book_transfers_move_money_at_once
+    receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
+    endpoint = client.webhooks.create(url: receiver.url("/hooks/book-transfers"), events: ["book_transfer.completed"])
+    assert_equal ["book_transfer.completed"], endpoint.events
+    a_before = client.virtual_accounts.balance(S[:a])
+    b_before = client.virtual_accounts.balance(S[:b])
+
+    # No key given: the client makes one, sent in the header and the body alike.
+    before = Recorder.calls.size
+    t1 = client.book_transfers.create(from_virtual_account_id: S[:a], to_virtual_account_id: S[:b], amount: 12_345,
+                                      description: "rent share", metadata: { "order id" => "A&B", "kind" => "rent" })
+    assert_kind_of Treasury::Models::BookTransfer, t1
+    assert_match(/\Abt_[0-9a-z]{26}\z/, t1.id)
+    assert_equal "book_transfer", t1.object
+    assert_equal "completed", t1.status
+    assert_equal [S[:a], S[:b], 12_345, "USD"], [t1.from_virtual_account_id, t1.to_virtual_account_id, t1.amount, t1.currency]
+    assert_equal "rent share", t1.description
+    assert_equal({ "order id" => "A&B", "kind" => "rent" }, t1.metadata)
+    assert_equal "sandbox", t1.environment
+    assert_match(/\Aje_/, t1.journal_entry_id)
+    assert_match(/\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\z/, t1.created_at)
+    posts = Recorder.calls[before..].select { |c| c.method == :post && c.uri.path.end_with?("/book-transfers") }
+    assert_equal [201], posts.map(&:status).reject { |st| st == 429 }
+    header_key = posts.last.headers["Idempotency-Key"]
+    refute_nil header_key
+    assert_equal header_key, JSON.parse(posts.last.body)["idempotency_key"]
+    assert_equal header_key, t1.idempotency_key
+    assert_equal t1.to_h, client.book_transfers.retrieve(t1.id).to_h
+
+    # Both balances moved at once, by the amount and no fee (available: a payment settling on the
+    # way moves posted and pending_outbound alike).
+    assert_equal a_before.available - 12_345, client.virtual_accounts.balance(S[:a]).available
+    assert_equal b_before.available + 12_345, client.virtual_accounts.balance(S[:b]).available
+
+    # Its journal entry (current at once): posted, of type book_transfer, its source the transfer; a
+    # debit of a and a credit of b, each a book_transfer transaction of its account (the transactions
+    # and the ledger entries are asynchronous projections: they appear within moments).
+    entry = client.ledger.journal_entries.retrieve(t1.journal_entry_id)
+    assert_equal ["book_transfer", "posted", "rent share"], [entry.type, entry.status, entry.description]
+    assert_equal({ type: "book_transfer", id: t1.id }, entry.source.to_h)
+    lines = entry.entries.to_h { |e| [e.direction, [e.virtual_account_id, e.amount, e.type, e.status]] }
+    assert_equal({ "debit" => [S[:a], 12_345, "book_transfer", "posted"],
+                   "credit" => [S[:b], 12_345, "book_transfer", "posted"] }, lines)
+    book_lines = lambda do |account|
+      wait_until("#{account}'s book_transfer transaction") do
+        list = client.virtual_accounts.transactions(account, type: "book_transfer").to_a
+        list.empty? ? nil : list.map { |t| [t.type, t.amount, t.status, t.source.to_h] }
+      end
+    end
+    assert_equal [["book_transfer", -12_345, "posted", { type: "book_transfer", id: t1.id }]], book_lines.call(S[:a])
+    assert_equal [["book_transfer", 12_345, "posted", { type: "book_transfer", id: t1.id }]], book_lines.call(S[:b])
+    ledger_entries = wait_until("b's book_transfer ledger entry") do
+      list = client.ledger.entries.list(virtual_account_id: S[:b], type: "book_transfer").to_a
+      list.empty? ? nil : list
+    end
+    assert_equal [[t1.journal_entry_id, "credit", 12_345]], ledger_entries.map { |e| [e.journal_entry_id, e.direction, e.amount] }
+
+    # The caller's key: a replay (200) returns the transfer, another body under it is a 409 naming
+    # it. No description: the journal entry says where the money went.
+    key = "ruby-#{RUN}-book-1"
+    t2 = client.book_transfers.create(from_virtual_account_id: S[:b], to_virtual_account_id: S[:a], amount: 345,
+                                      idempotency_key: key)
+    assert_equal key, t2.idempotency_key
+    assert_equal "", t2.description
+    assert_equal "Book transfer to #{S[:a]}", client.ledger.journal_entries.retrieve(t2.journal_entry_id).description
+    again = client.book_transfers.create(from_virtual_account_id: S[:b], to_virtual_account_id: S[:a], amount: 345,
+                                         idempotency_key: key)
+    assert_equal t2.to_h, again.to_h
+    statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
+    assert_equal [201, 200], statuses.reject { |st| st == 429 }, "the second answer was a replay: #{statuses.inspect}"
+    error = assert_api_error(Treasury::ConflictError, code: "idempotency_conflict", status: 409) do
+      client.book_transfers.create(from_virtual_account_id: S[:b], to_virtual_account_id: S[:a], amount: 346,
+                                   idempotency_key: key)
+    end
+    assert_equal t2.id, error.resource_id
+    assert_equal b_before.available + 12_345 - 345, client.virtual_accounts.balance(S[:b]).available
+
+    t3 = client.book_transfers.create(from_virtual_account_id: S[:a], to_virtual_account_id: S[:b], amount: 1,
+                                      metadata: { "kind" => "rent" })
+    S[:book_transfers] = [t3.id, t2.id, t1.id] # newest first
+
+    # The list: newest first, by account (out of or into), by creation time, by metadata, page by page.
+    transfers = ->(**q) { client.book_transfers.list(**q).map(&:id) }
+    assert_equal [t3.id, t2.id, t1.id], transfers.call
+    assert(client.book_transfers.list.all? { |t| t.is_a?(Treasury::Models::BookTransfer) })
+    assert_equal [t3.id, t2.id, t1.id], transfers.call(virtual_account_id: S[:b])
+    assert_empty transfers.call(virtual_account_id: S[:c])
+    assert_empty transfers.call(virtual_account_id: "va_00000000000000000000000000")
+    assert_equal [t3.id, t2.id], transfers.call(created_after: t2.created_at)
+    assert_equal [t1.id], transfers.call(created_before: t2.created_at)
+    assert_equal [t2.id], transfers.call(created_after: t2.created_at, created_before: t3.created_at)
+    assert_equal [t3.id, t1.id], transfers.call(metadata: { "kind" => "rent" })
+    assert_equal [t1.id], transfers.call(metadata: { "order id" => "A&B", "kind" => "rent" })
+    assert_empty transfers.call(metadata: { "kind" => "rent" }, virtual_account_id: S[:c])
+    before = Recorder.calls.size
+    assert_equal [t3.id, t1.id], transfers.call(metadata: { "kind" => "rent" }, limit: 1)
+    pages = Recorder.calls[before..].select do |c|
+      c.method == :get && c.uri.path.end_with?("/book-transfers") && ![429, 503].include?(c.status)
+    end
+    assert_operator pages.size, :>=, 2, "pages of one: #{pages.map { |c| c.uri.query }}"
+    assert(pages.all? { |c| c.uri.query.include?("metadata[kind]=rent") }, pages.map { |c| c.uri.query }.inspect)
+    assert(pages.drop(1).all? { |c| c.uri.query.include?("cursor=") })
+    page = client.book_transfers.list(limit: 2)
+    assert_equal [t3.id, t2.id], page.data.map(&:id)
+    assert page.has_more
+    assert_equal [t1.id], page.next_page.data.map(&:id)
+    error = assert_api_error(Treasury::BadRequestError, status: 400) { client.book_transfers.list(metadata: "rent").to_a }
+    assert_equal "metadata", error.param
+    assert_api_error(Treasury::BadRequestError, status: 400) { client.book_transfers.list(created_after: "yesterday").to_a }
+
+    # The events (an asynchronous projection too), and their webhook deliveries.
+    events = wait_until("three book_transfer.completed events") do
+      list = client.events.list(type: "book_transfer.completed").to_a
+      list.size >= 3 ? list : nil
+    end
+    assert_equal [t3.id, t2.id, t1.id], events.map { |e| e.data.resource.id }
+    assert(events.all? { |e| e.type == "book_transfer.completed" && e.data.resource.is_a?(Treasury::Models::BookTransfer) })
+    assert_equal t1.to_h, events.last.data.resource.to_h
+    delivery = receiver.wait_for(timeout: 10) { |r| JSON.parse(r.body).dig("data", "object", "id") == t1.id }
+    refute_nil delivery, "book_transfer.completed was not delivered"
+    event = Treasury::Webhooks.verify(delivery.body, delivery.headers, endpoint.secret)
+    assert_equal "book_transfer.completed", event["type"]
+    assert_equal 12_345, Treasury::Models::Event.construct(event).data.resource.amount
+    recorded = wait_until("three book_transfer.completed deliveries") do
+      list = client.webhooks.deliveries.list(endpoint.id).to_a
+      list.size >= 3 ? list : nil
+    end
+    assert_equal ["book_transfer.completed"], recorded.map(&:event_type).uniq
+  ensure
+    client.webhooks.delete(endpoint.id) if endpoint
+    receiver&.close
+  end
+
+  # What the server refuses (each moving nothing and, for a refused request, not taking its key):
+  # 400 for the same account twice, a bad amount or description, 404 for an account of another
+  # platform or environment or unknown, 422 for a sender frozen, closed or not KYB-approved, a
+  # receiver closed, or too little money. A frozen receiver still receives.
+  def test_13c_book_transfer_refusals
+    transfer = lambda do |from, to, amount, **opts|
+      client.book_transfers.create(from_virtual_account_id: from, to_virtual_account_id: to, amount: amount, **opts)
+    end
+    count = -> { client.book_transfers.list(limit: 100).count }
+    made = count.call
+
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) { transfer.call(S[:a], S[:a], 1) }
+    assert_equal "to_virtual_account_id", error.param
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) { transfer.call(S[:a], S[:b], 0) }
+    assert_equal "amount", error.param
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      transfer.call(S[:a], S[:b], 1, description: "x" * 141)
+    end
+    assert_equal "description", error.param
+
+    # 404: unknown; another platform's; another environment's (the live key sees no sandbox account).
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      transfer.call(S[:a], "va_00000000000000000000000000", 1)
+    end
+    foreign_platform = operator.platforms.register(name: "ruby-client foreign #{RUN}", contact_email: "foreign+#{RUN}@acme.example")
+    foreign = Treasury::Client.new(api_key: operator.platforms.approve(foreign_platform.id).sandbox_api_key.secret,
+                                   base_url: BASE_URL)
+    stranger = foreign.virtual_accounts.create(platform_id: foreign_platform.id, entity_ref: "stranger-#{RUN}",
+                                               type: "checking")
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { transfer.call(S[:a], stranger.id, 1) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      foreign.book_transfers.create(from_virtual_account_id: stranger.id, to_virtual_account_id: S[:a], amount: 1)
+    end
+    live = Treasury::Client.new(api_key: S.fetch(:live_key), base_url: BASE_URL)
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      live.book_transfers.create(from_virtual_account_id: S[:a], to_virtual_account_id: S[:b], amount: 1)
+    end
+    t1 = S.fetch(:book_transfers).last
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { live.book_transfers.retrieve(t1) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { foreign.book_transfers.retrieve(t1) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      client.book_transfers.retrieve("bt_00000000000000000000000000")
+    end
+    assert_empty live.book_transfers.list.to_a
+    assert_empty foreign.book_transfers.list.to_a
+
+    # 422, each naming the account in resource_id: a sender not KYB-approved (c's KYB was rejected:
+    # that rule comes before the funds, which c has none of) ...
+    error = assert_api_error(Treasury::UnprocessableEntityError, code: "kyb_not_approved", status: 422) do
+      transfer.call(S[:c], S[:a], 1)
+    end
+    assert_equal S[:c], error.resource_id
+    # ... a closed receiver, or sender (d, closed in test_13) ...
+    error = assert_api_error(Treasury::UnprocessableEntityError, code: "account_not_active", status: 422) do
+      transfer.call(S[:a], S[:d], 1)
+    end
+    assert_equal S[:d], error.resource_id
+    error = assert_api_error(Treasury::UnprocessableEntityError, code: "account_not_active", status: 422) do
+      transfer.call(S[:d], S[:a], 1)
+    end
+    assert_equal S[:d], error.resource_id
+    # ... too little money: one cent more than b has available; the key it was sent under stays free.
+    available = client.virtual_accounts.balance(S[:b]).available
+    key = "ruby-#{RUN}-book-refused"
+    error = assert_api_error(Treasury::UnprocessableEntityError, code: "insufficient_funds", status: 422) do
+      transfer.call(S[:b], S[:a], available + 1, idempotency_key: key)
+    end
+    assert_equal S[:b], error.resource_id
+    assert_equal made, count.call, "the refused transfers moved nothing"
+    assert_equal available, client.virtual_accounts.balance(S[:b]).available
+
+    # ... a frozen sender; but a frozen receiver still receives (under the key the refusal left free).
+    frozen = client.virtual_accounts.freeze(S[:a])
+    begin
+      assert_equal "frozen", frozen.status
+      error = assert_api_error(Treasury::UnprocessableEntityError, code: "account_not_active", status: 422) do
+        transfer.call(S[:a], S[:b], 1)
+      end
+      assert_equal S[:a], error.resource_id
+      a_before = client.virtual_accounts.balance(S[:a]).available
+      into_frozen = transfer.call(S[:b], S[:a], 100, idempotency_key: key)
+      assert_equal ["completed", key], [into_frozen.status, into_frozen.idempotency_key]
+      assert_equal a_before + 100, client.virtual_accounts.balance(S[:a]).available
+      assert_equal available - 100, client.virtual_accounts.balance(S[:b]).available
+    ensure
+      client.virtual_accounts.unfreeze(S[:a])
+    end
+    assert_equal made + 1, count.call
+  end
+
   def test_14_operator_rails
     files = operator.rails.ach_files.list(limit: 10)
     assert_kind_of Treasury::Page, files

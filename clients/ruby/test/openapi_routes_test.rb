@@ -44,6 +44,11 @@ class OpenAPIRoutesTest < Minitest::Test
     "GET /payments" => ->(c) { c.payments.list },
     "GET /payments/{id}" => ->(c) { c.payments.retrieve("pay_1") },
     "POST /payments/{id}/cancel" => ->(c) { c.payments.cancel("pay_1") },
+    "POST /book-transfers" => lambda { |c|
+      c.book_transfers.create(from_virtual_account_id: "va_1", to_virtual_account_id: "va_2", amount: 1)
+    },
+    "GET /book-transfers" => ->(c) { c.book_transfers.list },
+    "GET /book-transfers/{id}" => ->(c) { c.book_transfers.retrieve("bt_1") },
     "POST /kyb" => ->(c) { c.kyb.create(virtual_account_id: "va_1", business: {}, beneficial_owners: []) },
     "GET /kyb" => ->(c) { c.kyb.list },
     "GET /kyb/{id}" => ->(c) { c.kyb.retrieve("kyb_1") },
@@ -82,6 +87,7 @@ class OpenAPIRoutesTest < Minitest::Test
     "GET /ledger/entries" => ->(c, **q) { c.ledger.entries.list(**q) },
     "GET /ledger/exports" => ->(c, **q) { c.ledger.export(**q) },
     "GET /payments" => ->(c, **q) { c.payments.list(**q) },
+    "GET /book-transfers" => ->(c, **q) { c.book_transfers.list(**q) },
     "GET /kyb" => ->(c, **q) { c.kyb.list(**q) },
     "GET /events" => ->(c, **q) { c.events.list(**q) },
     "GET /webhooks" => ->(c, **q) { c.webhooks.list(**q) },

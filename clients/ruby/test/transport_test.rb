@@ -81,6 +81,51 @@ class TransportTest < Minitest::Test
     assert_equal %w[order-42 order-42], @stub.requests.map { |r| JSON.parse(r.body)["idempotency_key"] }
   end
 
+  # The server refuses a book transfer without an idempotency key: the client always sends one, in
+  # the header and the body alike, the same on every attempt (its own, or the caller's).
+  def test_a_book_transfer_always_carries_one_idempotency_key
+    stub do |req, i|
+      if i.even?
+        [503, JSON_TYPE.merge("Retry-After" => "0"), error_body("unavailable")]
+      else
+        [201, JSON_TYPE, JSON.generate(id: "bt_01", object: "book_transfer", status: "completed",
+                                       idempotency_key: JSON.parse(req.body)["idempotency_key"])]
+      end
+    end
+    c = client
+    generated = c.book_transfers.create(from_virtual_account_id: "va_01", to_virtual_account_id: "va_02", amount: 5)
+    given = c.book_transfers.create(from_virtual_account_id: "va_01", to_virtual_account_id: "va_02", amount: 5,
+                                    description: "d", metadata: { "k" => "v" }, idempotency_key: "bt-42")
+    assert_kind_of Treasury::Models::BookTransfer, generated
+    reqs = @stub.requests
+    assert_equal 4, reqs.size
+    assert(reqs.all? { |r| r.method == "POST" && r.path == "/v1/book-transfers" })
+    keys = reqs.map { |r| r["idempotency-key"] }
+    bodies = reqs.map { |r| JSON.parse(r.body) }
+    assert_match(/\A\S+\z/, keys[0])
+    assert_equal [keys[0], keys[0], "bt-42", "bt-42"], keys
+    assert_equal keys, bodies.map { |b| b["idempotency_key"] }, "the body's idempotency_key is the header's"
+    assert_equal keys[0], generated.idempotency_key
+    assert_equal({ "from_virtual_account_id" => "va_01", "to_virtual_account_id" => "va_02", "amount" => 5,
+                   "idempotency_key" => keys[0] }, bodies[0])
+    assert_equal({ "from_virtual_account_id" => "va_01", "to_virtual_account_id" => "va_02", "amount" => 5,
+                   "description" => "d", "metadata" => { "k" => "v" }, "idempotency_key" => "bt-42" }, bodies[2])
+  end
+
+  def test_book_transfers_list_keeps_its_filters_on_every_page
+    stub do |_req, i|
+      cursor = i.zero? ? '"c1"' : "null"
+      [200, JSON_TYPE, %({"object":"list","data":[{"id":"bt_#{i}","object":"book_transfer"}],"has_more":#{i.zero?},"next_cursor":#{cursor}})]
+    end
+    ids = client.book_transfers.list(virtual_account_id: "va_01", created_after: Time.utc(2026, 1, 2, 3, 4, 5),
+                                     metadata: { "order id" => "A&B" }, limit: 1).map(&:id)
+    assert_equal %w[bt_0 bt_1], ids
+    first, second = @stub.requests.map(&:path)
+    assert_equal "/v1/book-transfers?virtual_account_id=va_01&created_after=2026-01-02T03%3A04%3A05.000Z" \
+                 "&metadata[order+id]=A%26B&limit=1", first
+    assert_equal "#{first}&cursor=c1", second
+  end
+
   def test_every_post_sends_an_idempotency_key_and_other_methods_none
     stub { |req, _| [200, JSON_TYPE, req.method == "GET" ? '{"id":"va_01"}' : '{"id":"va_01","status":"frozen"}'] }
     c = client

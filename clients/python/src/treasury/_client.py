@@ -9,6 +9,7 @@ from ._base import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, BaseC
 from ._exceptions import TreasuryError
 from .resources import (
     KYB,
+    BookTransfers,
     Events,
     Ledger,
     Operator,
@@ -59,6 +60,8 @@ class Treasury(BaseClient):
     """The caller's platform: ``retrieve``, ``settings``, ``api_keys``, ``revenue_share``."""
     virtual_accounts: VirtualAccounts
     payments: Payments
+    book_transfers: BookTransfers
+    """Money moved at once between two of the platform's accounts: ``create``, ``retrieve``, ``list``."""
     kyb: KYB
     ledger: Ledger
     webhooks: Webhooks
@@ -87,6 +90,7 @@ class Treasury(BaseClient):
         self.platform = PlatformResource(self)
         self.virtual_accounts = VirtualAccounts(self)
         self.payments = Payments(self)
+        self.book_transfers = BookTransfers(self)
         self.kyb = KYB(self)
         self.ledger = Ledger(self)
         self.webhooks = Webhooks(self)

@@ -28,7 +28,7 @@ __all__ = [
     "WebhookRetryPolicy", "SandboxSettings", "PlatformSettings",
     "AccountBalance", "VirtualAccount", "Balance", "Source", "Transaction", "Statement",
     "LedgerAccountBalances", "LedgerAccount", "LedgerEntry", "JournalEntry",
-    "InboundOriginator", "InboundTransfer",
+    "InboundOriginator", "InboundTransfer", "BookTransfer",
     "Destination", "RetryRecommendation", "PaymentFailure", "NotificationOfChange", "Payment",
     "EventData", "Event",
     "KYBAddress", "KYBBusiness", "KYBOwner", "KYBReason", "KYBDecision", "KYBReview",
@@ -68,14 +68,14 @@ EventType = Literal[
     "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
     "payment.failed", "payment.canceled", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
-    "inbound_transfer.completed", "webhook.test",
+    "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
 ]
 
 WebhookEventSelector = Literal[
     "*", "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
     "payment.failed", "payment.canceled", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
-    "inbound_transfer.completed", "webhook.test",
+    "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
 ]
 """An event type a webhook endpoint subscribes to, or ``"*"`` for all."""
 
@@ -94,17 +94,18 @@ USState = Literal[
     "VA", "WA", "WV", "WI", "WY", "DC", "PR", "GU", "VI", "AS", "MP",
 ]
 TransactionType = Literal[
-    "inbound_transfer", "payment", "payment_fee", "payment_reversal", "adjustment", "fee", "correction",
+    "inbound_transfer", "payment", "payment_fee", "payment_reversal", "book_transfer", "adjustment", "fee",
+    "correction",
 ]
 TransactionStatus = Literal["pending", "posted", "void"]
-SourceType = Literal["inbound_transfer", "payment", "journal_entry"]
+SourceType = Literal["inbound_transfer", "payment", "book_transfer", "journal_entry"]
 LedgerAccountName = Literal[
     "virtual_account", "platform_operating", "platform_fees", "service_fee_revenue",
     "rail_clearing_ach_standard", "rail_clearing_ach_same_day", "rail_clearing_rtp",
     "rail_clearing_fednow", "operator_funding",
 ]
 LedgerEntryType = Literal[
-    "inbound_transfer", "payment", "payment_fee", "payment_reversal", "adjustment", "fee",
+    "inbound_transfer", "payment", "payment_fee", "payment_reversal", "book_transfer", "adjustment", "fee",
     "correction", "funding",
 ]
 LedgerEntryStatus = Literal["pending", "posted", "archived"]
@@ -276,7 +277,8 @@ class Balance(TypedDict):
 
 
 class Source(TypedDict):
-    """What caused a transaction."""
+    """What caused a transaction or a journal entry: ``{"type": "book_transfer",
+    "id": "bt_…"}`` for a book transfer (on both of its accounts)."""
 
     type: SourceType
     id: str
@@ -381,7 +383,7 @@ class JournalEntry(TypedDict):
 
 
 # ---------------------------------------------------------------------------
-# Inbound transfers and payments
+# Inbound transfers, payments and book transfers
 # ---------------------------------------------------------------------------
 
 
@@ -478,6 +480,43 @@ class Payment(_PaymentRequired, total=False):
     trace_number: str
     ach_file_id: str
     notification_of_change: NotificationOfChange
+
+
+class BookTransfer(TypedDict):
+    """Money moved at once between two virtual accounts of the platform, in one
+    environment (``client.book_transfers``).
+
+    It is ``completed`` when made (there is no other ``status``): one posted
+    journal entry of type ``book_transfer`` (``journal_entry_id``) debits the
+    sender's ledger account and credits the receiver's, and each account shows a
+    posted ``book_transfer`` transaction (−``amount`` on the sender, +``amount`` on
+    the receiver) whose ``source`` is ``{"type": "book_transfer", "id": <this id>}``.
+    No fee is charged.
+    """
+
+    id: str
+    """``bt_…``."""
+    object: str
+    """``"book_transfer"``."""
+    from_virtual_account_id: str
+    """The account debited."""
+    to_virtual_account_id: str
+    """The account credited."""
+    amount: int
+    """Cents moved."""
+    currency: str
+    description: str
+    """As given (may be empty); the journal entry's description is this, else
+    ``"Book transfer to <to_virtual_account_id>"``."""
+    status: str
+    """Always ``"completed"``."""
+    idempotency_key: str
+    """The key it was created with (the caller's, else the one the client made)."""
+    journal_entry_id: str
+    """Its journal entry: ``client.ledger.journal_entries.retrieve(journal_entry_id)``."""
+    metadata: Metadata
+    environment: Environment
+    created_at: str
 
 
 # ---------------------------------------------------------------------------

@@ -73,6 +73,12 @@ module Treasury
       @payments ||= Resources::Payments.new(self)
     end
 
+    # Money moved at once between two of the platform's accounts (platform key).
+    # @return [Resources::BookTransfers]
+    def book_transfers
+      @book_transfers ||= Resources::BookTransfers.new(self)
+    end
+
     # @return [Resources::KYB]
     def kyb
       @kyb ||= Resources::KYB.new(self)

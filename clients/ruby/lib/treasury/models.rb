@@ -393,13 +393,14 @@ module Treasury
     end
 
     # What a transaction records: an inbound transfer (`itx_`), a payment (`pay_`: its amount, its fee
-    # and, if it was returned, their reversal) or a manual journal entry (`je_`).
+    # and, if it was returned, their reversal), a book transfer (`bt_`) or a manual journal entry
+    # (`je_`).
     #
     # Schema: `Source`.
     class Source < Model
       schema "Source"
       # @!attribute [r] type
-      #   One of: `inbound_transfer`, `payment`, `journal_entry`.
+      #   One of: `inbound_transfer`, `payment`, `book_transfer`, `journal_entry`.
       #   @return [String]
       field :type
       # @!attribute [r] id
@@ -424,8 +425,8 @@ module Treasury
       #   @return [String]
       field :virtual_account_id
       # @!attribute [r] type
-      #   One of: `inbound_transfer`, `payment`, `payment_fee`, `payment_reversal`, `adjustment`, `fee`,
-      #   `correction`.
+      #   One of: `inbound_transfer`, `payment`, `payment_fee`, `payment_reversal`, `book_transfer`,
+      #   `adjustment`, `fee`, `correction`.
       #   @return [String]
       field :type
       # @!attribute [r] amount
@@ -617,8 +618,8 @@ module Treasury
       #   @return [String]
       field :currency
       # @!attribute [r] type
-      #   One of: `inbound_transfer`, `payment`, `payment_fee`, `payment_reversal`, `adjustment`, `fee`,
-      #   `correction`, `funding`.
+      #   One of: `inbound_transfer`, `payment`, `payment_fee`, `payment_reversal`, `book_transfer`,
+      #   `adjustment`, `fee`, `correction`, `funding`.
       #   @return [String]
       field :type
       # @!attribute [r] status
@@ -658,7 +659,8 @@ module Treasury
       field :object
       # @!attribute [r] type
       #   Manual entries are `adjustment`, `fee` or `correction`. One of: `inbound_transfer`, `payment`,
-      #   `payment_fee`, `payment_reversal`, `adjustment`, `fee`, `correction`, `funding`.
+      #   `payment_fee`, `payment_reversal`, `book_transfer`, `adjustment`, `fee`, `correction`,
+      #   `funding`.
       #   @return [String]
       field :type
       # @!attribute [r] description
@@ -677,8 +679,9 @@ module Treasury
       #   @return [String, nil]
       field :reversed_by
       # @!attribute [r] source
-      #   What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, or
-      #   `{type: journal_entry, id}` (its own id) for a manual entry or a funding.
+      #   What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`,
+      #   `{type: book_transfer, id}`, or `{type: journal_entry, id}` (its own id) for a manual entry
+      #   or a funding.
       #   @return [Source]
       field :source, Source
       # @!attribute [r] entries
@@ -1029,11 +1032,74 @@ module Treasury
       field :created_at
     end
 
+    # Money moved at once between two virtual accounts of the caller's platform and environment: one
+    # posted journal entry of type `book_transfer` (the sender's ledger account debited, the receiver's
+    # credited), shown on both accounts as a `book_transfer` transaction with `source` `{type:
+    # book_transfer, id}`. Completed when made; there is no other status.
+    #
+    # Schema: `BookTransfer`.
+    class BookTransfer < Model
+      schema "BookTransfer"
+      # @!attribute [r] id
+      #   @return [String]
+      field :id
+      # @!attribute [r] object
+      #   Always `book_transfer`.
+      #   @return [String]
+      field :object
+      # @!attribute [r] from_virtual_account_id
+      #   The account debited.
+      #   @return [String]
+      field :from_virtual_account_id
+      # @!attribute [r] to_virtual_account_id
+      #   The account credited.
+      #   @return [String]
+      field :to_virtual_account_id
+      # @!attribute [r] amount
+      #   In cents.
+      #   @return [Integer]
+      field :amount
+      # @!attribute [r] currency
+      #   Always `USD`.
+      #   @return [String]
+      field :currency
+      # @!attribute [r] description
+      #   As given (may be empty); the journal entry's description is this, else `Book transfer to
+      #   <to_virtual_account_id>`.
+      #   @return [String]
+      field :description
+      # @!attribute [r] status
+      #   Always `completed`.
+      #   @return [String]
+      field :status
+      # @!attribute [r] idempotency_key
+      #   The key it was created with.
+      #   @return [String]
+      field :idempotency_key
+      # @!attribute [r] journal_entry_id
+      #   Its journal entry (`GET /ledger/journal-entries/{id}`), posted at once; its `source` names this
+      #   transfer.
+      #   @return [String]
+      field :journal_entry_id
+      # @!attribute [r] metadata
+      #   @return [Hash{String=>String}]
+      field :metadata
+      # @!attribute [r] environment
+      #   The environment of the key that created it. One of: `sandbox`, `live`.
+      #   @return [String]
+      field :environment
+      # @!attribute [r] created_at
+      #   RFC 3339, UTC, millisecond precision.
+      #   @return [String]
+      field :created_at
+    end
+
     # Schema: `Event.data`.
     class EventData < Model
       schema "Event.data"
       # @!attribute [r] object
-      #   The resource (virtual_account, payment, ledger_entry, inbound_transfer, kyb_verification, …).
+      #   The resource (virtual_account, payment, book_transfer, ledger_entry, inbound_transfer,
+      #   kyb_verification, …).
       #   @return [Hash]
       field :object
 
@@ -1058,7 +1124,8 @@ module Treasury
     # changed details, in `notification_of_change`); and for KYB verifications (`data.object` a
     # `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta`
     # is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a
-    # manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by
+    # manual decision; `decision` is set). A submission itself emits no event. book_transfer.completed
+    # (`data.object` a `BookTransfer`) when a book transfer is made. webhook.test is sent by
     # `POST /webhooks/{id}/test`.
     #
     # Schema: `Event`.
@@ -1075,7 +1142,7 @@ module Treasury
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.notification_of_change`,
       #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `webhook.test`.
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :type
       # @!attribute [r] platform_id
@@ -1466,7 +1533,7 @@ module Treasury
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.notification_of_change`,
       #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `webhook.test`.
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :event_type
       # @!attribute [r] status
@@ -1501,7 +1568,7 @@ module Treasury
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.notification_of_change`,
       #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `webhook.test`.
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :event_type
       # @!attribute [r] status
@@ -1625,6 +1692,7 @@ module Treasury
         "virtual_account" => VirtualAccount, "balance" => Balance, "transaction" => Transaction,
         "statement" => Statement, "ledger_account" => LedgerAccount, "ledger_entry" => LedgerEntry,
         "journal_entry" => JournalEntry, "inbound_transfer" => InboundTransfer, "payment" => Payment,
+        "book_transfer" => BookTransfer,
         "event" => Event, "kyb_verification" => KYBVerification, "webhook_endpoint" => WebhookEndpoint,
         "webhook_delivery" => WebhookDelivery, "revenue_share_report" => RevenueShareReport,
         "ach_file" => ACHFile

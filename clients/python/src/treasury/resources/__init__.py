@@ -1,5 +1,6 @@
 """The resource namespaces of :class:`treasury.Treasury`."""
 
+from .book_transfers import BookTransfers
 from .events import Events
 from .kyb import KYB
 from .ledger import Ledger, LedgerAccounts, LedgerEntries, LedgerJournalEntries
@@ -12,7 +13,7 @@ from .virtual_accounts import VirtualAccounts
 from .webhooks import WebhookDeliveries, Webhooks
 
 __all__ = [
-    "ACHFiles", "APIKeys", "Events", "KYB", "Ledger", "LedgerAccounts", "LedgerEntries", "LedgerJournalEntries", "Operator",
+    "ACHFiles", "APIKeys", "BookTransfers", "Events", "KYB", "Ledger", "LedgerAccounts", "LedgerEntries", "LedgerJournalEntries", "Operator",
     "OperatorKYB", "Payments", "PlatformResource", "Platforms", "Settings", "SimulatedInboundTransfers",
     "SimulatedKYB", "SimulatedPayments", "Simulations", "VirtualAccounts", "WebhookDeliveries", "Webhooks",
 ]

@@ -45,11 +45,11 @@ module Treasury
     end
 
     # Journal entries, one by id (`/ledger/journal-entries`): the link from a payment's, an inbound
-    # transfer's or a ledger entry's `journal_entry_id` to the money it moved.
+    # transfer's, a book transfer's or a ledger entry's `journal_entry_id` to the money it moved.
     class LedgerJournalEntries < Base
       # A journal entry with its lines (`entries`) and its `source`: `{type: "payment", id: "pay_..."}`,
-      # `{type: "inbound_transfer", id: "itx_..."}`, or `{type: "journal_entry", id:}` (its own id) for a
-      # manual entry or a funding.
+      # `{type: "inbound_transfer", id: "itx_..."}`, `{type: "book_transfer", id: "bt_..."}`, or
+      # `{type: "journal_entry", id:}` (its own id) for a manual entry or a funding.
       # `GET /ledger/journal-entries/{id}`
       #
       # @param id [String] `je_...`
@@ -66,7 +66,8 @@ module Treasury
       #
       # @param virtual_account_id [String] one account's entries
       # @param ledger_account_id [String] one ledger account's entries
-      # @param type [String]
+      # @param type [String] `inbound_transfer`, `payment`, `payment_fee`, `payment_reversal`,
+      #   `book_transfer`, `adjustment`, `fee`, `correction` or `funding`
       # @param direction [String] `debit` or `credit`
       # @param status [String] `pending`, `posted` or `archived`
       # @param created_after [Time, String]

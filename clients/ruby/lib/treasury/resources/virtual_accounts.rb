@@ -56,7 +56,7 @@ module Treasury
       #
       # @param id [String] `va_...`
       # @param status [String] `pending`, `posted` or `void`
-      # @param type [String] `inbound_transfer`, `payment`, `payment_fee`, ...
+      # @param type [String] `inbound_transfer`, `payment`, `payment_fee`, `payment_reversal`, `book_transfer`, ...
       # @param created_after [Time, String] inclusive
       # @param created_before [Time, String] exclusive
       # @param limit [Integer]
