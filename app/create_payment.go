@@ -52,6 +52,7 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 			return Result{}, err // the key is taken: the runner replays the earlier result
 		}
 		decision := in.decisionInputs(c, idem, req, id, now())
+		decision.CreatedBy = meta.Actor
 		// The parties' rules need nothing more: a payment they refuse makes
 		// no more reads than it did before the decider (DecideCreate runs
 		// them again, in their place).
@@ -72,7 +73,8 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		if err != nil {
 			return Result{}, err
 		}
-		created, recorded := events[0], events[1].(ledger.Recorded)
+		recorded := events[1].(ledger.Recorded)
+		paymentEvents := append([]domain.Event{events[0]}, events[2:]...) // Created, then ApprovalRequired if any
 		tx.claimAtCommit()
 		queueStillStands(tx, payment.DecidedOn(decision, recorded))
 		res := Result{ID: id}
@@ -92,7 +94,7 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 			return err
 		}
 		err = tx.appendProjectReadAndCommit(ctx, meta, read,
-			eventstore.AppendRequest{Stream: paymentStream(c, id), Events: []domain.Event{created}},
+			eventstore.AppendRequest{Stream: paymentStream(c, id), Events: paymentEvents},
 			eventstore.AppendRequest{Stream: journalStream(c, decision.IDs.JournalEntry), Events: []domain.Event{recorded}})
 		return res, err
 	})
@@ -211,9 +213,9 @@ func spentToday(ctx context.Context, tx pgx.Tx, accountID string, at time.Time) 
 }
 
 // spentTodaySQL sums the payments of account $1 in [$2, $3) that count
-// toward the daily limit (failed and canceled ones do not).
+// toward the daily limit (failed, canceled and denied ones do not).
 const spentTodaySQL = `SELECT coalesce(sum(amount), 0) FROM payments
-    WHERE virtual_account_id = $1 AND created_at >= $2 AND created_at < $3 AND status NOT IN ('failed', 'canceled')`
+    WHERE virtual_account_id = $1 AND created_at >= $2 AND created_at < $3 AND status NOT IN ('failed', 'canceled', 'denied')`
 
 func paymentStream(c Caller, id string) eventstore.Stream {
 	return payments.stream(c, id)

@@ -75,7 +75,7 @@ func (a *App) decidePayment(ctx context.Context, tx *commandTx, meta Meta, calle
 		switch e.(type) {
 		case payment.Completed:
 			jeEvents = append(jeEvents, ledger.Posted{JournalEntryID: je.ID, Lines: je.Lines, At: at})
-		case payment.Failed, payment.Canceled:
+		case payment.Failed, payment.Canceled, payment.Denied:
 			if reversal != nil {
 				jeEvents = append(jeEvents, ledger.Reversed{JournalEntryID: je.ID, ReversedBy: reversal.JournalEntryID, At: at})
 			} else if je.Status == ledger.StatusPending {

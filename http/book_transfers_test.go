@@ -81,6 +81,7 @@ func TestBookTransferMovesMoneyAtOnce(t *testing.T) {
 		}
 	}
 	payCheckLedger(t, api)
+	apAudit(t, api)
 }
 
 // The rules, in order: the request's form (400), both accounts the
@@ -148,6 +149,7 @@ func TestBookTransferRules(t *testing.T) {
 	requireError(t, api.do("GET", "/v1/book-transfers/"+id, otherKey, nil), 404, "not_found")
 	requireError(t, api.do("GET", "/v1/book-transfers/"+id, liveKey, nil), 404, "not_found")
 	payCheckLedger(t, api)
+	apAudit(t, api)
 }
 
 // Concurrent transfers both ways between two accounts never overdraw
@@ -191,4 +193,5 @@ func TestBookTransfersConcurrentNeverOverdraw(t *testing.T) {
 	payBalanceIs(t, api, key, a, 1_000+moved[a], 0)
 	payBalanceIs(t, api, key, b, 1_000+moved[b], 0)
 	payCheckLedger(t, api)
+	apAudit(t, api)
 }

@@ -118,7 +118,12 @@ var bodyRoutes = map[string]bodyRoute{
 		},
 		valid: `{"virtual_account_id":"va_1","amount":1500,"rail":"rtp","destination":{"account_number":"123456789","routing_number":"021000021","name":"Jane Doe"},"idempotency_key":"pay-1","description":"rent","metadata":{"k":"v"}}`,
 	},
-	"POST /v1/payments/:id/cancel": empty,
+	"POST /v1/payments/:id/cancel":  empty,
+	"POST /v1/payments/:id/approve": empty,
+	"POST /v1/payments/:id/deny": {
+		decodeInto: func() any { return &denyRequest{} },
+		valid:      `{"reason":"duplicate"}`,
+	},
 	"POST /v1/book-transfers": {
 		decodeInto: func() any { return &bookTransferRequest{} },
 		then: func(c echo.Context, v any, body []byte) error {
@@ -129,7 +134,7 @@ var bodyRoutes = map[string]bodyRoute{
 			return booktransfer.Request{FromVirtualAccountID: req.FromVirtualAccountID, ToVirtualAccountID: req.ToVirtualAccountID,
 				Amount: req.Amount, Description: req.Description, Metadata: req.Metadata}.Validate()
 		},
-		valid: `{"from_virtual_account_id":"va_1","to_virtual_account_id":"va_2","amount":1500,"idempotency_key":"bt-1","description":"rent","metadata":{"k":"v"}}`,
+		valid: `{"from_virtual_account_id":"va_01jx00000000000000000000aa","to_virtual_account_id":"va_01jx00000000000000000000bb","amount":1500,"idempotency_key":"bt-1","description":"rent","metadata":{"k":"v"}}`,
 	},
 	"POST /v1/kyb": {
 		decodeInto: func() any { return &kybRequest{} },

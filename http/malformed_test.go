@@ -74,7 +74,11 @@ var mfTemplates = map[string]func(ids mfIDs) []map[string]any{
 		b["description"], b["metadata"], b["idempotency_key"] = "sweep", map[string]any{"k": "v"}, mfIdemKey
 		return []map[string]any{b}
 	},
-	"/v1/payments/:id/cancel": mfNone,
+	"/v1/payments/:id/cancel":  mfNone,
+	"/v1/payments/:id/approve": mfNone,
+	"/v1/payments/:id/deny": func(mfIDs) []map[string]any {
+		return []map[string]any{{"reason": "sweep"}}
+	},
 	"/v1/book-transfers": func(ids mfIDs) []map[string]any {
 		return []map[string]any{{"from_virtual_account_id": ids.accountID, "to_virtual_account_id": ids.kybAccountID, "amount": 1,
 			"description": "sweep", "metadata": map[string]any{"k": "v"}, "idempotency_key": mfIdemKey}}

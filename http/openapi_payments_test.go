@@ -332,7 +332,8 @@ func TestOpenAPIPaymentsSchemasDocumented(t *testing.T) {
 
 	// The decisions and events are described.
 	desc, _ := oaPointer(doc, "#/components/schemas/Event")["description"].(string)
-	for _, typ := range []string{"payment.created", "payment.submitted", "payment.completed", "payment.failed", "payment.canceled"} {
+	for _, typ := range []string{"payment.created", "payment.submitted", "payment.completed", "payment.failed", "payment.canceled",
+		"payment.requires_approval", "payment.approved", "payment.denied"} {
 		if !strings.Contains(desc, typ) {
 			t.Errorf("the Event description does not describe %s", typ)
 		}
@@ -344,7 +345,7 @@ func TestOpenAPIPaymentsSchemasDocumented(t *testing.T) {
 	for _, s := range []string{"account_not_active", "kyb_not_approved", "compliance_rejected", "limit_exceeded", "insufficient_funds",
 		"OFAC TEST", "fee_schedule", "rail_clearing_<rail>", "service_fee_revenue", "payment_reversal", "archived",
 		"expected_settlement_at", "10:30, 14:45 or 16:45 ET", "08:30 ET", "auto_settle", "1 s", "UTC day",
-		"payment_approval_threshold", "not enforced", "TREASURY_ACH_OUTBOX", "trace_number", "GET /readyz", "Idempotent-Replayed", "idempotency_conflict"} {
+		"payment_approval_threshold", "requires_approval", "approval_expired", "POST /payments/{id}/approve", "TREASURY_ACH_OUTBOX", "trace_number", "GET /readyz", "Idempotent-Replayed", "idempotency_conflict"} {
 		if !strings.Contains(create, s) {
 			t.Errorf("POST /payments' description does not mention %s", s)
 		}
@@ -360,8 +361,8 @@ func TestOpenAPIPaymentsSchemasDocumented(t *testing.T) {
 	}
 	for _, field := range []string{"payment_approval_threshold", "daily_payment_limit"} {
 		d, _ := kt2Prop(t, doc, "PlatformSettings", field)["description"].(string)
-		if field == "payment_approval_threshold" && !strings.Contains(d, "not enforced") {
-			t.Errorf("PlatformSettings.%s does not say it is not enforced: %s", field, d)
+		if field == "payment_approval_threshold" && !strings.Contains(d, "requires_approval") {
+			t.Errorf("PlatformSettings.%s does not say what it does: %s", field, d)
 		}
 		if field == "daily_payment_limit" && !strings.Contains(d, "UTC day") {
 			t.Errorf("PlatformSettings.%s does not say which day counts: %s", field, d)

@@ -3,6 +3,7 @@ package http
 import (
 	"net/http"
 	"regexp"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -71,7 +72,8 @@ func (s *Server) getPayment(c echo.Context) error {
 }
 
 var paymentStatuses = map[string]bool{payment.StatusPending: true, payment.StatusSubmitted: true,
-	payment.StatusCompleted: true, payment.StatusFailed: true, payment.StatusCanceled: true}
+	payment.StatusCompleted: true, payment.StatusFailed: true, payment.StatusCanceled: true,
+	payment.StatusRequiresApproval: true, payment.StatusDenied: true}
 
 // GET /v1/payments
 func (s *Server) listPayments(c echo.Context) error {
@@ -82,7 +84,7 @@ func (s *Server) listPayments(c echo.Context) error {
 	f := queries.PaymentFilter{VirtualAccountID: c.QueryParam("virtual_account_id"), Status: c.QueryParam("status"),
 		Rail: c.QueryParam("rail"), IdempotencyKey: c.QueryParam("idempotency_key")}
 	if f.Status != "" && !paymentStatuses[f.Status] {
-		return domain.Invalid("status", "status must be pending, submitted, completed, failed or canceled")
+		return domain.Invalid("status", "status must be requires_approval, pending, submitted, completed, failed, canceled or denied")
 	}
 	if f.Rail != "" {
 		if _, ok := rails.Parse(f.Rail); !ok {
@@ -112,6 +114,47 @@ func (s *Server) cancelPayment(c echo.Context) error {
 		return err
 	}
 	if err := s.app.CancelPayment(c.Request().Context(), meta(c), callerOf(c), id); err != nil {
+		return err
+	}
+	return s.getPayment(c)
+}
+
+// POST /v1/payments/:id/approve
+func (s *Server) approvePayment(c echo.Context) error {
+	id, err := paymentID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := bind(c, &struct{}{}); err != nil {
+		return err
+	}
+	if err := s.app.ApprovePayment(c.Request().Context(), meta(c), callerOf(c), id); err != nil {
+		return err
+	}
+	return s.getPayment(c)
+}
+
+type denyRequest struct {
+	Reason string `json:"reason"`
+}
+
+// MaxDenialReasonLen bounds the reason of a denied approval.
+const MaxDenialReasonLen = 500
+
+// POST /v1/payments/:id/deny
+func (s *Server) denyPayment(c echo.Context) error {
+	id, err := paymentID(c)
+	if err != nil {
+		return err
+	}
+	var req denyRequest
+	if _, err := bind(c, &req); err != nil {
+		return err
+	}
+	if utf8.RuneCountInString(req.Reason) > MaxDenialReasonLen {
+		return domain.Invalid("reason", "reason must be at most %d characters", MaxDenialReasonLen)
+	}
+	if err := s.app.DenyPayment(c.Request().Context(), meta(c), callerOf(c), id, req.Reason); err != nil {
 		return err
 	}
 	return s.getPayment(c)

@@ -186,6 +186,8 @@ func (s *Server) routes() {
 	v1.GET("/payments", s.listPayments, checkedRead...)
 	v1.GET("/payments/:id", s.getPayment, checkedRead...)
 	v1.POST("/payments/:id/cancel", s.cancelPayment, platform...)
+	v1.POST("/payments/:id/approve", s.approvePayment, platform...)
+	v1.POST("/payments/:id/deny", s.denyPayment, platform...)
 
 	v1.POST("/book-transfers", s.createBookTransfer, platform...)
 	v1.GET("/book-transfers", s.listBookTransfers, platform...)

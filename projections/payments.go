@@ -24,9 +24,22 @@ type paymentRow struct {
 	failure                                *string // JSON
 	updatedAt                              time.Time
 	submitted, completed, failed, canceled *time.Time
-	trace, achFile                         *string    // a live ACH payment's file
-	settlesAt                              *time.Time // its entry's settlement: the new expected settlement
-	change                                 *string    // JSON: the latest notification of change
+	trace, achFile                         *string        // a live ACH payment's file
+	settlesAt                              *time.Time     // its entry's settlement: the new expected settlement
+	change                                 *string        // JSON: the latest notification of change
+	approval                               map[string]any // the approval's fields the batch set
+	cancelReason                           *string
+}
+
+// setApproval records fields of a payment's approval (queries.ApprovalView's
+// names and renderings); the row's approval is merged with them.
+func (row *paymentRow) setApproval(fields map[string]any) {
+	if row.approval == nil {
+		row.approval = map[string]any{}
+	}
+	for k, v := range fields {
+		row.approval[k] = v
+	}
 }
 
 // Project folds the batch's payment events per payment, then writes new
@@ -68,6 +81,23 @@ func (Payments) Project(b *Batch) error {
 			row.status, row.failure, row.failed, row.updatedAt = "failed", &f, &e.At, e.At
 		case payment.Canceled:
 			row.status, row.canceled, row.updatedAt = "canceled", &e.At, e.At
+			if e.Reason != "" {
+				row.cancelReason = &e.Reason
+			}
+		case payment.ApprovalRequired:
+			row.status, row.updatedAt = payment.StatusRequiresApproval, e.At
+			row.setApproval(map[string]any{"created_by": e.CreatedBy, "expires_at": queries.NewTime(e.ExpiresAt),
+				"approved_at": nil, "approved_by": nil, "denied_at": nil, "denied_by": nil, "denial_reason": nil})
+		case payment.Approved:
+			row.status, row.updatedAt, row.settlesAt = payment.StatusPending, e.At, &e.ExpectedSettlementAt
+			row.setApproval(map[string]any{"approved_at": queries.NewTime(e.At), "approved_by": e.ApprovedBy})
+		case payment.Denied:
+			row.status, row.updatedAt = payment.StatusDenied, e.At
+			var reason any
+			if e.Reason != "" {
+				reason = e.Reason
+			}
+			row.setApproval(map[string]any{"denied_at": queries.NewTime(e.At), "denied_by": e.DeniedBy, "denial_reason": reason})
 		case payment.NotificationOfChange:
 			c := jsonString(queries.NewChangeView(&e))
 			row.change, row.updatedAt = &c, e.At
@@ -78,7 +108,7 @@ func (Payments) Project(b *Batch) error {
 		row := rows[id]
 		if row.created != nil {
 			ins.add(id, row)
-		} else if row.status != "" || row.change != nil { // a notice of change moves no status
+		} else if row.status != "" || row.change != nil || row.approval != nil { // a notice of change moves no status
 			upd.add(id, row)
 		}
 	}
@@ -86,15 +116,15 @@ func (Payments) Project(b *Batch) error {
 		b.Queue(`INSERT INTO payments (id, platform_id, environment, virtual_account_id, amount, fee, rail, destination,
                 idempotency_key, description, metadata, journal_entry_id, expected_settlement_at, created_at,
                 status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id,
-                notification_of_change)
+                notification_of_change, approval, cancel_reason)
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
                 $8::jsonb[], $9::text[], $10::text[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::timestamptz[],
                 $15::text[], $16::jsonb[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::timestamptz[],
-                $21::timestamptz[], $22::text[], $23::text[], $24::jsonb[])`,
+                $21::timestamptz[], $22::text[], $23::text[], $24::jsonb[], $25::jsonb[], $26::text[])`,
 			ins.id, ins.platform, ins.env, ins.va, ins.amount, ins.fee, ins.rail, ins.destination, ins.key, ins.desc,
 			ins.metadata, ins.journal, ins.expected, ins.createdAt,
 			ins.status, ins.failure, ins.updatedAt, ins.submitted, ins.completed, ins.failed, ins.canceled, ins.trace, ins.achFile,
-			ins.change)
+			ins.change, ins.approval, ins.cancelReason)
 	}
 	if len(upd.id) > 0 {
 		b.Queue(`UPDATE payments p SET status = coalesce(nullif(u.status, ''), p.status), failure = coalesce(u.failure, p.failure), updated_at = u.updated_at,
@@ -102,14 +132,16 @@ func (Payments) Project(b *Batch) error {
                 failed_at = coalesce(u.failed_at, p.failed_at), canceled_at = coalesce(u.canceled_at, p.canceled_at),
                 trace_number = coalesce(u.trace_number, p.trace_number), ach_file_id = coalesce(u.ach_file_id, p.ach_file_id),
                 expected_settlement_at = coalesce(u.settles_at, p.expected_settlement_at),
-                notification_of_change = coalesce(u.change, p.notification_of_change)
+                notification_of_change = coalesce(u.change, p.notification_of_change),
+                approval = CASE WHEN u.approval IS NULL THEN p.approval ELSE coalesce(p.approval, '{}'::jsonb) || u.approval END,
+                cancel_reason = coalesce(u.cancel_reason, p.cancel_reason)
             FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[],
-                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::timestamptz[], $12::jsonb[])
+                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::timestamptz[], $12::jsonb[], $13::jsonb[], $14::text[])
                 u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id,
-                settles_at, change)
+                settles_at, change, approval, cancel_reason)
             WHERE p.id = u.id`,
 			upd.id, upd.status, upd.failure, upd.updatedAt, upd.submitted, upd.completed, upd.failed, upd.canceled, upd.trace, upd.achFile,
-			upd.settlesAt, upd.change)
+			upd.settlesAt, upd.change, upd.approval, upd.cancelReason)
 	}
 	return nil
 }
@@ -124,6 +156,8 @@ type paymentColumnsOf struct {
 	trace, achFile                                                                 []*string
 	settlesAt                                                                      []*time.Time
 	change                                                                         []*string
+	approval                                                                       []*string
+	cancelReason                                                                   []*string
 }
 
 func (c *paymentColumnsOf) add(id string, row *paymentRow) {
@@ -139,6 +173,13 @@ func (c *paymentColumnsOf) add(id string, row *paymentRow) {
 	c.achFile = append(c.achFile, row.achFile)
 	c.settlesAt = append(c.settlesAt, row.settlesAt)
 	c.change = append(c.change, row.change)
+	var approval *string
+	if row.approval != nil {
+		j := jsonString(row.approval)
+		approval = &j
+	}
+	c.approval = append(c.approval, approval)
+	c.cancelReason = append(c.cancelReason, row.cancelReason)
 	if e := row.created; e != nil {
 		c.platform = append(c.platform, e.PlatformID)
 		c.env = append(c.env, e.Environment.String())

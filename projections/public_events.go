@@ -134,7 +134,8 @@ func publicEventsOf(streams streamSource, r *eventstore.RecordedEvent) ([]public
 		typ := map[string]string{kyb.StatusPendingReview: "kyb.pending_review", kyb.StatusApproved: "kyb.approved",
 			kyb.StatusRejected: "kyb.rejected"}[v.Status]
 		out = append(out, publicEvent{r.EventID, typ, v})
-	case payment.Created, payment.Submitted, payment.Completed, payment.Failed, payment.Canceled, payment.NotificationOfChange:
+	case payment.Created, payment.Submitted, payment.Completed, payment.Failed, payment.Canceled, payment.NotificationOfChange,
+		payment.ApprovalRequired, payment.Approved, payment.Denied:
 		v, err := paymentAt(streams, r)
 		if err != nil {
 			return nil, err

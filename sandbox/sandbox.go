@@ -78,7 +78,7 @@ func (s *Simulator) scheduledCh() chan struct{} {
 // the types it schedules: the rest of the log stays in the database.
 func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription {
 	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true,
-		Types: []string{(inbound.Received{}).EventType(), (payment.Created{}).EventType()},
+		Types: []string{(inbound.Received{}).EventType(), (payment.Created{}).EventType(), (payment.Approved{}).EventType()},
 		// An instant payment is due as soon as it is scheduled: wake the
 		// settler rather than leave it to its poll.
 		OnCommit: func() {
@@ -119,11 +119,20 @@ func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore
 				return err
 			}
 			e := ev.(payment.Created)
-			if r, _ := rails.Parse(e.Rail); rails.IsInstant(r) {
-				p.add(actionSettlePayment, e.PaymentID, e.At)
-				continue
+			if e.RequiresApproval {
+				continue // no rail sees it before its approval
 			}
-			payments = append(payments, e)
+			payments = appendOrSettle(&p, payments, e)
+		case (payment.Approved{}).EventType():
+			ev, err := r.Decode()
+			if err != nil {
+				return err
+			}
+			// Released now, as if created now: the approval's settlement.
+			e := ev.(payment.Approved)
+			env, _ := domain.ParseEnvironment(r.Environment)
+			payments = appendOrSettle(&p, payments, payment.Created{PaymentID: strings.TrimPrefix(r.StreamID, payment.StreamID("")),
+				PlatformID: r.PlatformID, Environment: env, Rail: e.Rail, ExpectedSettlementAt: e.ExpectedSettlementAt, At: e.At})
 		}
 	}
 	if len(payments) > 0 {
@@ -136,6 +145,16 @@ func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore
 		}
 	}
 	return p.write(ctx, tx)
+}
+
+// appendOrSettle plans an instant payment at once, and adds an ACH one to
+// those whose platform settings are read before they are planned.
+func appendOrSettle(p *plans, ach []payment.Created, e payment.Created) []payment.Created {
+	if r, _ := rails.Parse(e.Rail); rails.IsInstant(r) {
+		p.add(actionSettlePayment, e.PaymentID, e.At)
+		return ach
+	}
+	return append(ach, e)
 }
 
 // schedulePayment plans a sandbox ACH payment: it is submitted after

@@ -19,7 +19,10 @@ type CreateInputs struct {
 	PlatformID     string
 	Environment    domain.Environment
 	IdempotencyKey string
-	Account        Sender
+	// CreatedBy is the API key that asks for the payment: the one key
+	// that may not approve it.
+	CreatedBy string
+	Account   Sender
 	// KYBStatus is the kyb.Status* of the business behind the account.
 	KYBStatus string
 	// Settings of the environment: the daily payment limit and the
@@ -54,7 +57,9 @@ type NewIDs struct {
 }
 
 // DecideCreate accepts a payment, returning payment.Created and the
-// ledger.Recorded that holds amount + fee, or the first rule it breaks, in
+// ledger.Recorded that holds amount + fee (then ApprovalRequired, for an
+// amount at or above the platform's approval threshold), or the first
+// rule it breaks, in
 // this order: the request is valid, the account is active, its business
 // is KYB approved, the destination passes screening, the day's payments
 // stay within the daily limit, and available ≥ amount + fee.
@@ -79,8 +84,21 @@ func DecideCreate(in CreateInputs) ([]domain.Event, error) {
 	if err := ledger.CheckFunds(map[string]ledger.Balance{acc.ID: acc.Balance}, lines, ledger.StatusPending); err != nil {
 		return nil, err
 	}
-	return []domain.Event{in.created(rail, fee), in.recorded(lines)}, nil
+	created := in.created(rail, fee)
+	events := []domain.Event{created, in.recorded(lines)}
+	if t := in.Settings.PaymentApprovalThreshold; t != nil && in.Request.Amount >= *t {
+		// Held like any payment, but no rail sees it until a second key
+		// approves it (API.md §12).
+		created.RequiresApproval = true
+		events[0] = created
+		events = append(events, ApprovalRequired{CreatedBy: in.CreatedBy, ExpiresAt: in.Now.Add(ApprovalWindow), At: in.Now})
+	}
+	return events, nil
 }
+
+// ApprovalWindow is how long a payment waits for its approval before it is
+// canceled (API.md §12).
+const ApprovalWindow = 7 * 24 * time.Hour
 
 // CheckParties runs the rules on who sends and who receives, which need
 // nothing beyond the account and its business: a caller may run it before
@@ -150,9 +168,16 @@ func (in CreateInputs) recorded(lines []ledger.Line) ledger.Recorded {
 // expectedSettlement follows the real calendars in live; in the sandbox,
 // the platform's simulated delays (RTP and FedNow at once).
 func (in CreateInputs) expectedSettlement(rail rails.Rail) time.Time {
-	sb := in.Settings.Sandbox
-	if in.Environment != domain.Sandbox || sb == nil {
-		return rails.ExpectedSettlement(rail, in.Now)
+	return ExpectedSettlement(in.Environment, in.Settings, rail, in.Now)
+}
+
+// ExpectedSettlement is when a payment on rail released at `at` settles:
+// by the real calendars in live; in the sandbox, after the platform's
+// simulated delays (RTP and FedNow at once).
+func ExpectedSettlement(env domain.Environment, settings platform.Settings, rail rails.Rail, at time.Time) time.Time {
+	sb := settings.Sandbox
+	if env != domain.Sandbox || sb == nil {
+		return rails.ExpectedSettlement(rail, at)
 	}
-	return in.Now.Add(sb.Delay(rail))
+	return at.Add(sb.Delay(rail))
 }

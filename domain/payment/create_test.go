@@ -363,3 +363,41 @@ func TestDailyWindowIsTheUTCDay(t *testing.T) {
 		t.Errorf("window [%s, %s), want the 13th UTC", start, end)
 	}
 }
+
+// A payment of the approval threshold or more is held all the same, and
+// waits for a second key: ApprovalRequired names the key that asked for it
+// and ends ApprovalWindow later. One cent under the threshold goes as usual.
+func TestDecideCreateAtTheApprovalThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		given     string
+		threshold *int64
+		amount    int64
+		waits     bool
+	}{
+		{"no threshold", nil, 1000, false},
+		{"one cent under the threshold", limit(1001), 1000, false},
+		{"exactly the threshold", limit(1000), 1000, true},
+		{"over the threshold", limit(1), 1000, true},
+	} {
+		t.Run(tc.given, func(t *testing.T) {
+			events, err := payment.DecideCreate(createInputs(func(in *payment.CreateInputs) {
+				in.Settings.PaymentApprovalThreshold = tc.threshold
+				in.Request.Amount = tc.amount
+				in.CreatedBy = "key_creator"
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []domain.Event{wantCreated(tc.amount, 25), wantHold(tc.amount, 25)}
+			if tc.waits {
+				c := want[0].(payment.Created)
+				c.RequiresApproval = true
+				want[0] = c
+				want = append(want, payment.ApprovalRequired{CreatedBy: "key_creator", ExpiresAt: createdAt.Add(7 * 24 * time.Hour), At: createdAt})
+			}
+			if !reflect.DeepEqual(events, want) {
+				t.Fatalf("then\n%#v\nwant\n%#v", events, want)
+			}
+		})
+	}
+}

@@ -1,7 +1,10 @@
 // Package payment is the payment aggregate: a transfer out of a virtual
 // account over a rail. pending (amount + fee held) → submitted → completed
 // (posted) | failed (hold released, or reversed if it had posted);
-// pending → canceled.
+// pending → canceled. A payment at or above the platform's approval
+// threshold starts requires_approval (held, not sent): → pending when a
+// second key approves it, → denied, or → canceled (by the platform, or
+// unapproved after ApprovalWindow).
 package payment
 
 import (
@@ -25,7 +28,15 @@ const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 	StatusCanceled  = "canceled"
+	// StatusRequiresApproval: held, waiting for a second key (API.md §12).
+	StatusRequiresApproval = "requires_approval"
+	// StatusDenied: a key refused the approval; final, hold released.
+	StatusDenied = "denied"
 )
+
+// CancelReasonApprovalExpired is a Canceled payment's reason when no key
+// approved it within ApprovalWindow.
+const CancelReasonApprovalExpired = "approval_expired"
 
 // Destination is where the money goes.
 type Destination struct {
@@ -85,7 +96,34 @@ type Created struct {
 	Metadata             map[string]string  `json:"metadata"`
 	JournalEntryID       string             `json:"journal_entry_id"`
 	ExpectedSettlementAt time.Time          `json:"expected_settlement_at"`
-	At                   time.Time          `json:"at"`
+	// RequiresApproval: an ApprovalRequired follows in the same append;
+	// no rail may take the payment until it is approved.
+	RequiresApproval bool      `json:"requires_approval,omitempty"`
+	At               time.Time `json:"at"`
+}
+
+// ApprovalRequired: the payment waits for a key other than CreatedBy to
+// approve it, until ExpiresAt.
+type ApprovalRequired struct {
+	CreatedBy string    `json:"created_by"`
+	ExpiresAt time.Time `json:"expires_at"`
+	At        time.Time `json:"at"`
+}
+
+// Approved: a second key approved the payment; it is pending from now on
+// and settles from now on. Rail is the payment's, for the rail's readers.
+type Approved struct {
+	ApprovedBy           string    `json:"approved_by"`
+	Rail                 string    `json:"rail"`
+	ExpectedSettlementAt time.Time `json:"expected_settlement_at"`
+	At                   time.Time `json:"at"`
+}
+
+// Denied: a key refused the approval; the hold is released.
+type Denied struct {
+	DeniedBy string    `json:"denied_by"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
 }
 
 // Submitted: the payment was handed to the rail. A live ACH payment
@@ -122,9 +160,11 @@ type NotificationOfChange struct {
 	At            time.Time `json:"at"`
 }
 
-// Canceled: the platform canceled a pending payment; the hold is released.
+// Canceled: the platform canceled a pending payment (or one awaiting its
+// approval, or the approval expired: Reason); the hold is released.
 type Canceled struct {
-	At time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 func (Created) EventType() string   { return "payment.created" }
@@ -132,6 +172,11 @@ func (Submitted) EventType() string { return "payment.submitted" }
 func (Completed) EventType() string { return "payment.completed" }
 func (Failed) EventType() string    { return "payment.failed" }
 func (Canceled) EventType() string  { return "payment.canceled" }
+func (ApprovalRequired) EventType() string {
+	return "payment.requires_approval"
+}
+func (Approved) EventType() string { return "payment.approved" }
+func (Denied) EventType() string   { return "payment.denied" }
 func (NotificationOfChange) EventType() string {
 	return "payment.notification_of_change"
 }
@@ -143,21 +188,37 @@ func init() {
 	domain.RegisterEvent[Failed]()
 	domain.RegisterEvent[Canceled]()
 	domain.RegisterEvent[NotificationOfChange]()
+	domain.RegisterEvent[ApprovalRequired]()
+	domain.RegisterEvent[Approved]()
+	domain.RegisterEvent[Denied]()
+}
+
+// Approval is where a payment that needed one stands.
+type Approval struct {
+	CreatedBy  string
+	ExpiresAt  time.Time
+	ApprovedBy string
+	ApprovedAt *time.Time
+	DeniedBy   string
+	DeniedAt   *time.Time
+	Reason     string // the denial's
 }
 
 // State is a payment folded from its events.
 type State struct {
 	Created
-	Status      string
-	TraceNumber string // live ACH, once in a file
-	ACHFileID   string
-	Failure     *rails.Failure
-	Change      *NotificationOfChange // the latest the bank sent
-	SubmittedAt *time.Time
-	CompletedAt *time.Time
-	FailedAt    *time.Time
-	CanceledAt  *time.Time
-	UpdatedAt   time.Time
+	Status       string
+	TraceNumber  string // live ACH, once in a file
+	ACHFileID    string
+	Failure      *rails.Failure
+	Change       *NotificationOfChange // the latest the bank sent
+	Approval     *Approval             // nil unless it needed one
+	CancelReason string
+	SubmittedAt  *time.Time
+	CompletedAt  *time.Time
+	FailedAt     *time.Time
+	CanceledAt   *time.Time
+	UpdatedAt    time.Time
 }
 
 // Evolve folds one event.
@@ -177,7 +238,20 @@ func Evolve(s State, e domain.Event) State {
 		f := ev.Failure
 		s.Status, s.Failure, s.FailedAt, s.UpdatedAt = StatusFailed, &f, ptr(ev.At), ev.At
 	case Canceled:
-		s.Status, s.CanceledAt, s.UpdatedAt = StatusCanceled, ptr(ev.At), ev.At
+		s.Status, s.CanceledAt, s.UpdatedAt, s.CancelReason = StatusCanceled, ptr(ev.At), ev.At, ev.Reason
+	case ApprovalRequired:
+		s.Status, s.UpdatedAt = StatusRequiresApproval, ev.At
+		s.Approval = &Approval{CreatedBy: ev.CreatedBy, ExpiresAt: ev.ExpiresAt}
+	case Approved:
+		s.Status, s.UpdatedAt, s.ExpectedSettlementAt = StatusPending, ev.At, ev.ExpectedSettlementAt
+		a := *s.Approval
+		a.ApprovedBy, a.ApprovedAt = ev.ApprovedBy, ptr(ev.At)
+		s.Approval = &a
+	case Denied:
+		s.Status, s.UpdatedAt = StatusDenied, ev.At
+		a := *s.Approval
+		a.DeniedBy, a.DeniedAt, a.Reason = ev.DeniedBy, ptr(ev.At), ev.Reason
+		s.Approval = &a
 	case NotificationOfChange:
 		c := ev
 		s.Change, s.UpdatedAt = &c, ev.At
@@ -201,6 +275,21 @@ type (
 		At                     time.Time
 	}
 	Cancel struct{ At time.Time }
+	// Approve releases a payment waiting for its approval to the rails;
+	// By is the approving key, ExpectedSettlementAt the new settlement.
+	Approve struct {
+		By                   string
+		ExpectedSettlementAt time.Time
+		At                   time.Time
+	}
+	// Deny refuses it.
+	Deny struct {
+		By, Reason string
+		At         time.Time
+	}
+	// Expire cancels a payment still waiting for its approval once its
+	// window has passed; otherwise it does nothing.
+	Expire struct{ At time.Time }
 	// NoteChange records a notification of change from the receiving bank.
 	NoteChange struct {
 		Code, CorrectedData string
@@ -263,7 +352,7 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		}
 		return nil, domain.Errorf(domain.CodeInvalidState, "a %s payment cannot fail", s.Status)
 	case NoteChange:
-		if s.Status == StatusPending || s.Status == StatusCanceled {
+		if s.SubmittedAt == nil {
 			return nil, domain.Errorf(domain.CodeInvalidState, "a %s payment was never sent: no change can be notified", s.Status)
 		}
 		if s.Change != nil && s.Change.Code == c.Code && s.Change.CorrectedData == c.CorrectedData {
@@ -271,10 +360,28 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		}
 		return []domain.Event{NotificationOfChange{Code: c.Code, CorrectedData: c.CorrectedData, At: c.At}}, nil
 	case Cancel:
-		if s.Status != StatusPending {
-			return nil, domain.Errorf(domain.CodePaymentNotCancelable, "only a pending payment can be canceled; this one is %s", s.Status)
+		if s.Status != StatusPending && s.Status != StatusRequiresApproval {
+			return nil, domain.Errorf(domain.CodePaymentNotCancelable, "only a pending payment (or one awaiting approval) can be canceled; this one is %s", s.Status)
 		}
 		return []domain.Event{Canceled{At: c.At}}, nil
+	case Approve:
+		if s.Status != StatusRequiresApproval {
+			return nil, domain.Errorf(domain.CodeInvalidState, "only a payment awaiting approval can be approved; this one is %s", s.Status)
+		}
+		if c.By == s.Approval.CreatedBy {
+			return nil, domain.Errorf(domain.CodeForbidden, "the key that created a payment cannot approve it: approve with another key")
+		}
+		return []domain.Event{Approved{ApprovedBy: c.By, Rail: s.Rail, ExpectedSettlementAt: c.ExpectedSettlementAt, At: c.At}}, nil
+	case Deny:
+		if s.Status != StatusRequiresApproval {
+			return nil, domain.Errorf(domain.CodeInvalidState, "only a payment awaiting approval can be denied; this one is %s", s.Status)
+		}
+		return []domain.Event{Denied{DeniedBy: c.By, Reason: c.Reason, At: c.At}}, nil
+	case Expire:
+		if s.Status != StatusRequiresApproval || c.At.Before(s.Approval.ExpiresAt) {
+			return nil, nil
+		}
+		return []domain.Event{Canceled{Reason: CancelReasonApprovalExpired, At: c.At}}, nil
 	}
 	return nil, domain.Errorf(domain.CodeInternal, "unknown payment command %T", cmd)
 }

@@ -189,7 +189,20 @@ var histories = map[string][]domain.Event{
 	"reversed":  {created, payment.Submitted{At: t1}, payment.Completed{At: t2}, payment.Failed{Failure: returned, ReversalJournalEntryID: "je_rev0", At: t2.Add(time.Minute)}},
 	"canceled":  {created, payment.Canceled{At: t1}},
 	"changed":   {created, payment.Submitted{At: t1}, payment.NotificationOfChange{Code: "C01", CorrectedData: "1918171614", At: t2}},
+
+	// Payments at or above the approval threshold.
+	"awaiting":         {heldForApproval, awaiting},
+	"approved":         {heldForApproval, awaiting, approved},
+	"approved-settled": {heldForApproval, awaiting, approved, payment.Submitted{At: t2}, payment.Completed{At: t2}},
+	"denied":           {heldForApproval, awaiting, payment.Denied{DeniedBy: "key_b", Reason: "not ours", At: t1}},
+	"expired":          {heldForApproval, awaiting, payment.Canceled{Reason: payment.CancelReasonApprovalExpired, At: t1}},
 }
+
+var (
+	heldForApproval = func() payment.Created { c := created; c.RequiresApproval = true; return c }()
+	awaiting        = payment.ApprovalRequired{CreatedBy: "key_a", ExpiresAt: t0.Add(payment.ApprovalWindow), At: t0}
+	approved        = payment.Approved{ApprovedBy: "key_b", Rail: "ach_standard", ExpectedSettlementAt: t2, At: t1}
+)
 
 func fold(h []domain.Event) payment.State {
 	s := payment.State{Created: payment.Created{PaymentID: payID}}
@@ -236,8 +249,14 @@ func TestEventTypesAndJSON(t *testing.T) {
 		payment.Failed{Failure: returned, ReversalJournalEntryID: "je_rev", At: t2},
 		payment.Failed{Failure: refused, At: t2},
 		payment.Canceled{At: t1},
+		heldForApproval,
+		awaiting,
+		approved,
+		payment.Denied{DeniedBy: "key_b", Reason: "no", At: t1},
+		payment.Canceled{Reason: payment.CancelReasonApprovalExpired, At: t1},
 	}
-	wantTypes := []string{"payment.created", "payment.submitted", "payment.completed", "payment.failed", "payment.failed", "payment.canceled"}
+	wantTypes := []string{"payment.created", "payment.submitted", "payment.completed", "payment.failed", "payment.failed", "payment.canceled",
+		"payment.created", "payment.requires_approval", "payment.approved", "payment.denied", "payment.canceled"}
 	for i, e := range events {
 		if e.EventType() != wantTypes[i] {
 			t.Errorf("%T.EventType() = %q, want %q", e, e.EventType(), wantTypes[i])
@@ -274,6 +293,10 @@ func TestDecide(t *testing.T) {
 	failRev := payment.Fail{Failure: refused, ReversalJournalEntryID: "je_rev", At: t3}
 	cancel := payment.Cancel{At: t3}
 	noc := payment.NoteChange{Code: "C01", CorrectedData: "1918171614", At: t3}
+	approveB := payment.Approve{By: "key_b", ExpectedSettlementAt: t3, At: t3}
+	denyA := payment.Deny{By: "key_a", Reason: "duplicate", At: t3}
+	expireEarly := payment.Expire{At: t0.Add(payment.ApprovalWindow - time.Second)}
+	expireLate := payment.Expire{At: t0.Add(payment.ApprovalWindow)}
 
 	failed := payment.Failed{Failure: refused, At: t3}
 	failedRev := payment.Failed{Failure: refused, ReversalJournalEntryID: "je_rev", At: t3}
@@ -347,6 +370,42 @@ func TestDecide(t *testing.T) {
 			ok(payment.NotificationOfChange{Code: "C02", CorrectedData: "011000015", At: t3})},
 		{"changed", complete, ok(payment.Completed{At: t3})},
 
+		// Approvals (API.md §12): only a payment awaiting one is approved or
+		// denied, never approved by the key that created it; its own rail
+		// events do not move it; it can be canceled, and expires once its
+		// window has passed.
+		{"awaiting", approveB, ok(payment.Approved{ApprovedBy: "key_b", Rail: "ach_standard", ExpectedSettlementAt: t3, At: t3})},
+		{"awaiting", payment.Approve{By: "key_a", ExpectedSettlementAt: t3, At: t3}, fails(domain.CodeForbidden)},
+		{"awaiting", denyA, ok(payment.Denied{DeniedBy: "key_a", Reason: "duplicate", At: t3})}, // its creator may withdraw it
+		{"awaiting", payment.Deny{By: "key_b", At: t3}, ok(payment.Denied{DeniedBy: "key_b", At: t3})},
+		{"awaiting", cancel, ok(payment.Canceled{At: t3})},
+		{"awaiting", submit, noop()},
+		{"awaiting", complete, fails(domain.CodeInvalidState)},
+		{"awaiting", fail, fails(domain.CodeInvalidState)},
+		{"awaiting", noc, fails(domain.CodeInvalidState)},
+		{"awaiting", payment.Settle{At: t3}, noop()},
+		{"awaiting", expireEarly, noop()},
+		{"awaiting", expireLate, ok(payment.Canceled{Reason: payment.CancelReasonApprovalExpired, At: t0.Add(payment.ApprovalWindow)})},
+		{"approved", approveB, fails(domain.CodeInvalidState)},
+		{"approved", denyA, fails(domain.CodeInvalidState)},
+		{"approved", expireLate, noop()},
+		{"approved", submit, ok(payment.Submitted{At: t3})},
+		{"approved", cancel, ok(payment.Canceled{At: t3})},
+		{"approved-settled", approveB, fails(domain.CodeInvalidState)},
+		{"approved-settled", cancel, fails(domain.CodePaymentNotCancelable)},
+		{"denied", approveB, fails(domain.CodeInvalidState)},
+		{"denied", denyA, fails(domain.CodeInvalidState)},
+		{"denied", cancel, fails(domain.CodePaymentNotCancelable)},
+		{"denied", submit, noop()},
+		{"denied", complete, fails(domain.CodeInvalidState)},
+		{"denied", expireLate, noop()},
+		{"expired", approveB, fails(domain.CodeInvalidState)},
+		{"expired", expireLate, noop()},
+		{"pending", approveB, fails(domain.CodeInvalidState)},
+		{"pending", denyA, fails(domain.CodeInvalidState)},
+		{"pending", expireLate, noop()},
+		{"canceled", approveB, fails(domain.CodeInvalidState)},
+
 		// Not a payment command.
 		{"pending", struct{}{}, fails(domain.CodeInternal)},
 		{"pending", "cancel", fails(domain.CodeInternal)},
@@ -398,6 +457,9 @@ func TestDecideThenEvolve(t *testing.T) {
 		{"pending", payment.Fail{Failure: refused, At: t3}, payment.StatusFailed},
 		{"pending", payment.Cancel{At: t3}, payment.StatusCanceled},
 		{"submitted", payment.Complete{At: t3}, payment.StatusCompleted},
+		{"awaiting", payment.Approve{By: "key_b", ExpectedSettlementAt: t3, At: t3}, payment.StatusPending},
+		{"awaiting", payment.Deny{By: "key_b", At: t3}, payment.StatusDenied},
+		{"awaiting", payment.Cancel{At: t3}, payment.StatusCanceled},
 		{"completed", payment.Fail{Failure: refused, ReversalJournalEntryID: "je_rev", At: t3}, payment.StatusFailed},
 	}
 	for _, c := range cases {

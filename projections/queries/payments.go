@@ -39,13 +39,19 @@ type PaymentView struct {
 	// NotificationOfChange is the latest the receiving bank sent for a
 	// live ACH payment (absent otherwise).
 	NotificationOfChange *ChangeView `json:"notification_of_change,omitempty"`
-	ExpectedSettlementAt Time        `json:"expected_settlement_at"`
-	SubmittedAt          *Time       `json:"submitted_at"`
-	CompletedAt          *Time       `json:"completed_at"`
-	FailedAt             *Time       `json:"failed_at"`
-	CanceledAt           *Time       `json:"canceled_at"`
-	Environment          string      `json:"environment"`
-	CreatedAt            Time        `json:"created_at"`
+	// Approval: a payment at or above the platform's approval threshold's
+	// (absent on every other payment, so that their events keep their
+	// bytes); CancellationReason: why a canceled payment was canceled when
+	// the platform did not cancel it ("approval_expired").
+	Approval             *ApprovalView `json:"approval,omitempty"`
+	CancellationReason   string        `json:"cancellation_reason,omitempty"`
+	ExpectedSettlementAt Time          `json:"expected_settlement_at"`
+	SubmittedAt          *Time         `json:"submitted_at"`
+	CompletedAt          *Time         `json:"completed_at"`
+	FailedAt             *Time         `json:"failed_at"`
+	CanceledAt           *Time         `json:"canceled_at"`
+	Environment          string        `json:"environment"`
+	CreatedAt            Time          `json:"created_at"`
 }
 
 // NewPaymentView shows a payment folded from the log.
@@ -53,14 +59,15 @@ func NewPaymentView(s payment.State) PaymentView {
 	return PaymentView{ID: s.PaymentID, Object: "payment", VirtualAccountID: s.VirtualAccountID, Amount: s.Amount,
 		Currency: "USD", Rail: s.Rail, Destination: s.Destination, Status: s.Status, Fee: s.Fee,
 		IdempotencyKey: s.IdempotencyKey, Description: s.Description, Metadata: Metadata(s.Metadata), Failure: s.Failure,
-		TraceNumber: s.TraceNumber, ACHFileID: s.ACHFileID, NotificationOfChange: NewChangeView(s.Change), ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
+		TraceNumber: s.TraceNumber, ACHFileID: s.ACHFileID, NotificationOfChange: NewChangeView(s.Change),
+		Approval: NewApprovalView(s.Approval), CancellationReason: s.CancelReason, ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
 		CompletedAt: NewTimePtr(s.CompletedAt), FailedAt: NewTimePtr(s.FailedAt), CanceledAt: NewTimePtr(s.CanceledAt),
 		Environment: s.Environment.String(), CreatedAt: NewTime(s.At)}
 }
 
 const paymentColumns = `id, virtual_account_id, amount, rail, destination, status, fee, idempotency_key, description,
     metadata, failure, expected_settlement_at, submitted_at, completed_at, failed_at, canceled_at, environment, created_at,
-    coalesce(trace_number, ''), coalesce(ach_file_id, ''), notification_of_change`
+    coalesce(trace_number, ''), coalesce(ach_file_id, ''), notification_of_change, approval, coalesce(cancel_reason, '')`
 
 func scanPayment(row pgx.Row) (PaymentView, error) {
 	var p PaymentView
@@ -68,7 +75,7 @@ func scanPayment(row pgx.Row) (PaymentView, error) {
 	var submitted, completed, failed, canceled *time.Time
 	err := row.Scan(&p.ID, &p.VirtualAccountID, &p.Amount, &p.Rail, &p.Destination, &p.Status, &p.Fee,
 		&p.IdempotencyKey, &p.Description, &p.Metadata, &p.Failure, &expected, &submitted, &completed, &failed,
-		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID, &p.NotificationOfChange)
+		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID, &p.NotificationOfChange, &p.Approval, &p.CancellationReason)
 	p.Object, p.Currency = "payment", "USD"
 	p.ExpectedSettlementAt, p.CreatedAt = NewTime(expected), NewTime(created)
 	p.SubmittedAt, p.CompletedAt, p.FailedAt, p.CanceledAt = NewTimePtr(submitted), NewTimePtr(completed), NewTimePtr(failed), NewTimePtr(canceled)
@@ -182,4 +189,36 @@ func NewChangeView(c *payment.NotificationOfChange) *ChangeView {
 		return nil
 	}
 	return &ChangeView{Code: c.Code, CorrectedData: c.CorrectedData}
+}
+
+// ApprovalView is where a payment that needed an approval stands: the key
+// that created it (which cannot approve it), until when it may be
+// approved, and the decision once made.
+type ApprovalView struct {
+	CreatedBy    string  `json:"created_by"`
+	ExpiresAt    Time    `json:"expires_at"`
+	ApprovedAt   *Time   `json:"approved_at"`
+	ApprovedBy   *string `json:"approved_by"`
+	DeniedAt     *Time   `json:"denied_at"`
+	DeniedBy     *string `json:"denied_by"`
+	DenialReason *string `json:"denial_reason"`
+}
+
+// NewApprovalView shows a payment's approval, if it needed one.
+func NewApprovalView(a *payment.Approval) *ApprovalView {
+	if a == nil {
+		return nil
+	}
+	v := &ApprovalView{CreatedBy: a.CreatedBy, ExpiresAt: NewTime(a.ExpiresAt),
+		ApprovedAt: NewTimePtr(a.ApprovedAt), DeniedAt: NewTimePtr(a.DeniedAt)}
+	if a.ApprovedAt != nil {
+		v.ApprovedBy = &a.ApprovedBy
+	}
+	if a.DeniedAt != nil {
+		v.DeniedBy, v.DenialReason = &a.DeniedBy, &a.Reason
+		if a.Reason == "" {
+			v.DenialReason = nil
+		}
+	}
+	return v
 }
