@@ -33,13 +33,13 @@ type BookTransfersService struct{ c *Client }
 func (s *BookTransfersService) Create(ctx context.Context, body BookTransferRequest, opts ...RequestOption) (*BookTransfer, error) {
 	ctx, rc, ed := prepare(ctx, opts)
 	switch {
-	case body.IdempotencyKey != nil && *body.IdempotencyKey != "" && rc.idempotencyKey == "":
-		rc.idempotencyKey = *body.IdempotencyKey
-	case body.IdempotencyKey == nil || *body.IdempotencyKey == "":
+	case body.IdempotencyKey != "" && rc.idempotencyKey == "":
+		rc.idempotencyKey = body.IdempotencyKey
+	case body.IdempotencyKey == "":
 		if rc.idempotencyKey == "" {
 			rc.idempotencyKey = newIdempotencyKey()
 		}
-		body.IdempotencyKey = Ptr(rc.idempotencyKey)
+		body.IdempotencyKey = rc.idempotencyKey
 	}
 	r, err := s.c.raw.CreateBookTransferWithResponse(ctx, &api.CreateBookTransferParams{}, body, ed)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 type stubCall struct {
 	at             time.Time
+	method, path   string
 	idempotencyKey string
 	authorization  string
 	header         http.Header
@@ -51,7 +52,7 @@ func newStub(t *testing.T, answers ...answer) (*stub, *Client) {
 		s.mu.Lock()
 		i := len(s.calls)
 		s.calls = append(s.calls, stubCall{
-			at: time.Now(), idempotencyKey: r.Header.Get("Idempotency-Key"),
+			at: time.Now(), method: r.Method, path: r.URL.Path, idempotencyKey: r.Header.Get("Idempotency-Key"),
 			authorization: r.Header.Get("Authorization"), header: r.Header.Clone(), query: r.URL.RawQuery, body: body,
 		})
 		s.mu.Unlock()
@@ -435,7 +436,7 @@ func TestBookTransferIdempotencyKey(t *testing.T) {
 			t.Fatalf("attempt %d: body idempotency_key %v, header %q", i, call.body["idempotency_key"], key)
 		}
 	}
-	if bookTransferRequest.IdempotencyKey != nil {
+	if bookTransferRequest.IdempotencyKey != "" {
 		t.Fatal("Create changed the caller's request")
 	}
 
@@ -457,7 +458,7 @@ func TestBookTransferIdempotencyKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	withBody := bookTransferRequest
-	withBody.IdempotencyKey = Ptr("in-the-body")
+	withBody.IdempotencyKey = "in-the-body"
 	replayed, err := c.BookTransfers.Create(context.Background(), withBody)
 	if err != nil || replayed.Id != "bt_01jh3v9a2b3c4d5e6f7g8h9j0n" {
 		t.Fatalf("a replay: %+v, %v", replayed, err)
@@ -512,5 +513,111 @@ func TestBookTransferListFilters(t *testing.T) {
 		if call.idempotencyKey != "" {
 			t.Errorf("page %d: a GET with Idempotency-Key %q", i, call.idempotencyKey)
 		}
+	}
+}
+
+// A payment held for a second key, then approved, then denied: the fields of
+// its approval (PaymentApproval), and a canceled one's cancellation_reason,
+// which the server sets only after 7 days.
+const (
+	approvalPendingJSON = `{"created_by":"key_01jh3v9a2b3c4d5e6f7g8h9j0p","expires_at":"2026-01-22T09:30:00.000Z",
+"approved_at":null,"approved_by":null,"denied_at":null,"denied_by":null,"denial_reason":null}`
+	approvalApprovedJSON = `{"created_by":"key_01jh3v9a2b3c4d5e6f7g8h9j0p","expires_at":"2026-01-22T09:30:00.000Z",
+"approved_at":"2026-01-15T10:00:00.000Z","approved_by":"key_01jh3v9a2b3c4d5e6f7g8h9j0q","denied_at":null,"denied_by":null,"denial_reason":null}`
+	approvalDeniedJSON = `{"created_by":"key_01jh3v9a2b3c4d5e6f7g8h9j0p","expires_at":"2026-01-22T09:30:00.000Z",
+"approved_at":null,"approved_by":null,"denied_at":"2026-01-15T10:00:00.000Z","denied_by":"key_01jh3v9a2b3c4d5e6f7g8h9j0p","denial_reason":"over budget"}`
+)
+
+// paymentWith is paymentJSON with its status, and extra fields added.
+func paymentWith(status, extra string) string {
+	s := strings.Replace(paymentJSON, `"status":"pending"`, `"status":"`+status+`"`, 1)
+	if extra != "" {
+		s = strings.TrimSuffix(s, "}") + "," + extra + "}"
+	}
+	return s
+}
+
+// TestPaymentApprovalRoutes checks what Approve and Deny send (the route, no
+// fields for an approval, the reason only when given, an Idempotency-Key like
+// every POST) and that the approval's fields and cancellation_reason decode.
+func TestPaymentApprovalRoutes(t *testing.T) {
+	s, c := newStub(t,
+		answer{status: 200, body: paymentWith("pending", `"approval":`+approvalApprovedJSON)},
+		answer{status: 200, body: paymentWith("denied", `"approval":`+approvalDeniedJSON)},
+		answer{status: 200, body: paymentWith("denied", `"approval":`+approvalDeniedJSON)})
+	ctx := context.Background()
+	approved, err := c.Payments.Approve(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := approved.Approval
+	if approved.Status != PaymentStatusPending || a == nil || a.CreatedBy != "key_01jh3v9a2b3c4d5e6f7g8h9j0p" ||
+		a.ApprovedBy == nil || *a.ApprovedBy != "key_01jh3v9a2b3c4d5e6f7g8h9j0q" || a.ApprovedAt == nil ||
+		!a.ApprovedAt.Equal(time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)) ||
+		!a.ExpiresAt.Equal(time.Date(2026, 1, 22, 9, 30, 0, 0, time.UTC)) ||
+		a.DeniedAt != nil || a.DeniedBy != nil || a.DenialReason != nil || approved.CancellationReason != nil {
+		t.Fatalf("approved: %+v, approval %+v", approved, a)
+	}
+	denied, err := c.Payments.Deny(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r", DenyPaymentRequest{Reason: Ptr("over budget")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := denied.Approval; denied.Status != PaymentStatusDenied || d == nil || d.DeniedBy == nil ||
+		*d.DeniedBy != d.CreatedBy || d.DenialReason == nil || *d.DenialReason != "over budget" || d.ApprovedAt != nil {
+		t.Fatalf("denied: %+v, approval %+v", denied, d)
+	}
+	if _, err := c.Payments.Deny(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r", DenyPaymentRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	calls := s.snapshot()
+	want := []struct {
+		path string
+		body map[string]any
+	}{
+		{"/v1/payments/pay_01jh3w5f6g7h8j9k0m1n2p3q4r/approve", map[string]any{}},
+		{"/v1/payments/pay_01jh3w5f6g7h8j9k0m1n2p3q4r/deny", map[string]any{"reason": "over budget"}},
+		{"/v1/payments/pay_01jh3w5f6g7h8j9k0m1n2p3q4r/deny", map[string]any{}},
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("%d requests, want %d", len(calls), len(want))
+	}
+	for i, call := range calls {
+		if call.method != http.MethodPost || call.path != want[i].path || !reflect.DeepEqual(call.body, want[i].body) {
+			t.Errorf("request %d: %s %s %v, want POST %s %v", i, call.method, call.path, call.body, want[i].path, want[i].body)
+		}
+		if !strings.HasPrefix(call.idempotencyKey, "idk_") {
+			t.Errorf("request %d: Idempotency-Key %q", i, call.idempotencyKey)
+		}
+	}
+
+	// A payment without an approval has neither field; one canceled by the
+	// expiry carries its reason.
+	s, c = newStub(t,
+		answer{status: 200, body: paymentJSON},
+		answer{status: 200, body: paymentWith("canceled", `"approval":`+approvalPendingJSON+`,"cancellation_reason":"approval_expired"`)})
+	plain, err := c.Payments.Retrieve(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r")
+	if err != nil || plain.Approval != nil || plain.CancellationReason != nil {
+		t.Fatalf("a payment without approval: %+v, %v", plain, err)
+	}
+	expired, err := c.Payments.Retrieve(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r")
+	if err != nil || expired.Status != PaymentStatusCanceled || expired.CancellationReason == nil ||
+		*expired.CancellationReason != PaymentCancellationReasonApprovalExpired || expired.Approval == nil ||
+		expired.Approval.ApprovedAt != nil || expired.Approval.DeniedAt != nil {
+		t.Fatalf("an expired approval: %+v, %v", expired, err)
+	}
+
+	// The server's refusals are typed errors: the creating key's approval
+	// (403), a payment in another status (409).
+	_, c = newStub(t,
+		answer{status: 403, body: errorJSON("forbidden")},
+		answer{status: 409, body: errorJSON("invalid_state")})
+	_, err = c.Payments.Approve(ctx, "pay_x")
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Kind != KindPermissionDenied || apiErr.Code != "forbidden" || !errors.Is(err, ErrPermissionDenied) {
+		t.Fatalf("a 403: %v", err)
+	}
+	_, err = c.Payments.Deny(ctx, "pay_x", DenyPaymentRequest{})
+	if !errors.As(err, &apiErr) || apiErr.Kind != KindConflict || apiErr.Code != "invalid_state" {
+		t.Fatalf("a 409: %v", err)
 	}
 }

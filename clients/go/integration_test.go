@@ -1468,7 +1468,7 @@ func TestBookTransfers(t *testing.T) {
 		// The same key and body: the same transfer, nothing moved again
 		// (with the key in the body this time).
 		withBodyKey := r
-		withBodyKey.IdempotencyKey = &key
+		withBodyKey.IdempotencyKey = key
 		again := must(c.BookTransfers.Create(ctx, withBodyKey))(t)
 		if !reflect.DeepEqual(again, once) {
 			t.Fatalf("the replay answered %+v, the first %+v", again, once)
@@ -1732,4 +1732,393 @@ func TestWebhooks(t *testing.T) {
 	}
 	_, err = c.Webhooks.Retrieve(ctx, wh.Id)
 	requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+}
+
+// TestPaymentApprovals holds payments at or above a platform's
+// payment_approval_threshold for a second key, for real: held (their amount
+// + fee leave available) but never sent, the creating key's approval refused
+// (403) and another key's releasing the payment to its rail (it completes),
+// denials by either key (the hold released, the reason kept, 400 for a reason
+// too long), a cancel while it waits, 409 for every decision on a payment not
+// waiting, 404 for another platform's or environment's key, the list's new
+// statuses, the three new events and their webhook deliveries, and the
+// threshold removed again (null) so that payments go straight to their rail.
+func TestPaymentApprovals(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	op := operator(t)
+	plat, c, _ := newPlatform(t, ctx)
+	const threshold = 100_000
+
+	// The key the platform was approved with creates the payments; a second
+	// key approves them.
+	keys := must(treasury.Collect(c.Platform.APIKeys.List(ctx, nil)))(t)
+	if len(keys) != 1 {
+		t.Fatalf("a new platform's keys: %+v", keys)
+	}
+	creatorID := keys[0].Id
+	second := must(c.Platform.APIKeys.Create(ctx, treasury.CreateAPIKeyRequest{Name: "approver"}))(t)
+	approver, _ := newClient(t, *second.Secret)
+	// Another platform's key, and this platform's live key.
+	stranger := func() *treasury.Client { _, sc, _ := newPlatform(t, ctx); return sc }()
+	live := must(op.Platforms.EnableLive(ctx, plat.Id))(t)
+	liveClient, _ := newClient(t, *live.LiveApiKey.Secret)
+
+	va := newAccount(t, ctx, c, plat.Id, unique("approvals"))
+	approveKYB(t, ctx, c, va.Id)
+	fund(t, ctx, c, va.Id, 2_000_000)
+	// ACH settles a second after it is released.
+	must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{
+		Sandbox: &treasury.UpdateSettingsRequest_Sandbox{AchSameDayDelaySeconds: treasury.Ptr(1), AchStandardDelaySeconds: treasury.Ptr(1)},
+	}))(t)
+
+	// A webhook endpoint of the three approval events only.
+	type delivery struct {
+		body   []byte
+		header http.Header
+	}
+	received := make(chan delivery, 100)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- delivery{body: body, header: r.Header.Clone()}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	wh := must(c.Webhooks.Create(ctx, treasury.CreateWebhookRequest{
+		Url: receiver.URL + "/approvals",
+		Events: &[]treasury.CreateWebhookRequestEvents{treasury.CreateWebhookRequestEventsPaymentRequiresApproval,
+			treasury.CreateWebhookRequestEventsPaymentApproved, treasury.CreateWebhookRequestEventsPaymentDenied},
+	}))(t)
+	if !reflect.DeepEqual(wh.Events, []string{"payment.requires_approval", "payment.approved", "payment.denied"}) || wh.Secret == nil {
+		t.Fatalf("endpoint: %+v", wh)
+	}
+
+	// The threshold, and its removal at the end whatever happens (null,
+	// which the typed request cannot say: through the low-level client).
+	clearThreshold := func() (*api.UpdateSettingsResponse, error) {
+		return c.Raw().UpdateSettingsWithBodyWithResponse(context.Background(), &api.UpdateSettingsParams{},
+			"application/json", strings.NewReader(`{"payment_approval_threshold":null}`))
+	}
+	t.Cleanup(func() { _, _ = clearThreshold() })
+	settings := must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{PaymentApprovalThreshold: treasury.Ptr(threshold)}))(t)
+	if settings.PaymentApprovalThreshold == nil || *settings.PaymentApprovalThreshold != threshold {
+		t.Fatalf("settings: threshold %v", settings.PaymentApprovalThreshold)
+	}
+
+	balance := func(t *testing.T) *treasury.Balance {
+		t.Helper()
+		return must(c.VirtualAccounts.Balance(ctx, va.Id, nil))(t)
+	}
+	requireBalance := func(t *testing.T, posted, available int) {
+		t.Helper()
+		if b := balance(t); b.Posted != posted || b.Available != available {
+			t.Fatalf("balance: posted %d, available %d, want %d and %d", b.Posted, b.Available, posted, available)
+		}
+	}
+	// held creates a payment at or above the threshold and checks that it
+	// waits, held, with its approval.
+	held := func(t *testing.T, rail treasury.PaymentRequestRail, amount int) *treasury.Payment {
+		t.Helper()
+		before := balance(t)
+		p := pay(t, ctx, c, va.Id, rail, amount, goodDestination)
+		a := p.Approval
+		if p.Status != treasury.PaymentStatusRequiresApproval || a == nil || a.CreatedBy != creatorID ||
+			!a.ExpiresAt.Equal(p.CreatedAt.Add(7*24*time.Hour)) || a.ApprovedAt != nil || a.ApprovedBy != nil ||
+			a.DeniedAt != nil || a.DeniedBy != nil || a.DenialReason != nil || p.CancellationReason != nil ||
+			p.SubmittedAt != nil || p.Fee <= 0 {
+			t.Fatalf("a payment of %d at a threshold of %d: %+v, approval %+v", amount, threshold, p, a)
+		}
+		requireBalance(t, before.Posted, before.Available-amount-p.Fee)
+		return p
+	}
+	var requiringApproval, approved, denied []string // payment ids, oldest first
+
+	t.Run("below the threshold", func(t *testing.T) {
+		p := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailRtp, threshold-1, goodDestination)
+		if p.Status == treasury.PaymentStatusRequiresApproval || p.Approval != nil || p.CancellationReason != nil {
+			t.Fatalf("a payment below the threshold: %+v", p)
+		}
+		if done := waitPayment(t, ctx, c, p.Id, treasury.PaymentStatusCompleted); done.Approval != nil {
+			t.Fatalf("completed: %+v", done)
+		}
+	})
+
+	t.Run("approved by a second key", func(t *testing.T) {
+		before := balance(t)
+		p := held(t, treasury.PaymentRequestRailRtp, threshold)
+		requiringApproval = append(requiringApproval, p.Id)
+		// The sandbox settles an RTP payment within a second: not this one.
+		time.Sleep(2 * time.Second)
+		if got := must(c.Payments.Retrieve(ctx, p.Id))(t); got.Status != treasury.PaymentStatusRequiresApproval || got.SubmittedAt != nil {
+			t.Fatalf("a payment waiting for its approval after 2 s: %+v", got)
+		}
+		requireBalance(t, before.Posted, before.Available-threshold-p.Fee)
+
+		// Not by the key that created it, nor the operator; not seen by
+		// another platform or the live environment.
+		_, err := c.Payments.Approve(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrPermissionDenied, treasury.KindPermissionDenied, 403, "forbidden")
+		_, err = op.Payments.Approve(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrPermissionDenied, treasury.KindPermissionDenied, 403, "forbidden")
+		for _, other := range []*treasury.Client{stranger, liveClient} {
+			_, err = other.Payments.Approve(ctx, p.Id)
+			requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+			_, err = other.Payments.Deny(ctx, p.Id, treasury.DenyPaymentRequest{})
+			requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		}
+		if got := must(c.Payments.Retrieve(ctx, p.Id))(t); got.Status != treasury.PaymentStatusRequiresApproval || got.Approval.ApprovedBy != nil {
+			t.Fatalf("after the refused approvals: %+v", got)
+		}
+
+		start := time.Now().Add(-time.Second)
+		ok := must(approver.Payments.Approve(ctx, p.Id))(t)
+		a := ok.Approval
+		// Released to the rail: pending, or already on its way (RTP settles at once).
+		if ok.Id != p.Id || !slices.Contains([]treasury.PaymentStatus{treasury.PaymentStatusPending, treasury.PaymentStatusSubmitted,
+			treasury.PaymentStatusCompleted}, ok.Status) || a == nil || a.CreatedBy != creatorID ||
+			a.ApprovedBy == nil || *a.ApprovedBy != second.Id || a.ApprovedAt == nil || a.ApprovedAt.Before(start) ||
+			a.ApprovedAt.After(time.Now().Add(time.Second)) || a.DeniedAt != nil || a.DeniedBy != nil || a.DenialReason != nil {
+			t.Fatalf("approved: %+v, approval %+v", ok, a)
+		}
+		approved = append(approved, p.Id)
+		done := waitPayment(t, ctx, c, p.Id, treasury.PaymentStatusCompleted)
+		if done.Approval == nil || done.Approval.ApprovedBy == nil || *done.Approval.ApprovedBy != second.Id {
+			t.Fatalf("completed: %+v", done)
+		}
+		requireBalance(t, before.Posted-threshold-p.Fee, before.Available-threshold-p.Fee)
+
+		// Decided once: approve, deny and cancel refuse a completed payment.
+		_, err = approver.Payments.Approve(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		_, err = c.Payments.Deny(ctx, p.Id, treasury.DenyPaymentRequest{})
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		_, err = c.Payments.Cancel(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "payment_not_cancelable")
+		// A payment that never needed an approval is not awaiting one.
+		plain := must(treasury.Collect(c.Payments.List(ctx, &treasury.ListPaymentsParams{
+			Status: treasury.Ptr(treasury.ListPaymentsParamsStatusCompleted),
+		})))(t)
+		for _, q := range plain {
+			if q.Approval == nil {
+				_, err = approver.Payments.Approve(ctx, q.Id)
+				requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+				break
+			}
+		}
+	})
+
+	t.Run("approved ACH answers pending", func(t *testing.T) {
+		p := held(t, treasury.PaymentRequestRailAchStandard, threshold+1)
+		requiringApproval = append(requiringApproval, p.Id)
+		ok := must(approver.Payments.Approve(ctx, p.Id))(t)
+		// The sandbox submits an ACH payment a second after its release, and
+		// its expected settlement counts from the approval.
+		if ok.Status != treasury.PaymentStatusPending || ok.Approval == nil || ok.Approval.ApprovedAt == nil ||
+			ok.ExpectedSettlementAt.Before(*ok.Approval.ApprovedAt) || !ok.ExpectedSettlementAt.After(p.ExpectedSettlementAt) {
+			t.Fatalf("an approved ACH payment: %+v (created %+v)", ok, p)
+		}
+		approved = append(approved, p.Id)
+		waitPayment(t, ctx, c, p.Id, treasury.PaymentStatusCompleted)
+	})
+
+	t.Run("denied", func(t *testing.T) {
+		before := balance(t)
+		// By the key that created it, with a reason of 500 characters (1000
+		// bytes: characters are counted).
+		p := held(t, treasury.PaymentRequestRailRtp, threshold)
+		requiringApproval = append(requiringApproval, p.Id)
+		reason := strings.Repeat("é", 500)
+		start := time.Now().Add(-time.Second)
+		no := must(c.Payments.Deny(ctx, p.Id, treasury.DenyPaymentRequest{Reason: &reason}))(t)
+		a := no.Approval
+		if no.Status != treasury.PaymentStatusDenied || a == nil || a.DeniedBy == nil || *a.DeniedBy != creatorID ||
+			a.DenialReason == nil || *a.DenialReason != reason || a.DeniedAt == nil || a.DeniedAt.Before(start) ||
+			a.ApprovedAt != nil || a.ApprovedBy != nil || no.CanceledAt != nil || no.CancellationReason != nil {
+			t.Fatalf("denied: %+v, approval %+v", no, a)
+		}
+		denied = append(denied, p.Id)
+		requireBalance(t, before.Posted, before.Available) // the hold released
+		if got := must(c.Payments.Retrieve(ctx, p.Id))(t); !reflect.DeepEqual(got, no) {
+			t.Fatalf("retrieved %+v, denied %+v", got, no)
+		}
+		// Final: neither canceled, approved nor denied again.
+		_, err := c.Payments.Cancel(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "payment_not_cancelable")
+		_, err = approver.Payments.Approve(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		_, err = approver.Payments.Deny(ctx, p.Id, treasury.DenyPaymentRequest{})
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+
+		// A reason of 501 characters is refused and decides nothing; then
+		// the second key denies without a reason (denial_reason null).
+		q := held(t, treasury.PaymentRequestRailAchSameDay, 2*threshold)
+		requiringApproval = append(requiringApproval, q.Id)
+		_, err = approver.Payments.Deny(ctx, q.Id, treasury.DenyPaymentRequest{Reason: treasury.Ptr(strings.Repeat("x", 501))})
+		if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request"); e.Param != "reason" {
+			t.Fatalf("param %q, want reason", e.Param)
+		}
+		if got := must(c.Payments.Retrieve(ctx, q.Id))(t); got.Status != treasury.PaymentStatusRequiresApproval || got.Approval.DeniedAt != nil {
+			t.Fatalf("after a refused denial: %+v", got)
+		}
+		no = must(approver.Payments.Deny(ctx, q.Id, treasury.DenyPaymentRequest{}))(t)
+		if a := no.Approval; no.Status != treasury.PaymentStatusDenied || a == nil || a.DeniedBy == nil ||
+			*a.DeniedBy != second.Id || a.DeniedAt == nil || a.DenialReason != nil {
+			t.Fatalf("denied without a reason: %+v, approval %+v", no, a)
+		}
+		denied = append(denied, q.Id)
+		requireBalance(t, before.Posted, before.Available)
+	})
+
+	var kept *treasury.Payment
+	t.Run("canceled while waiting", func(t *testing.T) {
+		before := balance(t)
+		p := held(t, treasury.PaymentRequestRailFednow, threshold)
+		requiringApproval = append(requiringApproval, p.Id)
+		gone := must(c.Payments.Cancel(ctx, p.Id))(t)
+		// Canceled by the platform: no cancellation_reason (that is the expiry's).
+		if gone.Status != treasury.PaymentStatusCanceled || gone.CanceledAt == nil || gone.CancellationReason != nil ||
+			gone.Approval == nil || gone.Approval.ApprovedAt != nil || gone.Approval.DeniedAt != nil {
+			t.Fatalf("canceled: %+v", gone)
+		}
+		requireBalance(t, before.Posted, before.Available)
+		_, err := approver.Payments.Approve(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		_, err = c.Payments.Deny(ctx, p.Id, treasury.DenyPaymentRequest{})
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+
+		// One left waiting, for the lists and the threshold's removal.
+		kept = held(t, treasury.PaymentRequestRailRtp, threshold)
+		requiringApproval = append(requiringApproval, kept.Id)
+	})
+	if kept == nil {
+		t.FailNow()
+	}
+
+	t.Run("lists", func(t *testing.T) {
+		if len(denied) != 2 {
+			t.Fatalf("%d payments denied, want 2", len(denied))
+		}
+		ids := func(t *testing.T, status treasury.ListPaymentsParamsStatus) []string {
+			t.Helper()
+			var out []string
+			for p, err := range c.Payments.List(ctx, &treasury.ListPaymentsParams{Status: &status, Limit: treasury.Ptr(1)}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(p.Status) != string(status) {
+					t.Fatalf("a %s payment in the list of %s", p.Status, status)
+				}
+				out = append(out, p.Id)
+			}
+			return out
+		}
+		if got := ids(t, treasury.ListPaymentsParamsStatusRequiresApproval); !reflect.DeepEqual(got, []string{kept.Id}) {
+			t.Fatalf("requires_approval: %v, want %v", got, []string{kept.Id})
+		}
+		if got, want := ids(t, treasury.ListPaymentsParamsStatusDenied), []string{denied[1], denied[0]}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("denied: %v, want %v", got, want)
+		}
+	})
+
+	t.Run("events and webhook", func(t *testing.T) {
+		// Each event names its payment as it was then.
+		want := map[treasury.EventType][]string{
+			treasury.EventTypePaymentRequiresApproval: requiringApproval,
+			treasury.EventTypePaymentApproved:         approved,
+			treasury.EventTypePaymentDenied:           denied,
+		}
+		status := map[treasury.EventType]string{
+			treasury.EventTypePaymentRequiresApproval: "requires_approval",
+			treasury.EventTypePaymentApproved:         "pending",
+			treasury.EventTypePaymentDenied:           "denied",
+		}
+		for typ, ids := range want {
+			var events []treasury.Event
+			eventually(t, 10*time.Second, string(typ)+" events", func() (bool, error) {
+				var err error
+				events, err = treasury.Collect(c.Events.List(ctx, &treasury.ListEventsParams{Type: treasury.Ptr(treasury.ListEventsParamsType(typ))}))
+				return len(events) >= len(ids), err
+			})
+			var got []string
+			for _, e := range events {
+				if e.Type != typ || e.Data.Object["object"] != "payment" || e.Data.Object["status"] != status[typ] {
+					t.Fatalf("a %s event: %+v", typ, e)
+				}
+				approval, _ := e.Data.Object["approval"].(map[string]any)
+				if approval == nil || approval["created_by"] != creatorID {
+					t.Fatalf("a %s event's approval: %+v", typ, e.Data.Object)
+				}
+				got = append(got, e.Data.Object["id"].(string))
+			}
+			slices.Reverse(got) // listed newest first; ids are oldest first
+			if !reflect.DeepEqual(got, ids) {
+				t.Fatalf("%s events of %v, want %v", typ, got, ids)
+			}
+		}
+
+		// Every delivery is one of the three, verified; each expected one comes.
+		missing := map[string]bool{}
+		for typ, ids := range want {
+			for _, id := range ids {
+				missing[string(typ)+" "+id] = true
+			}
+		}
+		timeout := time.After(20 * time.Second)
+		for len(missing) > 0 {
+			select {
+			case d := <-received:
+				ev, err := webhooks.Verify(d.body, d.header, *wh.Secret)
+				if err != nil {
+					t.Fatalf("verify a delivery: %v", err)
+				}
+				if _, ok := want[ev.Type]; !ok {
+					t.Fatalf("an endpoint of the approval events received %s", ev.Type)
+				}
+				delete(missing, string(ev.Type)+" "+fmt.Sprint(ev.Data.Object["id"]))
+			case <-timeout:
+				t.Fatalf("deliveries not received: %v", missing)
+			}
+		}
+		var deliveries []treasury.WebhookDelivery
+		eventually(t, 10*time.Second, "the deliveries listed", func() (bool, error) {
+			var err error
+			deliveries, err = treasury.Collect(c.Webhooks.Deliveries.List(ctx, wh.Id, nil))
+			return len(deliveries) >= len(requiringApproval)+len(approved)+len(denied), err
+		})
+		count := map[treasury.WebhookDeliveryEventType]int{}
+		for _, d := range deliveries {
+			count[d.EventType]++
+		}
+		if wantCount := map[treasury.WebhookDeliveryEventType]int{
+			treasury.WebhookDeliveryEventTypePaymentRequiresApproval: len(requiringApproval),
+			treasury.WebhookDeliveryEventTypePaymentApproved:         len(approved),
+			treasury.WebhookDeliveryEventTypePaymentDenied:           len(denied),
+		}; !reflect.DeepEqual(count, wantCount) {
+			t.Fatalf("deliveries by event type: %v, want %v", count, wantCount)
+		}
+	})
+
+	t.Run("threshold removed", func(t *testing.T) {
+		r, err := clearThreshold()
+		if err != nil || r.StatusCode() != http.StatusOK || r.JSON200 == nil || r.JSON200.PaymentApprovalThreshold != nil {
+			t.Fatalf("clearing the threshold: %v %+v", err, r)
+		}
+		if s := must(c.Platform.Settings.Retrieve(ctx))(t); s.PaymentApprovalThreshold != nil {
+			t.Fatalf("the threshold after null: %d", *s.PaymentApprovalThreshold)
+		}
+		// A payment at the old threshold goes straight to its rail.
+		p := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailRtp, threshold, goodDestination)
+		if p.Status == treasury.PaymentStatusRequiresApproval || p.Approval != nil {
+			t.Fatalf("a payment without a threshold: %+v", p)
+		}
+		waitPayment(t, ctx, c, p.Id, treasury.PaymentStatusCompleted)
+		// The one created before keeps waiting, and still takes a second key.
+		if got := must(c.Payments.Retrieve(ctx, kept.Id))(t); got.Status != treasury.PaymentStatusRequiresApproval {
+			t.Fatalf("a payment held before the threshold's removal: %+v", got)
+		}
+		_, err = c.Payments.Approve(ctx, kept.Id)
+		requireAPIError(t, err, treasury.ErrPermissionDenied, treasury.KindPermissionDenied, 403, "forbidden")
+		must(approver.Payments.Approve(ctx, kept.Id))(t)
+		waitPayment(t, ctx, c, kept.Id, treasury.PaymentStatusCompleted)
+	})
 }

@@ -51,6 +51,8 @@ var operations = map[string]string{
 	"GET /payments":                                      "Payments.List",
 	"GET /payments/{id}":                                 "Payments.Retrieve",
 	"POST /payments/{id}/cancel":                         "Payments.Cancel",
+	"POST /payments/{id}/approve":                        "Payments.Approve",
+	"POST /payments/{id}/deny":                           "Payments.Deny",
 	"POST /book-transfers":                               "BookTransfers.Create",
 	"GET /book-transfers":                                "BookTransfers.List",
 	"GET /book-transfers/{id}":                           "BookTransfers.Retrieve",

@@ -15,6 +15,13 @@ type PaymentsService struct{ c *Client }
 // key of WithIdempotencyKey, else a random one. Sending the same key and body
 // again returns the original payment (a replay); the same key with another
 // body is a ConflictError with code idempotency_conflict.
+//
+// When the platform's payment_approval_threshold is set, a payment whose
+// amount is at or above it is created requires_approval, with an Approval:
+// held like a pending one (amount + fee leave available) but sent to no rail
+// until another key approves it (Approve), or until it is denied (Deny) or
+// canceled (Cancel); unapproved 7 days after its creation it is canceled with
+// CancellationReason approval_expired.
 func (s *PaymentsService) Create(ctx context.Context, body PaymentRequest, opts ...RequestOption) (*Payment, error) {
 	ctx, rc, ed := prepare(ctx, opts)
 	switch {
@@ -43,7 +50,9 @@ func (s *PaymentsService) Retrieve(ctx context.Context, id string, opts ...Reque
 	return result(r.HTTPResponse, r.Body, r.JSON200)
 }
 
-// List walks every payment, newest first (GET /payments). params.Metadata
+// List walks every payment, newest first (GET /payments). params.Status
+// keeps one status (ListPaymentsParamsStatusRequiresApproval lists the
+// payments waiting for a second key). params.Metadata
 // filters on metadata: each pair is sent as metadata[key]=value (key and value
 // URL-encoded) on every page's request, and a payment must match them all.
 func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams, opts ...RequestOption) iter.Seq2[Payment, error] {
@@ -65,11 +74,56 @@ func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams, 
 	})
 }
 
-// Cancel cancels a pending payment (POST /payments/{id}/cancel); any other
-// status is a ConflictError with code payment_not_cancelable.
+// Cancel cancels a payment (POST /payments/{id}/cancel): a pending one, or
+// one in requires_approval (still waiting for its second key). It becomes
+// canceled and its held amount + fee are released. A submitted, completed,
+// failed, denied or already canceled payment is a ConflictError with code
+// payment_not_cancelable.
 func (s *PaymentsService) Cancel(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
 	ctx, _, ed := prepare(ctx, opts)
 	r, err := s.c.raw.CancelPaymentWithResponse(ctx, id, &api.CancelPaymentParams{}, api.EmptyRequest{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Approve releases a payment in requires_approval to its rail (POST
+// /payments/{id}/approve): the answer is the payment, pending, with
+// Approval.ApprovedAt and Approval.ApprovedBy (the calling key's id) set; it
+// settles from then on like any payment, and its ExpectedSettlementAt counts
+// from the approval.
+//
+// A payment at or above the platform's payment_approval_threshold (see
+// Platform.Settings.Update) is created requires_approval, held but sent to no
+// rail, and takes a second key: approving it with the key that created it
+// (Approval.CreatedBy), or with the operator key, is a PermissionDeniedError
+// with code forbidden; create another key with Platform.APIKeys.Create and
+// approve with a client holding its secret. A payment in any other status is a
+// ConflictError with code invalid_state; another platform's or environment's
+// is a NotFoundError.
+func (s *PaymentsService) Approve(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.ApprovePaymentWithResponse(ctx, id, &api.ApprovePaymentParams{}, api.EmptyRequest{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Deny refuses a payment in requires_approval (POST /payments/{id}/deny): the
+// answer is the payment, denied (final), its held amount + fee released, with
+// Approval.DeniedAt, Approval.DeniedBy (the calling key's id) and
+// Approval.DenialReason (body.Reason; null when none is given) set. Any key of
+// the platform may deny, the one that created the payment included.
+//
+// body.Reason is optional, at most 500 characters (a longer one is a
+// BadRequestError naming reason in Param); the zero DenyPaymentRequest gives
+// none. A payment in any other status is a ConflictError with code
+// invalid_state; another platform's or environment's is a NotFoundError.
+func (s *PaymentsService) Deny(ctx context.Context, id string, body DenyPaymentRequest, opts ...RequestOption) (*Payment, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.DenyPaymentWithResponse(ctx, id, &api.DenyPaymentParams{}, body, ed)
 	if err != nil {
 		return nil, err
 	}

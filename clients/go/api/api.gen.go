@@ -264,11 +264,14 @@ const (
 	CreateWebhookRequestEventsKybPendingReview            CreateWebhookRequestEvents = "kyb.pending_review"
 	CreateWebhookRequestEventsKybRejected                 CreateWebhookRequestEvents = "kyb.rejected"
 	CreateWebhookRequestEventsLedgerEntryCreated          CreateWebhookRequestEvents = "ledger.entry.created"
+	CreateWebhookRequestEventsPaymentApproved             CreateWebhookRequestEvents = "payment.approved"
 	CreateWebhookRequestEventsPaymentCanceled             CreateWebhookRequestEvents = "payment.canceled"
 	CreateWebhookRequestEventsPaymentCompleted            CreateWebhookRequestEvents = "payment.completed"
 	CreateWebhookRequestEventsPaymentCreated              CreateWebhookRequestEvents = "payment.created"
+	CreateWebhookRequestEventsPaymentDenied               CreateWebhookRequestEvents = "payment.denied"
 	CreateWebhookRequestEventsPaymentFailed               CreateWebhookRequestEvents = "payment.failed"
 	CreateWebhookRequestEventsPaymentNotificationOfChange CreateWebhookRequestEvents = "payment.notification_of_change"
+	CreateWebhookRequestEventsPaymentRequiresApproval     CreateWebhookRequestEvents = "payment.requires_approval"
 	CreateWebhookRequestEventsPaymentSubmitted            CreateWebhookRequestEvents = "payment.submitted"
 	CreateWebhookRequestEventsVirtualAccountCreated       CreateWebhookRequestEvents = "virtual_account.created"
 	CreateWebhookRequestEventsWebhookTest                 CreateWebhookRequestEvents = "webhook.test"
@@ -291,15 +294,21 @@ func (e CreateWebhookRequestEvents) Valid() bool {
 		return true
 	case CreateWebhookRequestEventsLedgerEntryCreated:
 		return true
+	case CreateWebhookRequestEventsPaymentApproved:
+		return true
 	case CreateWebhookRequestEventsPaymentCanceled:
 		return true
 	case CreateWebhookRequestEventsPaymentCompleted:
 		return true
 	case CreateWebhookRequestEventsPaymentCreated:
 		return true
+	case CreateWebhookRequestEventsPaymentDenied:
+		return true
 	case CreateWebhookRequestEventsPaymentFailed:
 		return true
 	case CreateWebhookRequestEventsPaymentNotificationOfChange:
+		return true
+	case CreateWebhookRequestEventsPaymentRequiresApproval:
 		return true
 	case CreateWebhookRequestEventsPaymentSubmitted:
 		return true
@@ -401,11 +410,14 @@ const (
 	EventTypeKybPendingReview            EventType = "kyb.pending_review"
 	EventTypeKybRejected                 EventType = "kyb.rejected"
 	EventTypeLedgerEntryCreated          EventType = "ledger.entry.created"
+	EventTypePaymentApproved             EventType = "payment.approved"
 	EventTypePaymentCanceled             EventType = "payment.canceled"
 	EventTypePaymentCompleted            EventType = "payment.completed"
 	EventTypePaymentCreated              EventType = "payment.created"
+	EventTypePaymentDenied               EventType = "payment.denied"
 	EventTypePaymentFailed               EventType = "payment.failed"
 	EventTypePaymentNotificationOfChange EventType = "payment.notification_of_change"
+	EventTypePaymentRequiresApproval     EventType = "payment.requires_approval"
 	EventTypePaymentSubmitted            EventType = "payment.submitted"
 	EventTypeVirtualAccountCreated       EventType = "virtual_account.created"
 	EventTypeWebhookTest                 EventType = "webhook.test"
@@ -426,15 +438,21 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeLedgerEntryCreated:
 		return true
+	case EventTypePaymentApproved:
+		return true
 	case EventTypePaymentCanceled:
 		return true
 	case EventTypePaymentCompleted:
 		return true
 	case EventTypePaymentCreated:
 		return true
+	case EventTypePaymentDenied:
+		return true
 	case EventTypePaymentFailed:
 		return true
 	case EventTypePaymentNotificationOfChange:
+		return true
+	case EventTypePaymentRequiresApproval:
 		return true
 	case EventTypePaymentSubmitted:
 		return true
@@ -1773,6 +1791,21 @@ func (e LedgerEntryListObject) Valid() bool {
 	}
 }
 
+// Defines values for PaymentCancellationReason.
+const (
+	PaymentCancellationReasonApprovalExpired PaymentCancellationReason = "approval_expired"
+)
+
+// Valid indicates whether the value is a known member of the PaymentCancellationReason enum.
+func (e PaymentCancellationReason) Valid() bool {
+	switch e {
+	case PaymentCancellationReasonApprovalExpired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentCurrency.
 const (
 	PaymentCurrencyUSD PaymentCurrency = "USD"
@@ -1847,11 +1880,13 @@ func (e PaymentRail) Valid() bool {
 
 // Defines values for PaymentStatus.
 const (
-	PaymentStatusCanceled  PaymentStatus = "canceled"
-	PaymentStatusCompleted PaymentStatus = "completed"
-	PaymentStatusFailed    PaymentStatus = "failed"
-	PaymentStatusPending   PaymentStatus = "pending"
-	PaymentStatusSubmitted PaymentStatus = "submitted"
+	PaymentStatusCanceled         PaymentStatus = "canceled"
+	PaymentStatusCompleted        PaymentStatus = "completed"
+	PaymentStatusDenied           PaymentStatus = "denied"
+	PaymentStatusFailed           PaymentStatus = "failed"
+	PaymentStatusPending          PaymentStatus = "pending"
+	PaymentStatusRequiresApproval PaymentStatus = "requires_approval"
+	PaymentStatusSubmitted        PaymentStatus = "submitted"
 )
 
 // Valid indicates whether the value is a known member of the PaymentStatus enum.
@@ -1861,9 +1896,13 @@ func (e PaymentStatus) Valid() bool {
 		return true
 	case PaymentStatusCompleted:
 		return true
+	case PaymentStatusDenied:
+		return true
 	case PaymentStatusFailed:
 		return true
 	case PaymentStatusPending:
+		return true
+	case PaymentStatusRequiresApproval:
 		return true
 	case PaymentStatusSubmitted:
 		return true
@@ -2165,11 +2204,14 @@ const (
 	QueuedWebhookDeliveryEventTypeKybPendingReview            QueuedWebhookDeliveryEventType = "kyb.pending_review"
 	QueuedWebhookDeliveryEventTypeKybRejected                 QueuedWebhookDeliveryEventType = "kyb.rejected"
 	QueuedWebhookDeliveryEventTypeLedgerEntryCreated          QueuedWebhookDeliveryEventType = "ledger.entry.created"
+	QueuedWebhookDeliveryEventTypePaymentApproved             QueuedWebhookDeliveryEventType = "payment.approved"
 	QueuedWebhookDeliveryEventTypePaymentCanceled             QueuedWebhookDeliveryEventType = "payment.canceled"
 	QueuedWebhookDeliveryEventTypePaymentCompleted            QueuedWebhookDeliveryEventType = "payment.completed"
 	QueuedWebhookDeliveryEventTypePaymentCreated              QueuedWebhookDeliveryEventType = "payment.created"
+	QueuedWebhookDeliveryEventTypePaymentDenied               QueuedWebhookDeliveryEventType = "payment.denied"
 	QueuedWebhookDeliveryEventTypePaymentFailed               QueuedWebhookDeliveryEventType = "payment.failed"
 	QueuedWebhookDeliveryEventTypePaymentNotificationOfChange QueuedWebhookDeliveryEventType = "payment.notification_of_change"
+	QueuedWebhookDeliveryEventTypePaymentRequiresApproval     QueuedWebhookDeliveryEventType = "payment.requires_approval"
 	QueuedWebhookDeliveryEventTypePaymentSubmitted            QueuedWebhookDeliveryEventType = "payment.submitted"
 	QueuedWebhookDeliveryEventTypeVirtualAccountCreated       QueuedWebhookDeliveryEventType = "virtual_account.created"
 	QueuedWebhookDeliveryEventTypeWebhookTest                 QueuedWebhookDeliveryEventType = "webhook.test"
@@ -2190,15 +2232,21 @@ func (e QueuedWebhookDeliveryEventType) Valid() bool {
 		return true
 	case QueuedWebhookDeliveryEventTypeLedgerEntryCreated:
 		return true
+	case QueuedWebhookDeliveryEventTypePaymentApproved:
+		return true
 	case QueuedWebhookDeliveryEventTypePaymentCanceled:
 		return true
 	case QueuedWebhookDeliveryEventTypePaymentCompleted:
 		return true
 	case QueuedWebhookDeliveryEventTypePaymentCreated:
 		return true
+	case QueuedWebhookDeliveryEventTypePaymentDenied:
+		return true
 	case QueuedWebhookDeliveryEventTypePaymentFailed:
 		return true
 	case QueuedWebhookDeliveryEventTypePaymentNotificationOfChange:
+		return true
+	case QueuedWebhookDeliveryEventTypePaymentRequiresApproval:
 		return true
 	case QueuedWebhookDeliveryEventTypePaymentSubmitted:
 		return true
@@ -2571,11 +2619,14 @@ const (
 	UpdateWebhookRequestEventsKybPendingReview            UpdateWebhookRequestEvents = "kyb.pending_review"
 	UpdateWebhookRequestEventsKybRejected                 UpdateWebhookRequestEvents = "kyb.rejected"
 	UpdateWebhookRequestEventsLedgerEntryCreated          UpdateWebhookRequestEvents = "ledger.entry.created"
+	UpdateWebhookRequestEventsPaymentApproved             UpdateWebhookRequestEvents = "payment.approved"
 	UpdateWebhookRequestEventsPaymentCanceled             UpdateWebhookRequestEvents = "payment.canceled"
 	UpdateWebhookRequestEventsPaymentCompleted            UpdateWebhookRequestEvents = "payment.completed"
 	UpdateWebhookRequestEventsPaymentCreated              UpdateWebhookRequestEvents = "payment.created"
+	UpdateWebhookRequestEventsPaymentDenied               UpdateWebhookRequestEvents = "payment.denied"
 	UpdateWebhookRequestEventsPaymentFailed               UpdateWebhookRequestEvents = "payment.failed"
 	UpdateWebhookRequestEventsPaymentNotificationOfChange UpdateWebhookRequestEvents = "payment.notification_of_change"
+	UpdateWebhookRequestEventsPaymentRequiresApproval     UpdateWebhookRequestEvents = "payment.requires_approval"
 	UpdateWebhookRequestEventsPaymentSubmitted            UpdateWebhookRequestEvents = "payment.submitted"
 	UpdateWebhookRequestEventsVirtualAccountCreated       UpdateWebhookRequestEvents = "virtual_account.created"
 	UpdateWebhookRequestEventsWebhookTest                 UpdateWebhookRequestEvents = "webhook.test"
@@ -2598,15 +2649,21 @@ func (e UpdateWebhookRequestEvents) Valid() bool {
 		return true
 	case UpdateWebhookRequestEventsLedgerEntryCreated:
 		return true
+	case UpdateWebhookRequestEventsPaymentApproved:
+		return true
 	case UpdateWebhookRequestEventsPaymentCanceled:
 		return true
 	case UpdateWebhookRequestEventsPaymentCompleted:
 		return true
 	case UpdateWebhookRequestEventsPaymentCreated:
 		return true
+	case UpdateWebhookRequestEventsPaymentDenied:
+		return true
 	case UpdateWebhookRequestEventsPaymentFailed:
 		return true
 	case UpdateWebhookRequestEventsPaymentNotificationOfChange:
+		return true
+	case UpdateWebhookRequestEventsPaymentRequiresApproval:
 		return true
 	case UpdateWebhookRequestEventsPaymentSubmitted:
 		return true
@@ -2774,11 +2831,14 @@ const (
 	WebhookDeliveryEventTypeKybPendingReview            WebhookDeliveryEventType = "kyb.pending_review"
 	WebhookDeliveryEventTypeKybRejected                 WebhookDeliveryEventType = "kyb.rejected"
 	WebhookDeliveryEventTypeLedgerEntryCreated          WebhookDeliveryEventType = "ledger.entry.created"
+	WebhookDeliveryEventTypePaymentApproved             WebhookDeliveryEventType = "payment.approved"
 	WebhookDeliveryEventTypePaymentCanceled             WebhookDeliveryEventType = "payment.canceled"
 	WebhookDeliveryEventTypePaymentCompleted            WebhookDeliveryEventType = "payment.completed"
 	WebhookDeliveryEventTypePaymentCreated              WebhookDeliveryEventType = "payment.created"
+	WebhookDeliveryEventTypePaymentDenied               WebhookDeliveryEventType = "payment.denied"
 	WebhookDeliveryEventTypePaymentFailed               WebhookDeliveryEventType = "payment.failed"
 	WebhookDeliveryEventTypePaymentNotificationOfChange WebhookDeliveryEventType = "payment.notification_of_change"
+	WebhookDeliveryEventTypePaymentRequiresApproval     WebhookDeliveryEventType = "payment.requires_approval"
 	WebhookDeliveryEventTypePaymentSubmitted            WebhookDeliveryEventType = "payment.submitted"
 	WebhookDeliveryEventTypeVirtualAccountCreated       WebhookDeliveryEventType = "virtual_account.created"
 	WebhookDeliveryEventTypeWebhookTest                 WebhookDeliveryEventType = "webhook.test"
@@ -2799,15 +2859,21 @@ func (e WebhookDeliveryEventType) Valid() bool {
 		return true
 	case WebhookDeliveryEventTypeLedgerEntryCreated:
 		return true
+	case WebhookDeliveryEventTypePaymentApproved:
+		return true
 	case WebhookDeliveryEventTypePaymentCanceled:
 		return true
 	case WebhookDeliveryEventTypePaymentCompleted:
 		return true
 	case WebhookDeliveryEventTypePaymentCreated:
 		return true
+	case WebhookDeliveryEventTypePaymentDenied:
+		return true
 	case WebhookDeliveryEventTypePaymentFailed:
 		return true
 	case WebhookDeliveryEventTypePaymentNotificationOfChange:
+		return true
+	case WebhookDeliveryEventTypePaymentRequiresApproval:
 		return true
 	case WebhookDeliveryEventTypePaymentSubmitted:
 		return true
@@ -2966,11 +3032,14 @@ const (
 	ListEventsParamsTypeKybPendingReview            ListEventsParamsType = "kyb.pending_review"
 	ListEventsParamsTypeKybRejected                 ListEventsParamsType = "kyb.rejected"
 	ListEventsParamsTypeLedgerEntryCreated          ListEventsParamsType = "ledger.entry.created"
+	ListEventsParamsTypePaymentApproved             ListEventsParamsType = "payment.approved"
 	ListEventsParamsTypePaymentCanceled             ListEventsParamsType = "payment.canceled"
 	ListEventsParamsTypePaymentCompleted            ListEventsParamsType = "payment.completed"
 	ListEventsParamsTypePaymentCreated              ListEventsParamsType = "payment.created"
+	ListEventsParamsTypePaymentDenied               ListEventsParamsType = "payment.denied"
 	ListEventsParamsTypePaymentFailed               ListEventsParamsType = "payment.failed"
 	ListEventsParamsTypePaymentNotificationOfChange ListEventsParamsType = "payment.notification_of_change"
+	ListEventsParamsTypePaymentRequiresApproval     ListEventsParamsType = "payment.requires_approval"
 	ListEventsParamsTypePaymentSubmitted            ListEventsParamsType = "payment.submitted"
 	ListEventsParamsTypeVirtualAccountCreated       ListEventsParamsType = "virtual_account.created"
 	ListEventsParamsTypeWebhookTest                 ListEventsParamsType = "webhook.test"
@@ -2991,15 +3060,21 @@ func (e ListEventsParamsType) Valid() bool {
 		return true
 	case ListEventsParamsTypeLedgerEntryCreated:
 		return true
+	case ListEventsParamsTypePaymentApproved:
+		return true
 	case ListEventsParamsTypePaymentCanceled:
 		return true
 	case ListEventsParamsTypePaymentCompleted:
 		return true
 	case ListEventsParamsTypePaymentCreated:
 		return true
+	case ListEventsParamsTypePaymentDenied:
+		return true
 	case ListEventsParamsTypePaymentFailed:
 		return true
 	case ListEventsParamsTypePaymentNotificationOfChange:
+		return true
+	case ListEventsParamsTypePaymentRequiresApproval:
 		return true
 	case ListEventsParamsTypePaymentSubmitted:
 		return true
@@ -3116,11 +3191,13 @@ func (e ListLedgerEntriesParamsStatus) Valid() bool {
 
 // Defines values for ListPaymentsParamsStatus.
 const (
-	ListPaymentsParamsStatusCanceled  ListPaymentsParamsStatus = "canceled"
-	ListPaymentsParamsStatusCompleted ListPaymentsParamsStatus = "completed"
-	ListPaymentsParamsStatusFailed    ListPaymentsParamsStatus = "failed"
-	ListPaymentsParamsStatusPending   ListPaymentsParamsStatus = "pending"
-	ListPaymentsParamsStatusSubmitted ListPaymentsParamsStatus = "submitted"
+	ListPaymentsParamsStatusCanceled         ListPaymentsParamsStatus = "canceled"
+	ListPaymentsParamsStatusCompleted        ListPaymentsParamsStatus = "completed"
+	ListPaymentsParamsStatusDenied           ListPaymentsParamsStatus = "denied"
+	ListPaymentsParamsStatusFailed           ListPaymentsParamsStatus = "failed"
+	ListPaymentsParamsStatusPending          ListPaymentsParamsStatus = "pending"
+	ListPaymentsParamsStatusRequiresApproval ListPaymentsParamsStatus = "requires_approval"
+	ListPaymentsParamsStatusSubmitted        ListPaymentsParamsStatus = "submitted"
 )
 
 // Valid indicates whether the value is a known member of the ListPaymentsParamsStatus enum.
@@ -3130,9 +3207,13 @@ func (e ListPaymentsParamsStatus) Valid() bool {
 		return true
 	case ListPaymentsParamsStatusCompleted:
 		return true
+	case ListPaymentsParamsStatusDenied:
+		return true
 	case ListPaymentsParamsStatusFailed:
 		return true
 	case ListPaymentsParamsStatusPending:
+		return true
+	case ListPaymentsParamsStatusRequiresApproval:
 		return true
 	case ListPaymentsParamsStatusSubmitted:
 		return true
@@ -3542,8 +3623,8 @@ type BookTransferRequest struct {
 	// Examples: va_01jh3v8x9q2w3e4r5t6y7v8k9m
 	FromVirtualAccountId string `json:"from_virtual_account_id"`
 
-	// IdempotencyKey The request's idempotency key (or the `Idempotency-Key` header; if both, equal).
-	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+	// IdempotencyKey Required (a generated client must send it): 1 to 255 bytes, no leading or trailing white space. The server also takes the key from the `Idempotency-Key` header alone (then this field may be left out), and when both are given they must be equal (else 400 `param` `idempotency_key`); neither: 400 `param` `idempotency_key`.
+	IdempotencyKey string `json:"idempotency_key"`
 
 	// Metadata Free-form string pairs for the client's own use: at most 50 keys, each 1 to 40 characters; values at most 500 characters.
 	//
@@ -3665,6 +3746,12 @@ type DeletedWebhookEndpointDeleted bool
 // DeletedWebhookEndpointObject defines model for DeletedWebhookEndpoint.Object.
 type DeletedWebhookEndpointObject string
 
+// DenyPaymentRequest defines model for DenyPaymentRequest.
+type DenyPaymentRequest struct {
+	// Reason Why, kept on the payment as `approval.denial_reason`.
+	Reason *string `json:"reason,omitempty"`
+}
+
 // Destination Where the money goes: a US bank account.
 //
 // Examples: {"account_number":"123456789","name":"Initech LLC","routing_number":"021000021"}
@@ -3682,7 +3769,7 @@ type Destination struct {
 // EmptyRequest No fields: send no body, or `{}`.
 type EmptyRequest = map[string]interface{}
 
-// Event A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted it; a pending entry emits it when it posts), inbound_transfer.completed; for payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and held), payment.submitted (handed to the rail), payment.completed (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`.
+// Event A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted it; a pending entry emits it when it posts), inbound_transfer.completed, book_transfer.completed (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and held), payment.requires_approval (at or above the approval threshold: held, waiting for a second key), payment.approved (released to its rail), payment.denied (hold released), payment.submitted (handed to the rail), payment.completed (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`.
 type Event struct {
 	CreatedAt   time.Time        `json:"created_at"`
 	Data        Event_Data       `json:"data"`
@@ -3695,7 +3782,7 @@ type Event struct {
 
 // Event_Data defines model for Event.Data.
 type Event_Data struct {
-	// Object The resource (virtual_account, payment, ledger_entry, inbound_transfer, kyb_verification, …).
+	// Object The resource (virtual_account, payment, ledger_entry, inbound_transfer, book_transfer, kyb_verification, …).
 	Object map[string]interface{} `json:"object"`
 }
 
@@ -3860,7 +3947,7 @@ type JournalEntry struct {
 	// Reverses The journal entry this one reverses.
 	Reverses *string `json:"reverses"`
 
-	// Source What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, or `{type: journal_entry, id}` (its own id) for a manual entry or a funding.
+	// Source What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, `{type: book_transfer, id}`, or `{type: journal_entry, id}` (its own id) for a manual entry or a funding.
 	Source Source `json:"source"`
 
 	// Status Manual entries post at once.
@@ -4465,7 +4552,7 @@ type Originator struct {
 	RoutingNumber string `json:"routing_number"`
 }
 
-// Payment A payment out of a virtual account over a rail. Current the moment a command returns (not an asynchronous projection).
+// Payment A payment out of a virtual account over a rail. Current the moment a command returns (not an asynchronous projection). `approval` is present only on payments that needed one (created at or above the platform's `payment_approval_threshold`); `cancellation_reason` only on payments canceled by expiry.
 //
 // Examples: {"amount":125000,"canceled_at":null,"completed_at":null,"created_at":"2026-01-15T16:02:11.412Z","currency":"USD","description":"Invoice 1042","destination":{"account_number":"123456789","name":"Initech LLC","routing_number":"021000021"},"environment":"live","expected_settlement_at":"2026-01-15T19:45:00.000Z","failed_at":null,"failure":null,"fee":100,"id":"pay_01jh3w5f6g7h8j9k0m1n2p3q4r","idempotency_key":"payout-2026-01-15-0042","metadata":{"invoice":"1042"},"object":"payment","rail":"ach_same_day","status":"pending","submitted_at":null,"virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9m"}
 type Payment struct {
@@ -4477,10 +4564,16 @@ type Payment struct {
 	// Amount Cents sent to the destination, within the rail's limit.
 	Amount int `json:"amount"`
 
+	// Approval Where a payment that needed an approval stands (present only on payments created at or above the platform's `payment_approval_threshold`).
+	Approval *PaymentApproval `json:"approval,omitempty"`
+
 	// CanceledAt When it was canceled; null unless `canceled`.
 	//
 	// Examples: 2026-01-15T09:30:00.000Z
 	CanceledAt *time.Time `json:"canceled_at"`
+
+	// CancellationReason Present on a `canceled` payment that the platform did not cancel: `approval_expired` (unapproved for 7 days). Absent otherwise.
+	CancellationReason *PaymentCancellationReason `json:"cancellation_reason,omitempty"`
 
 	// CompletedAt When it settled; null unless it completed (it stays set if the payment is later returned).
 	//
@@ -4536,7 +4629,7 @@ type Payment struct {
 	Object               PaymentObject                 `json:"object"`
 	Rail                 PaymentRail                   `json:"rail"`
 
-	// Status `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). an ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed` and `canceled` are final.
+	// Status `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final.
 	Status PaymentStatus `json:"status"`
 
 	// SubmittedAt When the rail took it; null before. A payment completed straight from `pending` gets its completion time.
@@ -4554,6 +4647,9 @@ type Payment struct {
 	// Examples: va_01jh3v8x9q2w3e4r5t6y7v8k9m
 	VirtualAccountId string `json:"virtual_account_id"`
 }
+
+// PaymentCancellationReason Present on a `canceled` payment that the platform did not cancel: `approval_expired` (unapproved for 7 days). Absent otherwise.
+type PaymentCancellationReason string
 
 // PaymentCurrency defines model for Payment.Currency.
 type PaymentCurrency string
@@ -4580,8 +4676,44 @@ type PaymentObject string
 // PaymentRail defines model for Payment.Rail.
 type PaymentRail string
 
-// PaymentStatus `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). an ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed` and `canceled` are final.
+// PaymentStatus `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final.
 type PaymentStatus string
+
+// PaymentApproval Where a payment that needed an approval stands (present only on payments created at or above the platform's `payment_approval_threshold`).
+type PaymentApproval struct {
+	// ApprovedAt When it was approved; null until then.
+	//
+	// Examples: 2026-01-15T09:30:00.000Z
+	ApprovedAt *time.Time `json:"approved_at"`
+
+	// ApprovedBy The key that approved it; null until then.
+	//
+	// Examples: key_01jh3v9a2b3c4d5e6f7g8h9j0q
+	ApprovedBy *string `json:"approved_by"`
+
+	// CreatedBy The API key that created the payment: the one key that cannot approve it.
+	//
+	// Examples: key_01jh3v9a2b3c4d5e6f7g8h9j0p
+	CreatedBy string `json:"created_by"`
+
+	// DenialReason The reason given with the denial, if any.
+	DenialReason *string `json:"denial_reason"`
+
+	// DeniedAt When it was denied; null unless denied.
+	//
+	// Examples: 2026-01-15T09:30:00.000Z
+	DeniedAt *time.Time `json:"denied_at"`
+
+	// DeniedBy The key that denied it; null unless denied.
+	//
+	// Examples: key_01jh3v9a2b3c4d5e6f7g8h9j0q
+	DeniedBy *string `json:"denied_by"`
+
+	// ExpiresAt Seven days after creation: unapproved by then, the payment is `canceled` with `cancellation_reason` `approval_expired`.
+	//
+	// Examples: 2026-01-15T09:30:00.000Z
+	ExpiresAt time.Time `json:"expires_at"`
+}
 
 // PaymentFailure Why a payment failed: the rail's own code (`network_code`: a NACHA return code on ACH, an ISO 20022 reason code, or `9912`/`E997`, on RTP and FedNow), what it means (`code`, `reason`) and what to do (`retry_recommendation`). `unknown` (`reason` `The network returned code <code>`, `action` `contact_recipient`) is kept for a code outside these tables that a rail may send; the simulation refuses such codes.
 //
@@ -4782,7 +4914,7 @@ type PlatformSettings struct {
 	Environment PlatformSettingsEnvironment `json:"environment"`
 	Object      PlatformSettingsObject      `json:"object"`
 
-	// PaymentApprovalThreshold Amount in cents from which a payment would need approval; null for none. Stored and shown, but not enforced yet: no payment waits for an approval.
+	// PaymentApprovalThreshold Amount in cents from which a payment needs approval (created `requires_approval`, approved by a second key: see `POST /payments`); null for none.
 	PaymentApprovalThreshold *int   `json:"payment_approval_threshold"`
 	PlatformId               string `json:"platform_id"`
 
@@ -5003,7 +5135,7 @@ type SimulatePaymentFailRequest struct {
 	NetworkCode string `json:"network_code"`
 }
 
-// Source What a transaction records: an inbound transfer (`itx_`), a payment (`pay_`: its amount, its fee and, if it was returned, their reversal) or a manual journal entry (`je_`).
+// Source What a transaction records: an inbound transfer (`itx_`), a payment (`pay_`: its amount, its fee and, if it was returned, their reversal), a book transfer (`bt_`) or a manual journal entry (`je_`).
 type Source struct {
 	// Id Examples: itx_01jh3v9a2b3c4d5e6f7g8h9j0m
 	Id   string     `json:"id"`
@@ -5079,7 +5211,7 @@ type Transaction struct {
 	// Examples: 2026-01-15T09:30:00.000Z
 	PostedAt *time.Time `json:"posted_at"`
 
-	// Source What a transaction records: an inbound transfer (`itx_`), a payment (`pay_`: its amount, its fee and, if it was returned, their reversal) or a manual journal entry (`je_`).
+	// Source What a transaction records: an inbound transfer (`itx_`), a payment (`pay_`: its amount, its fee and, if it was returned, their reversal), a book transfer (`bt_`) or a manual journal entry (`je_`).
 	Source Source `json:"source"`
 
 	// Status `pending` until it settles, then `posted`; `void` if it was released without posting.
@@ -5127,7 +5259,7 @@ type UpdateSettingsRequest struct {
 	// DailyPaymentLimit Cents per virtual account per day, 1 to 99999999999; null removes the limit. Counted over the UTC day, without fees and without failed or canceled payments.
 	DailyPaymentLimit *int `json:"daily_payment_limit,omitempty"`
 
-	// PaymentApprovalThreshold Cents, 1 to 99999999999; null removes the threshold. Stored, not enforced yet.
+	// PaymentApprovalThreshold Cents, 1 to 99999999999; null removes the threshold. Payments created from then on at or above it wait for an approval; those created before keep their status.
 	PaymentApprovalThreshold *int `json:"payment_approval_threshold,omitempty"`
 
 	// Sandbox Sandbox keys only: with a live key this field is 400 `invalid_request` (`param` `sandbox`). The fields given replace their values. null is refused.
@@ -5758,8 +5890,20 @@ type GetPaymentParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// ApprovePaymentParams defines parameters for ApprovePayment.
+type ApprovePaymentParams struct {
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // CancelPaymentParams defines parameters for CancelPayment.
 type CancelPaymentParams struct {
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// DenyPaymentParams defines parameters for DenyPayment.
+type DenyPaymentParams struct {
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -6079,8 +6223,14 @@ type CutACHFilesJSONRequestBody = EmptyRequest
 // CreatePaymentJSONRequestBody defines body for CreatePayment for application/json ContentType.
 type CreatePaymentJSONRequestBody = PaymentRequest
 
+// ApprovePaymentJSONRequestBody defines body for ApprovePayment for application/json ContentType.
+type ApprovePaymentJSONRequestBody = EmptyRequest
+
 // CancelPaymentJSONRequestBody defines body for CancelPayment for application/json ContentType.
 type CancelPaymentJSONRequestBody = EmptyRequest
+
+// DenyPaymentJSONRequestBody defines body for DenyPayment for application/json ContentType.
+type DenyPaymentJSONRequestBody = DenyPaymentRequest
 
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
 type CreateAPIKeyJSONRequestBody = CreateAPIKeyRequest
@@ -6813,7 +6963,7 @@ type ClientInterface interface {
 	// 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 	// 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 	//
-	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. The platform's `payment_approval_threshold` is stored and shown but not enforced: no payment waits for an approval.
+	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 	//
 	// **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 	//
@@ -6847,7 +6997,7 @@ type ClientInterface interface {
 	//
 	// **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 	//
-	// **Events.** `payment.created`, then `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6866,7 +7016,7 @@ type ClientInterface interface {
 	// 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 	// 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 	//
-	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. The platform's `payment_approval_threshold` is stored and shown but not enforced: no payment waits for an approval.
+	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 	//
 	// **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 	//
@@ -6900,7 +7050,7 @@ type ClientInterface interface {
 	//
 	// **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 	//
-	// **Events.** `payment.created`, then `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6914,9 +7064,27 @@ type ClientInterface interface {
 	// Corresponds with GET /payments/{id} (the `GetPayment` operationId).
 	GetPayment(ctx context.Context, id PaymentId, params *GetPaymentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ApprovePaymentWithBody Approve a payment
+	//
+	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payments/{id}/approve (the `ApprovePayment` operationId).
+	ApprovePaymentWithBody(ctx context.Context, id PaymentId, params *ApprovePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApprovePayment Approve a payment
+	//
+	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payments/{id}/approve (the `ApprovePayment` operationId).
+	ApprovePayment(ctx context.Context, id PaymentId, params *ApprovePaymentParams, body ApprovePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CancelPaymentWithBody Cancel a payment
 	//
-	// Cancels a `pending` payment: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` payment can be canceled: a `submitted`, `completed`, `failed` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6925,12 +7093,30 @@ type ClientInterface interface {
 
 	// CancelPayment Cancel a payment
 	//
-	// Cancels a `pending` payment: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` payment can be canceled: a `submitted`, `completed`, `failed` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /payments/{id}/cancel (the `CancelPayment` operationId).
 	CancelPayment(ctx context.Context, id PaymentId, params *CancelPaymentParams, body CancelPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DenyPaymentWithBody Deny a payment
+	//
+	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payments/{id}/deny (the `DenyPayment` operationId).
+	DenyPaymentWithBody(ctx context.Context, id PaymentId, params *DenyPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DenyPayment Deny a payment
+	//
+	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payments/{id}/deny (the `DenyPayment` operationId).
+	DenyPayment(ctx context.Context, id PaymentId, params *DenyPaymentParams, body DenyPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOwnPlatform Get the caller's platform
 	//
@@ -7979,7 +8165,7 @@ func (c *Client) ListPayments(ctx context.Context, params *ListPaymentsParams, r
 // 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 // 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 //
-// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. The platform's `payment_approval_threshold` is stored and shown but not enforced: no payment waits for an approval.
+// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 //
 // **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 //
@@ -8013,7 +8199,7 @@ func (c *Client) ListPayments(ctx context.Context, params *ListPaymentsParams, r
 //
 // **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 //
-// **Events.** `payment.created`, then `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8042,7 +8228,7 @@ func (c *Client) CreatePaymentWithBody(ctx context.Context, params *CreatePaymen
 // 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 // 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 //
-// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. The platform's `payment_approval_threshold` is stored and shown but not enforced: no payment waits for an approval.
+// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 //
 // **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 //
@@ -8076,7 +8262,7 @@ func (c *Client) CreatePaymentWithBody(ctx context.Context, params *CreatePaymen
 //
 // **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 //
-// **Events.** `payment.created`, then `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8110,9 +8296,47 @@ func (c *Client) GetPayment(ctx context.Context, id PaymentId, params *GetPaymen
 	return c.Client.Do(req)
 }
 
+// ApprovePaymentWithBody Approve a payment
+//
+// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payments/{id}/approve (the `ApprovePayment` operationId).
+func (c *Client) ApprovePaymentWithBody(ctx context.Context, id PaymentId, params *ApprovePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApprovePaymentRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApprovePayment Approve a payment
+//
+// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payments/{id}/approve (the `ApprovePayment` operationId).
+func (c *Client) ApprovePayment(ctx context.Context, id PaymentId, params *ApprovePaymentParams, body ApprovePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApprovePaymentRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CancelPaymentWithBody Cancel a payment
 //
-// Cancels a `pending` payment: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` payment can be canceled: a `submitted`, `completed`, `failed` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8131,13 +8355,51 @@ func (c *Client) CancelPaymentWithBody(ctx context.Context, id PaymentId, params
 
 // CancelPayment Cancel a payment
 //
-// Cancels a `pending` payment: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` payment can be canceled: a `submitted`, `completed`, `failed` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /payments/{id}/cancel (the `CancelPayment` operationId).
 func (c *Client) CancelPayment(ctx context.Context, id PaymentId, params *CancelPaymentParams, body CancelPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelPaymentRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DenyPaymentWithBody Deny a payment
+//
+// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payments/{id}/deny (the `DenyPayment` operationId).
+func (c *Client) DenyPaymentWithBody(ctx context.Context, id PaymentId, params *DenyPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDenyPaymentRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DenyPayment Deny a payment
+//
+// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payments/{id}/deny (the `DenyPayment` operationId).
+func (c *Client) DenyPayment(ctx context.Context, id PaymentId, params *DenyPaymentParams, body DenyPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDenyPaymentRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10971,6 +11233,68 @@ func NewGetPaymentRequest(server string, id PaymentId, params *GetPaymentParams)
 	return req, nil
 }
 
+// NewApprovePaymentRequest calls the generic ApprovePayment builder with application/json body
+func NewApprovePaymentRequest(server string, id PaymentId, params *ApprovePaymentParams, body ApprovePaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewApprovePaymentRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewApprovePaymentRequestWithBody constructs an http.Request for the ApprovePayment method, with any body, and a specified content type
+func NewApprovePaymentRequestWithBody(server string, id PaymentId, params *ApprovePaymentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/%s/approve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewCancelPaymentRequest calls the generic CancelPayment builder with application/json body
 func NewCancelPaymentRequest(server string, id PaymentId, params *CancelPaymentParams, body CancelPaymentJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -10999,6 +11323,68 @@ func NewCancelPaymentRequestWithBody(server string, id PaymentId, params *Cancel
 	}
 
 	operationPath := fmt.Sprintf("/payments/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDenyPaymentRequest calls the generic DenyPayment builder with application/json body
+func NewDenyPaymentRequest(server string, id PaymentId, params *DenyPaymentParams, body DenyPaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDenyPaymentRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewDenyPaymentRequestWithBody constructs an http.Request for the DenyPayment method, with any body, and a specified content type
+func NewDenyPaymentRequestWithBody(server string, id PaymentId, params *DenyPaymentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/%s/deny", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -13540,7 +13926,7 @@ type ClientWithResponsesInterface interface {
 	// 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 	// 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 	//
-	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. The platform's `payment_approval_threshold` is stored and shown but not enforced: no payment waits for an approval.
+	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 	//
 	// **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 	//
@@ -13574,7 +13960,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 	//
-	// **Events.** `payment.created`, then `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13593,7 +13979,7 @@ type ClientWithResponsesInterface interface {
 	// 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 	// 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 	//
-	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. The platform's `payment_approval_threshold` is stored and shown but not enforced: no payment waits for an approval.
+	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 	//
 	// **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 	//
@@ -13627,7 +14013,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 	//
-	// **Events.** `payment.created`, then `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13643,9 +14029,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /payments/{id} (the `GetPayment` operationId).
 	GetPaymentWithResponse(ctx context.Context, id PaymentId, params *GetPaymentParams, reqEditors ...RequestEditorFn) (*GetPaymentResponse, error)
 
+	// ApprovePaymentWithBodyWithResponse Approve a payment
+	//
+	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/{id}/approve (the `ApprovePayment` operationId).
+	ApprovePaymentWithBodyWithResponse(ctx context.Context, id PaymentId, params *ApprovePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovePaymentResponse, error)
+
+	// ApprovePaymentWithResponse Approve a payment
+	//
+	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/{id}/approve (the `ApprovePayment` operationId).
+	ApprovePaymentWithResponse(ctx context.Context, id PaymentId, params *ApprovePaymentParams, body ApprovePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePaymentResponse, error)
+
 	// CancelPaymentWithBodyWithResponse Cancel a payment
 	//
-	// Cancels a `pending` payment: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` payment can be canceled: a `submitted`, `completed`, `failed` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13654,12 +14058,30 @@ type ClientWithResponsesInterface interface {
 
 	// CancelPaymentWithResponse Cancel a payment
 	//
-	// Cancels a `pending` payment: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` payment can be canceled: a `submitted`, `completed`, `failed` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /payments/{id}/cancel (the `CancelPayment` operationId).
 	CancelPaymentWithResponse(ctx context.Context, id PaymentId, params *CancelPaymentParams, body CancelPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelPaymentResponse, error)
+
+	// DenyPaymentWithBodyWithResponse Deny a payment
+	//
+	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/{id}/deny (the `DenyPayment` operationId).
+	DenyPaymentWithBodyWithResponse(ctx context.Context, id PaymentId, params *DenyPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DenyPaymentResponse, error)
+
+	// DenyPaymentWithResponse Deny a payment
+	//
+	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/{id}/deny (the `DenyPayment` operationId).
+	DenyPaymentWithResponse(ctx context.Context, id PaymentId, params *DenyPaymentParams, body DenyPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*DenyPaymentResponse, error)
 
 	// GetOwnPlatformWithResponse Get the caller's platform
 	//
@@ -15153,6 +15575,47 @@ func (r GetPaymentResponse) ContentType() string {
 	return ""
 }
 
+// ApprovePaymentResponse200Headers the declared response headers of an HTTP 200 response for ApprovePayment
+type ApprovePaymentResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ApprovePaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Payment
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApprovePaymentResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r ApprovePaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApprovePaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApprovePaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CancelPaymentResponse200Headers the declared response headers of an HTTP 200 response for CancelPayment
 type CancelPaymentResponse200Headers struct {
 	RateLimitLimit     *int
@@ -15188,6 +15651,47 @@ func (r CancelPaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DenyPaymentResponse200Headers the declared response headers of an HTTP 200 response for DenyPayment
+type DenyPaymentResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type DenyPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Payment
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DenyPaymentResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r DenyPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DenyPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DenyPaymentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17067,7 +17571,7 @@ func (c *ClientWithResponses) ListPaymentsWithResponse(ctx context.Context, para
 // 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 // 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 //
-// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. The platform's `payment_approval_threshold` is stored and shown but not enforced: no payment waits for an approval.
+// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 //
 // **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 //
@@ -17101,7 +17605,7 @@ func (c *ClientWithResponses) ListPaymentsWithResponse(ctx context.Context, para
 //
 // **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 //
-// **Events.** `payment.created`, then `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17126,7 +17630,7 @@ func (c *ClientWithResponses) CreatePaymentWithBodyWithResponse(ctx context.Cont
 // 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 // 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 //
-// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. The platform's `payment_approval_threshold` is stored and shown but not enforced: no payment waits for an approval.
+// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 //
 // **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 //
@@ -17160,7 +17664,7 @@ func (c *ClientWithResponses) CreatePaymentWithBodyWithResponse(ctx context.Cont
 //
 // **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 //
-// **Events.** `payment.created`, then `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17188,9 +17692,39 @@ func (c *ClientWithResponses) GetPaymentWithResponse(ctx context.Context, id Pay
 	return ParseGetPaymentResponse(rsp)
 }
 
+// ApprovePaymentWithBodyWithResponse Approve a payment
+//
+// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/{id}/approve (the `ApprovePayment` operationId).
+func (c *ClientWithResponses) ApprovePaymentWithBodyWithResponse(ctx context.Context, id PaymentId, params *ApprovePaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovePaymentResponse, error) {
+	rsp, err := c.ApprovePaymentWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApprovePaymentResponse(rsp)
+}
+
+// ApprovePaymentWithResponse Approve a payment
+//
+// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/{id}/approve (the `ApprovePayment` operationId).
+func (c *ClientWithResponses) ApprovePaymentWithResponse(ctx context.Context, id PaymentId, params *ApprovePaymentParams, body ApprovePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePaymentResponse, error) {
+	rsp, err := c.ApprovePayment(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApprovePaymentResponse(rsp)
+}
+
 // CancelPaymentWithBodyWithResponse Cancel a payment
 //
-// Cancels a `pending` payment: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` payment can be canceled: a `submitted`, `completed`, `failed` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17205,7 +17739,7 @@ func (c *ClientWithResponses) CancelPaymentWithBodyWithResponse(ctx context.Cont
 
 // CancelPaymentWithResponse Cancel a payment
 //
-// Cancels a `pending` payment: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` payment can be canceled: a `submitted`, `completed`, `failed` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17216,6 +17750,36 @@ func (c *ClientWithResponses) CancelPaymentWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseCancelPaymentResponse(rsp)
+}
+
+// DenyPaymentWithBodyWithResponse Deny a payment
+//
+// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/{id}/deny (the `DenyPayment` operationId).
+func (c *ClientWithResponses) DenyPaymentWithBodyWithResponse(ctx context.Context, id PaymentId, params *DenyPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DenyPaymentResponse, error) {
+	rsp, err := c.DenyPaymentWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDenyPaymentResponse(rsp)
+}
+
+// DenyPaymentWithResponse Deny a payment
+//
+// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/{id}/deny (the `DenyPayment` operationId).
+func (c *ClientWithResponses) DenyPaymentWithResponse(ctx context.Context, id PaymentId, params *DenyPaymentParams, body DenyPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*DenyPaymentResponse, error) {
+	rsp, err := c.DenyPayment(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDenyPaymentResponse(rsp)
 }
 
 // GetOwnPlatformWithResponse Get the caller's platform
@@ -19450,6 +20014,66 @@ func ParseGetPaymentResponse(rsp *http.Response) (*GetPaymentResponse, error) {
 	return response, nil
 }
 
+// ParseApprovePaymentResponse parses an HTTP response from a ApprovePaymentWithResponse call
+func ParseApprovePaymentResponse(rsp *http.Response) (*ApprovePaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApprovePaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Payment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApprovePaymentResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCancelPaymentResponse parses an HTTP response from a CancelPaymentWithResponse call
 func ParseCancelPaymentResponse(rsp *http.Response) (*CancelPaymentResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -19476,6 +20100,66 @@ func ParseCancelPaymentResponse(rsp *http.Response) (*CancelPaymentResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers CancelPaymentResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDenyPaymentResponse parses an HTTP response from a DenyPaymentWithResponse call
+func ParseDenyPaymentResponse(rsp *http.Response) (*DenyPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DenyPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Payment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DenyPaymentResponse200Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -59,7 +59,7 @@ export const MODEL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   "Destination": fields<M.Destination>()(["account_number", "routing_number", "name"]),
   "RetryRecommendation": fields<M.RetryRecommendation>()(["action", "suggested_rail", "retry_after"]),
   "PaymentFailure": fields<M.PaymentFailure>()(["code", "network_code", "reason", "retry_recommendation"]),
-  "Payment": fields<M.Payment>()(["id", "object", "virtual_account_id", "amount", "currency", "rail", "destination", "status", "fee", "idempotency_key", "description", "metadata", "failure", "trace_number", "ach_file_id", "notification_of_change", "expected_settlement_at", "submitted_at", "completed_at", "failed_at", "canceled_at", "environment", "created_at"]),
+  "Payment": fields<M.Payment>()(["id", "object", "virtual_account_id", "amount", "currency", "rail", "destination", "status", "fee", "idempotency_key", "description", "metadata", "failure", "trace_number", "ach_file_id", "notification_of_change", "approval", "cancellation_reason", "expected_settlement_at", "submitted_at", "completed_at", "failed_at", "canceled_at", "environment", "created_at"]),
   "Payment.notification_of_change": fields<M.PaymentNotificationOfChange>()(["code", "corrected_data"]),
   "PaymentList": fields<M.PaymentList>()(["object", "data", "has_more", "next_cursor"]),
   "PaymentRequest": fields<M.PaymentRequest>()(["virtual_account_id", "amount", "rail", "destination", "idempotency_key", "description", "metadata"]),
@@ -101,6 +101,8 @@ export const MODEL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   "BookTransfer": fields<M.BookTransfer>()(["id", "object", "from_virtual_account_id", "to_virtual_account_id", "amount", "currency", "description", "status", "idempotency_key", "journal_entry_id", "metadata", "environment", "created_at"]),
   "BookTransferRequest": fields<M.BookTransferRequest>()(["from_virtual_account_id", "to_virtual_account_id", "amount", "description", "metadata", "idempotency_key"]),
   "BookTransferList": fields<M.BookTransferList>()(["object", "data", "has_more", "next_cursor"]),
+  "PaymentApproval": fields<M.PaymentApproval>()(["created_by", "expires_at", "approved_at", "approved_by", "denied_at", "denied_by", "denial_reason"]),
+  "DenyPaymentRequest": fields<M.DenyPaymentRequest>()(["reason"]),
 };
 
 /** Each operation with query parameters (by operationId) → its parameter names. */

@@ -60,7 +60,7 @@ export class Treasury extends APIClient {
   readonly platform: CurrentPlatform;
   /** Virtual accounts, with `transactions`, `balance`, `statements`, `freeze`/`unfreeze`/`close`. */
   readonly virtualAccounts: VirtualAccounts;
-  /** Payments, with `cancel`. */
+  /** Payments, with `cancel`, and `approve`/`deny` for those awaiting an approval. */
   readonly payments: Payments;
   /** Book transfers between two of the platform's virtual accounts: `create`, `retrieve`, `list`. */
   readonly bookTransfers: BookTransfers;

@@ -161,7 +161,7 @@ export interface PlatformSettings {
   environment: "sandbox" | "live";
   /** The retry policy new webhook endpoints get unless they set their own. */
   webhook_retry_policy: WebhookRetryPolicy;
-  /** Amount in cents from which a payment would need approval; null for none. Stored and shown, but not enforced yet: no payment waits for an approval. */
+  /** Amount in cents from which a payment needs approval (created `requires_approval`, approved by a second key: see `POST /payments`); null for none. */
   payment_approval_threshold: number | null;
   /** Most a virtual account may send a day, in cents; null for no limit. The day is the UTC day; the payments created in it count by their `amount` (fees not counted), failed and canceled ones left out. A payment that would go over it is refused with 422 `limit_exceeded`. */
   daily_payment_limit: number | null;
@@ -208,7 +208,7 @@ export interface ConfigurePlatformRequestFeeSchedule {
 export interface UpdateSettingsRequest {
   /** The fields given replace their values, then the whole policy is checked (`max_delay_seconds` ≥ `initial_delay_seconds`). null restores the default policy (12 attempts, 5 s, 36000 s). */
   webhook_retry_policy?: UpdateSettingsRequestWebhookRetryPolicy | null;
-  /** Cents, 1 to 99999999999; null removes the threshold. Stored, not enforced yet. */
+  /** Cents, 1 to 99999999999; null removes the threshold. Payments created from then on at or above it wait for an approval; those created before keep their status. */
   payment_approval_threshold?: number | null;
   /** Cents per virtual account per day, 1 to 99999999999; null removes the limit. Counted over the UTC day, without fees and without failed or canceled payments. */
   daily_payment_limit?: number | null;
@@ -315,7 +315,7 @@ export interface Balance {
   available: number;
 }
 
-/** What a transaction records: an inbound transfer (`itx_`), a payment (`pay_`: its amount, its fee and, if it was returned, their reversal) or a manual journal entry (`je_`). */
+/** What a transaction records: an inbound transfer (`itx_`), a payment (`pay_`: its amount, its fee and, if it was returned, their reversal), a book transfer (`bt_`) or a manual journal entry (`je_`). */
 export interface Source {
   type: "inbound_transfer" | "payment" | "book_transfer" | "journal_entry";
   id: string;
@@ -468,7 +468,7 @@ export interface JournalEntry {
   effective_at: string;
   /** RFC 3339, UTC, millisecond precision. */
   created_at: string;
-  /** What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, or `{type: journal_entry, id}` (its own id) for a manual entry or a funding. */
+  /** What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, `{type: book_transfer, id}`, or `{type: journal_entry, id}` (its own id) for a manual entry or a funding. */
   source: Source;
 }
 
@@ -658,7 +658,7 @@ export interface PaymentFailure {
   retry_recommendation: RetryRecommendation;
 }
 
-/** A payment out of a virtual account over a rail. Current the moment a command returns (not an asynchronous projection). */
+/** A payment out of a virtual account over a rail. Current the moment a command returns (not an asynchronous projection). `approval` is present only on payments that needed one (created at or above the platform's `payment_approval_threshold`); `cancellation_reason` only on payments canceled by expiry. */
 export interface Payment {
   id: string;
   object: "payment";
@@ -669,8 +669,8 @@ export interface Payment {
   currency: "USD";
   rail: "ach_standard" | "ach_same_day" | "rtp" | "fednow";
   destination: Destination;
-  /** `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). an ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed` and `canceled` are final. */
-  status: "pending" | "submitted" | "completed" | "failed" | "canceled";
+  /** `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final. */
+  status: "requires_approval" | "pending" | "submitted" | "completed" | "failed" | "canceled" | "denied";
   /** Cents charged on top of `amount`: the platform's `fee_schedule` for the rail when the payment was created. Held with the amount, posted with it, released or reversed with it. */
   fee: number;
   /** The key the payment was created with (body field or header). */
@@ -686,6 +686,9 @@ export interface Payment {
   ach_file_id?: string;
   /** Live ACH only: the latest notification of change the receiving bank sent (NACHA addenda 98). The payment went through; the bank says what to use for the next one. Absent unless one came (`payment.notification_of_change` is emitted when it does). */
   notification_of_change?: PaymentNotificationOfChange;
+  approval?: PaymentApproval;
+  /** Present on a `canceled` payment that the platform did not cancel: `approval_expired` (unapproved for 7 days). Absent otherwise. */
+  cancellation_reason?: "approval_expired";
   /** When it is expected to settle, set at creation; a live ACH payment's becomes its NACHA file entry's settlement when its file is cut (it completes once that has passed). Live: the real calendars (RTP and FedNow at once; same-day ACH at the next window 10:30, 14:45 or 16:45 ET of a business day; standard ACH at 08:30 ET on the next business day; weekends and Federal Reserve holidays skipped). Sandbox: the creation time for RTP and FedNow, creation + the platform's `sandbox.ach_same_day_delay_seconds` or `ach_standard_delay_seconds` for ACH. */
   expected_settlement_at: string;
   /** When the rail took it; null before. A payment completed straight from `pending` gets its completion time. */
@@ -742,11 +745,11 @@ export interface SimulatePaymentFailRequest {
   network_code: string;
 }
 
-/** A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted it; a pending entry emits it when it posts), inbound_transfer.completed; for payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and held), payment.submitted (handed to the rail), payment.completed (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`. */
+/** A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted it; a pending entry emits it when it posts), inbound_transfer.completed, book_transfer.completed (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and held), payment.requires_approval (at or above the approval threshold: held, waiting for a second key), payment.approved (released to its rail), payment.denied (hold released), payment.submitted (handed to the rail), payment.completed (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`. */
 export interface Event {
   id: string;
   object: "event";
-  type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   platform_id: string;
   environment: "sandbox" | "live";
   created_at: string;
@@ -754,7 +757,7 @@ export interface Event {
 }
 
 export interface EventData {
-  /** The resource (virtual_account, payment, ledger_entry, inbound_transfer, kyb_verification, …). */
+  /** The resource (virtual_account, payment, ledger_entry, inbound_transfer, book_transfer, kyb_verification, …). */
   object: EventObject;
 }
 
@@ -1000,7 +1003,7 @@ export interface WebhookDelivery {
   object: "webhook_delivery";
   webhook_endpoint_id: string;
   event_id: string;
-  event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   status: "pending" | "succeeded" | "failed";
   attempts: WebhookAttempt[];
   /** When the next attempt is due; null unless pending. */
@@ -1019,7 +1022,7 @@ export interface WebhookDeliveryList {
 export interface QueuedWebhookDelivery {
   id: string;
   object: "webhook_delivery";
-  event_type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  event_type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   status: "pending";
 }
 
@@ -1034,7 +1037,7 @@ export interface CreateWebhookRequest {
   /** Where deliveries are POSTed: an absolute http(s) URL without credentials, at most 2048 characters. Live: `https` only, and the host must resolve to public addresses (checked when connecting; redirects are not followed). Sandbox: `http` allowed; private and loopback addresses only when the server runs with `TREASURY_WEBHOOK_ALLOW_PRIVATE=true`. */
   url: string;
   /** Event types to deliver, or `["*"]` for all (alone). Default `["*"]`. */
-  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
+  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
   /** Free text, at most 500 characters. */
   description?: string;
   /** A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically. */
@@ -1047,7 +1050,7 @@ export interface UpdateWebhookRequest {
   /** Where deliveries are POSTed: an absolute http(s) URL without credentials, at most 2048 characters. Live: `https` only, and the host must resolve to public addresses (checked when connecting; redirects are not followed). Sandbox: `http` allowed; private and loopback addresses only when the server runs with `TREASURY_WEBHOOK_ALLOW_PRIVATE=true`. */
   url?: string;
   /** Event types to deliver, or `["*"]` for all (alone). Default `["*"]`. */
-  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
+  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
   /** Free text, at most 500 characters. */
   description?: string;
   /** A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically. */
@@ -1171,8 +1174,8 @@ export interface BookTransferRequest {
   amount: number;
   description?: string;
   metadata?: Metadata;
-  /** The request's idempotency key (or the `Idempotency-Key` header; if both, equal). */
-  idempotency_key?: string;
+  /** Required (a generated client must send it): 1 to 255 bytes, no leading or trailing white space. The server also takes the key from the `Idempotency-Key` header alone (then this field may be left out), and when both are given they must be equal (else 400 `param` `idempotency_key`); neither: 400 `param` `idempotency_key`. */
+  idempotency_key: string;
 }
 
 /** A page of book transfers of the caller's environment, newest first. */
@@ -1183,6 +1186,29 @@ export interface BookTransferList {
   has_more: boolean;
   /** Pass as `cursor` to get the next page; null on the last page. */
   next_cursor: string | null;
+}
+
+/** Where a payment that needed an approval stands (present only on payments created at or above the platform's `payment_approval_threshold`). */
+export interface PaymentApproval {
+  /** The API key that created the payment: the one key that cannot approve it. */
+  created_by: string;
+  /** Seven days after creation: unapproved by then, the payment is `canceled` with `cancellation_reason` `approval_expired`. */
+  expires_at: string;
+  /** When it was approved; null until then. */
+  approved_at: string | null;
+  /** The key that approved it; null until then. */
+  approved_by: string | null;
+  /** When it was denied; null unless denied. */
+  denied_at: string | null;
+  /** The key that denied it; null unless denied. */
+  denied_by: string | null;
+  /** The reason given with the denial, if any. */
+  denial_reason: string | null;
+}
+
+export interface DenyPaymentRequest {
+  /** Why, kept on the payment as `approval.denial_reason`. */
+  reason?: string;
 }
 
 /** Query parameters of `GET /operator/platforms` (`listPlatforms`). */
@@ -1294,7 +1320,7 @@ export interface ListPaymentsParams {
   /** Only the payments out of this account (exact match; an unknown id gives an empty list). */
   virtual_account_id?: string;
   /** Only payments in this status; another value is 400. */
-  status?: "pending" | "submitted" | "completed" | "failed" | "canceled";
+  status?: "requires_approval" | "pending" | "submitted" | "completed" | "failed" | "canceled" | "denied";
   /** Only payments over this rail; another value is 400. */
   rail?: "ach_standard" | "ach_same_day" | "rtp" | "fednow";
   /** Only the payment created with this idempotency key (exact match): how to find a payment whose creation timed out. */
@@ -1340,7 +1366,7 @@ export interface ListEventsParams {
   /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */
   cursor?: string;
   /** Only events of this type; another value is 400. */
-  type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
   created_after?: string;
   /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */

@@ -307,9 +307,46 @@ export class Payments extends APIResource {
     return this._client.list('/payments', params, options);
   }
 
-  /** Cancels a `pending` payment (`POST /payments/{id}/cancel`); else {@link ConflictError} `payment_not_cancelable`. */
+  /**
+   * Cancels a `pending` payment, or one in `requires_approval` (`POST /payments/{id}/cancel`): it
+   * becomes `canceled` and its hold is released. Any other status (a `denied` payment included):
+   * {@link ConflictError} `payment_not_cancelable`.
+   */
   cancel(id: string, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
     return this._client.post(`/payments/${seg(id)}/cancel`, undefined, options);
+  }
+
+  /**
+   * Approves a payment in `requires_approval` (`POST /payments/{id}/approve`; API.md §12): it
+   * becomes `pending` and goes to its rail from now on, with `approval.approved_at` and
+   * `approval.approved_by` (this client's key) set. The payment was created `requires_approval`
+   * because its amount is at or above the platform's `payment_approval_threshold`
+   * (`platform.settings`).
+   *
+   * It takes a second key: the key that created the payment (`approval.created_by`) is refused with
+   * {@link PermissionDeniedError} `forbidden`; make another with `platform.apiKeys.create` and
+   * approve from a client of its own. A payment in any other status: {@link ConflictError}
+   * `invalid_state`; another platform's or environment's: {@link NotFoundError}.
+   *
+   * The server does not replay approvals by `Idempotency-Key`: should an approval's answer be lost
+   * and the client retry it, the retry answers `invalid_state`; `retrieve` the payment to see where
+   * it stands.
+   */
+  approve(id: string, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
+    return this._client.post(`/payments/${seg(id)}/approve`, undefined, options);
+  }
+
+  /**
+   * Denies a payment in `requires_approval` (`POST /payments/{id}/deny`): it becomes `denied`
+   * (final), its held amount + fee are released, and `approval.denied_at`, `approval.denied_by` and
+   * `approval.denial_reason` (`body.reason`, at most 500 characters, else {@link BadRequestError}
+   * `param` `reason`) are set. Any key of the platform may deny, the creating key included (to
+   * withdraw a payment). A payment in any other status: {@link ConflictError} `invalid_state`;
+   * another platform's or environment's: {@link NotFoundError}. As with {@link approve}, a retried
+   * denial whose first answer was lost answers `invalid_state`.
+   */
+  deny(id: string, body?: M.DenyPaymentRequest, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
+    return this._client.post(`/payments/${seg(id)}/deny`, body, options);
   }
 }
 

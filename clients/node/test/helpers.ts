@@ -40,6 +40,8 @@ export const ROUTES: Record<string, string> = {
   'GET /payments': 'payments.list',
   'GET /payments/{id}': 'payments.retrieve',
   'POST /payments/{id}/cancel': 'payments.cancel',
+  'POST /payments/{id}/approve': 'payments.approve',
+  'POST /payments/{id}/deny': 'payments.deny',
   'POST /book-transfers': 'bookTransfers.create',
   'GET /book-transfers': 'bookTransfers.list',
   'GET /book-transfers/{id}': 'bookTransfers.retrieve',

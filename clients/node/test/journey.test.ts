@@ -27,6 +27,7 @@ import Treasury, {
   type InboundTransfer,
   type JournalEntry,
   type BookTransfer,
+  type WithResponse,
 } from '../src/index.js';
 import { ROUTES, matchRoute, poll, sleep } from './helpers.js';
 
@@ -982,6 +983,297 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.deepEqual(received.map((e) => (e.data.object as BookTransfer).id).sort(), ids(mine).sort());
     assert.deepEqual(new Set(records.map((d) => d.event_id)), new Set(received.map((e) => e.id)));
     await sb.webhooks.delete(btEndpoint.id);
+  });
+
+  test('payment approvals: held at the threshold, approved by a second key, denied, canceled; every refusal from the server', async (ctx) => {
+    // An account of its own (KYB approved, funded with $10,000.00), so that its balances are this test's alone.
+    const apr = await sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-apr-${RUN}`, type: 'checking' });
+    const k = await sb.kyb.create(kybBody(apr.id, `Approvals Co ${RUN}`, '12-3450003'));
+    assert.equal((await poll(() => sb.kyb.retrieve(k.id), (x) => x.status !== 'pending')).status, 'approved');
+    await sb.simulations.inboundTransfers.create({ virtual_account_id: apr.id, amount: 1_000_000, rail: 'rtp', originator: ORIGINATOR });
+    await poll(() => sb.virtualAccounts.retrieve(apr.id), (a) => a.balance.available === 1_000_000);
+
+    // Two more keys of the platform: the maker creates the payments, the checker approves them.
+    const [maker, checker] = await Promise.all([
+      sb.platform.apiKeys.create({ name: `maker ${RUN}` }),
+      sb.platform.apiKeys.create({ name: `checker ${RUN}` }),
+    ]);
+    const mk = newClient(maker.secret);
+    const ck = newClient(checker.secret);
+    // Another platform's key, and this platform's live key: neither sees the payments.
+    const other = await op.platforms.register({ name: `node client apr ${RUN}`, contact_email: 'ops@example.com' });
+    const foreign = newClient((await op.platforms.approve(other.id)).sandbox_api_key.secret);
+    const live = newClient(liveKey);
+
+    // An endpoint subscribed to the three approval events alone, on a receiver of its own.
+    const onlyApprovals: Delivery[] = [];
+    const aprReceiver = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        onlyApprovals.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+        res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+      });
+    });
+    await new Promise<void>((r) => aprReceiver.listen(0, '127.0.0.1', r));
+    ctx.after(async () => {
+      aprReceiver.closeAllConnections?.();
+      await new Promise<void>((r) => aprReceiver.close(() => r()));
+    });
+    const approvalEvents = ['payment.requires_approval', 'payment.approved', 'payment.denied'] as const;
+    const aprEndpoint = await sb.webhooks.create({
+      url: `http://127.0.0.1:${(aprReceiver.address() as AddressInfo).port}/approvals`,
+      events: [...approvalEvents],
+      description: `approvals only ${RUN}`,
+    });
+    assert.deepEqual(aprEndpoint.events, [...approvalEvents]);
+
+    const pay = (client: Treasury, rail: Payment['rail'], amount: number, leg: string) =>
+      client.payments.create({
+        virtual_account_id: apr.id,
+        amount,
+        rail,
+        destination: DEST,
+        description: `approval ${leg} ${RUN}`,
+        metadata: { run: RUN, leg },
+      });
+    const balance = async () => {
+      const b = (await sb.virtualAccounts.retrieve(apr.id)).balance;
+      return { posted: b.posted, available: b.available };
+    };
+    /** The account's transactions of one payment, once the (asynchronous) views show them in `status`. */
+    const txnsOf = (p: Payment, status: 'pending' | 'posted' | 'void') =>
+      poll(
+        async () => (await sb.virtualAccounts.transactions.list(apr.id).toArray()).filter((t) => t.source.id === p.id),
+        (list) => list.length === 2 && list.every((t) => t.status === status),
+      ).then((list) => list.map((t) => [t.type, t.amount, t.status]).sort());
+    const assertHeld = (p: WithResponse<Payment>, createdBy: string) => {
+      assert.equal(p.lastResponse.status, 201);
+      assert.equal(p.status, 'requires_approval');
+      assert.deepEqual(p.approval, {
+        created_by: createdBy,
+        expires_at: new Date(Date.parse(p.created_at) + 7 * 86_400_000).toISOString(),
+        approved_at: null,
+        approved_by: null,
+        denied_at: null,
+        denied_by: null,
+        denial_reason: null,
+      });
+      assert.ok(!('cancellation_reason' in p), 'no cancellation_reason unless canceled by expiry');
+    };
+
+    const threshold = 50_000;
+    const set = await sb.platform.settings.update({ payment_approval_threshold: threshold });
+    assert.equal(set.payment_approval_threshold, threshold);
+    let waiting: Payment; // created while the threshold was set, still waiting once it is removed
+    const held: Payment[] = []; // every payment created requires_approval, in order
+    const decided = { approved: [] as Payment[], denied: [] as Payment[] };
+    let expected = await balance();
+    assert.deepEqual(expected, { posted: 1_000_000, available: 1_000_000 });
+    try {
+      // Below the threshold: an ordinary payment, without `approval`; it settles as usual.
+      const below = await pay(mk, 'rtp', threshold - 1, 'below');
+      assert.ok(['pending', 'submitted', 'completed'].includes(below.status), below.status);
+      assert.ok(!('approval' in below), 'approval is absent, not null, on a payment that needed none');
+      assert.equal((await poll(() => sb.payments.retrieve(below.id), (x) => x.status === 'completed')).status, 'completed');
+      expected = { posted: expected.posted - below.amount - below.fee, available: expected.available - below.amount - below.fee };
+      assert.deepEqual(await balance(), expected);
+
+      // At the threshold: created requires_approval (201), held (amount + fee leave `available`), never sent.
+      const p1 = await pay(mk, 'rtp', threshold, 'approved');
+      held.push(p1);
+      assertHeld(p1, maker.id);
+      assert.equal(p1.lastResponse.idempotencyKey, p1.idempotency_key);
+      expected.available -= p1.amount + p1.fee;
+      assert.deepEqual(await balance(), expected, 'held: available falls, posted does not');
+      assert.deepEqual(await txnsOf(p1, 'pending'), [['payment', -p1.amount, 'pending'], ['payment_fee', -p1.fee, 'pending']].sort());
+      // The sandbox settles an RTP payment within a second, but not this one; nor will it complete or fail it by hand.
+      await sleep(1_500);
+      const still = await sb.payments.retrieve(p1.id);
+      assert.equal(still.status, 'requires_approval');
+      assert.equal(still.submitted_at, null);
+      await expectError(sb.simulations.payments.complete(p1.id), ConflictError, 'invalid_state');
+      await expectError(sb.simulations.payments.fail(p1.id, { network_code: 'AC03' }), ConflictError, 'invalid_state');
+      const listed = await sb.payments.list({ virtual_account_id: apr.id, status: 'requires_approval' }).toArray();
+      assert.deepEqual(listed.map((p) => p.id), [p1.id]);
+      assert.deepEqual(listed[0]!.approval, p1.approval);
+
+      // Not the key that created it (403), nor the operator's (403); unknown, another platform's or
+      // the other environment's: 404. None changes it.
+      const selfApproval = await expectError(mk.payments.approve(p1.id), PermissionDeniedError, 'forbidden');
+      assert.equal(selfApproval.status, 403);
+      assert.equal(selfApproval.attempts, 1, 'a 403 is not retried');
+      await expectError(op.payments.approve(p1.id), PermissionDeniedError, 'forbidden');
+      await expectError(op.payments.deny(p1.id), PermissionDeniedError, 'forbidden');
+      for (const stranger of [foreign, live]) {
+        await expectError(stranger.payments.approve(p1.id), NotFoundError, 'not_found');
+        await expectError(stranger.payments.deny(p1.id, { reason: 'not mine' }), NotFoundError, 'not_found');
+      }
+      await expectError(ck.payments.approve('pay_0000000000000000000000000a'), NotFoundError, 'not_found');
+      await expectError(ck.payments.deny('pay_0000000000000000000000000a'), NotFoundError, 'not_found');
+      // A reason over 500 characters: 400, nothing denied.
+      const tooLong = await expectError(ck.payments.deny(p1.id, { reason: 'x'.repeat(501) }), BadRequestError, 'invalid_request');
+      assert.equal(tooLong.param, 'reason');
+      const untouched = await sb.payments.retrieve(p1.id);
+      assert.equal(untouched.status, 'requires_approval');
+      assert.deepEqual(untouched.approval, p1.approval);
+
+      // Another key approves: pending, released to its rail, settling from now; then it completes.
+      const approved = await ck.payments.approve(p1.id);
+      assert.equal(approved.lastResponse.status, 200);
+      assert.ok(['pending', 'submitted', 'completed'].includes(approved.status), approved.status);
+      assert.equal(approved.approval?.created_by, maker.id);
+      assert.equal(approved.approval?.approved_by, checker.id);
+      assert.match(approved.approval?.approved_at ?? '', /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.ok(approved.approval!.approved_at! >= p1.created_at);
+      assert.equal(approved.approval?.denied_at, null);
+      assert.equal(approved.approval?.denied_by, null);
+      assert.equal(approved.expected_settlement_at, approved.approval?.approved_at, 'an RTP payment settles from its approval');
+      const p1Done = await poll(() => sb.payments.retrieve(p1.id), (x) => ['completed', 'failed'].includes(x.status), 10_000);
+      assert.equal(p1Done.status, 'completed', JSON.stringify(p1Done.failure));
+      assert.deepEqual(p1Done.approval, approved.approval, 'the approval stays on the payment');
+      decided.approved.push(p1Done);
+      expected.posted -= p1.amount + p1.fee;
+      assert.deepEqual(await balance(), expected);
+      // Only a payment in requires_approval can be approved or denied; a completed one is not cancelable.
+      await expectError(ck.payments.approve(p1.id), ConflictError, 'invalid_state');
+      await expectError(ck.payments.deny(p1.id), ConflictError, 'invalid_state');
+      await expectError(sb.payments.cancel(p1.id), ConflictError, 'payment_not_cancelable');
+
+      // The creating key may deny (to withdraw it): denied, final, the hold released. A reason of 500
+      // characters (1,000 bytes of UTF-8) is kept whole.
+      const p2 = await pay(mk, 'fednow', 60_000, 'denied-by-maker');
+      held.push(p2);
+      assertHeld(p2, maker.id);
+      assert.deepEqual(await balance(), { ...expected, available: expected.available - p2.amount - p2.fee });
+      const reason = 'é'.repeat(499) + '!';
+      const denied = await mk.payments.deny(p2.id, { reason });
+      assert.equal(denied.lastResponse.status, 200);
+      assert.equal(denied.status, 'denied');
+      assert.equal(denied.approval?.denied_by, maker.id);
+      assert.equal(denied.approval?.denial_reason, reason);
+      assert.match(denied.approval?.denied_at ?? '', /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.equal(denied.approval?.approved_at, null);
+      assert.equal(denied.approval?.approved_by, null);
+      assert.ok(!('cancellation_reason' in denied));
+      assert.deepEqual(await balance(), expected, 'the hold is released');
+      assert.deepEqual(await txnsOf(p2, 'void'), [['payment', -p2.amount, 'void'], ['payment_fee', -p2.fee, 'void']].sort());
+      decided.denied.push(denied);
+      await expectError(ck.payments.approve(p2.id), ConflictError, 'invalid_state');
+      await expectError(ck.payments.deny(p2.id, { reason: 'again' }), ConflictError, 'invalid_state');
+      await expectError(sb.payments.cancel(p2.id), ConflictError, 'payment_not_cancelable');
+
+      // Another key denies without a reason: denial_reason null.
+      const p3 = await pay(mk, 'ach_same_day', 70_000, 'denied-by-checker');
+      held.push(p3);
+      assertHeld(p3, maker.id);
+      const denied3 = await ck.payments.deny(p3.id);
+      assert.equal(denied3.status, 'denied');
+      assert.equal(denied3.approval?.denied_by, checker.id);
+      assert.equal(denied3.approval?.denial_reason, null);
+      decided.denied.push(denied3);
+      assert.deepEqual(await balance(), expected);
+
+      // Canceled while it waits: canceled, the hold released; it can then be neither approved nor denied.
+      const p4 = await pay(sb, 'rtp', 80_000, 'canceled');
+      held.push(p4);
+      assert.equal(p4.status, 'requires_approval');
+      assert.match(p4.approval?.created_by ?? '', /^key_[0-9a-hjkmnp-tv-z]{26}$/);
+      assert.notEqual(p4.approval?.created_by, maker.id);
+      const canceled = await sb.payments.cancel(p4.id);
+      assert.equal(canceled.status, 'canceled');
+      assert.ok(canceled.canceled_at);
+      assert.ok(!('cancellation_reason' in canceled), 'canceled by the platform: no cancellation_reason');
+      assert.deepEqual(canceled.approval, p4.approval, 'undecided');
+      assert.deepEqual(await balance(), expected);
+      assert.deepEqual(await txnsOf(p4, 'void'), [['payment', -p4.amount, 'void'], ['payment_fee', -p4.fee, 'void']].sort());
+      await expectError(ck.payments.approve(p4.id), ConflictError, 'invalid_state');
+      await expectError(ck.payments.deny(p4.id), ConflictError, 'invalid_state');
+
+      // An ACH payment approved by the platform's first key settles counting from its approval
+      // (the sandbox's same-day delay, 1 s here), not from its creation.
+      const p5 = await pay(mk, 'ach_same_day', 55_000, 'approved-ach');
+      held.push(p5);
+      assertHeld(p5, maker.id);
+      await sleep(1_200); // past the delay counted from creation: still waiting
+      assert.equal((await sb.payments.retrieve(p5.id)).status, 'requires_approval');
+      const approved5 = await sb.payments.approve(p5.id);
+      assert.notEqual(approved5.approval?.approved_by, maker.id);
+      assert.equal(approved5.approval?.approved_by, p4.approval?.created_by, "the journey's sandbox key");
+      assert.equal(
+        Date.parse(approved5.expected_settlement_at) - Date.parse(approved5.approval!.approved_at!),
+        1_000,
+        `${approved5.expected_settlement_at} is 1 s after ${approved5.approval?.approved_at}`,
+      );
+      const p5Done = await poll(() => sb.payments.retrieve(p5.id), (x) => ['completed', 'failed'].includes(x.status), 15_000);
+      assert.equal(p5Done.status, 'completed', JSON.stringify(p5Done.failure));
+      assert.ok(p5Done.completed_at! >= p5Done.expected_settlement_at);
+      decided.approved.push(p5Done);
+      expected = { posted: expected.posted - p5.amount - p5.fee, available: expected.available - p5.amount - p5.fee };
+      assert.deepEqual(await balance(), expected);
+
+      // Lists filter on the new statuses.
+      const deniedList = await sb.payments.list({ virtual_account_id: apr.id, status: 'denied' }).toArray();
+      assert.deepEqual(deniedList.map((p) => p.id), [p3.id, p2.id]);
+      assert.ok(deniedList.every((p) => p.approval?.denied_at));
+
+      const p6 = await pay(mk, 'rtp', 90_000, 'waiting');
+      held.push(p6);
+      assertHeld(p6, maker.id);
+      waiting = p6;
+    } finally {
+      const cleared = await sb.platform.settings.update({ payment_approval_threshold: null });
+      assert.equal(cleared.payment_approval_threshold, null);
+    }
+    // Without a threshold, a large payment goes straight to its rail; one created before keeps waiting.
+    assert.equal((await sb.platform.settings.retrieve()).payment_approval_threshold, null);
+    const unheld = await pay(mk, 'rtp', 90_000, 'unheld');
+    assert.notEqual(unheld.status, 'requires_approval');
+    assert.ok(!('approval' in unheld));
+    assert.equal((await sb.payments.retrieve(waiting.id)).status, 'requires_approval');
+    assert.equal((await sb.payments.cancel(waiting.id)).status, 'canceled');
+    assert.deepEqual(await sb.payments.list({ virtual_account_id: apr.id, status: 'requires_approval' }).toArray(), []);
+
+    // The events, once per payment, each carrying the payment as it was at that event.
+    const ids = (xs: { id: string }[]) => xs.map((x) => x.id).sort();
+    const eventsOf = async (type: (typeof approvalEvents)[number], want: Payment[]) => {
+      const list = await poll(
+        () => sb.events.list({ type, created_after: today }).toArray(),
+        (l) => want.every((p) => l.some((e) => (e.data.object as Payment).id === p.id)),
+      );
+      assert.ok(list.every((e) => e.type === type));
+      const mine = list.filter((e) => (e.data.object as Payment).virtual_account_id === apr.id);
+      assert.deepEqual(ids(mine.map((e) => e.data.object as Payment)), ids(want), type);
+      return mine.map((e) => e.data.object as Payment);
+    };
+    for (const p of await eventsOf('payment.requires_approval', held)) {
+      assert.equal(p.status, 'requires_approval');
+      assert.equal(p.approval?.approved_at, null);
+      assert.equal(p.approval?.denied_at, null);
+    }
+    for (const p of await eventsOf('payment.approved', decided.approved)) {
+      assert.equal(p.status, 'pending');
+      assert.deepEqual(p.approval, decided.approved.find((x) => x.id === p.id)!.approval);
+    }
+    for (const p of await eventsOf('payment.denied', decided.denied)) {
+      assert.equal(p.status, 'denied');
+      assert.deepEqual(p.approval, decided.denied.find((x) => x.id === p.id)!.approval);
+    }
+
+    // The subscribed endpoint got exactly those events, signed, and lists them as its deliveries.
+    const want = held.length + decided.approved.length + decided.denied.length;
+    const records = await poll(
+      () => sb.webhooks.deliveries.list(aprEndpoint.id, { status: 'succeeded' }).toArray(),
+      (list) => list.length >= want && onlyApprovals.length >= want,
+    );
+    assert.equal(records.length, want);
+    const received = onlyApprovals.map((d) => Treasury.webhooks.verify(d.body, d.headers, aprEndpoint.secret));
+    const count = (types: string[]) => Object.fromEntries(approvalEvents.map((t) => [t, types.filter((x) => x === t).length]));
+    const wantCounts = { 'payment.requires_approval': held.length, 'payment.approved': decided.approved.length, 'payment.denied': decided.denied.length };
+    assert.deepEqual(count(received.map((e) => e.type)), wantCounts);
+    assert.deepEqual(count(records.map((d) => d.event_type)), wantCounts);
+    assert.deepEqual(new Set(records.map((d) => d.event_id)), new Set(received.map((e) => e.id)));
+    await sb.webhooks.delete(aprEndpoint.id);
   });
 
   test('webhooks: deliveries verified by the helper, a tampered one refused, test, retry, rotation, delete', async () => {

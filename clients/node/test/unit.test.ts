@@ -444,6 +444,103 @@ describe('book transfers (unit)', () => {
   });
 });
 
+describe('payment approvals (unit)', () => {
+  const held = {
+    ...payment,
+    status: 'requires_approval',
+    approval: {
+      created_by: 'key_a',
+      expires_at: '2026-01-22T09:30:00.000Z',
+      approved_at: null,
+      approved_by: null,
+      denied_at: null,
+      denied_by: null,
+      denial_reason: null,
+    },
+  };
+
+  test('approve POSTs no body to /payments/{id}/approve; deny sends its reason, or no body without one', async () => {
+    const s = await stub([
+      { status: 200, body: { ...held, status: 'pending', approval: { ...held.approval, approved_by: 'key_b' } } },
+      { status: 200, body: { ...held, status: 'denied', approval: { ...held.approval, denied_by: 'key_b', denial_reason: 'no PO' } } },
+      { status: 200, body: { ...held, status: 'denied' } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const approved = await client.payments.approve('pay_01/x');
+      assert.equal(approved.status, 'pending');
+      assert.equal(approved.approval?.approved_by, 'key_b');
+      assert.equal(s.seen[0]!.method, 'POST');
+      assert.equal(s.seen[0]!.url, '/v1/payments/pay_01%2Fx/approve', 'the id is one path segment');
+      assert.equal(s.seen[0]!.body, '');
+      assert.equal(s.seen[0]!.headers['content-type'], undefined);
+
+      const denied = await client.payments.deny('pay_01', { reason: 'no PO' }, { requestId: 'deny-1' });
+      assert.equal(denied.status, 'denied');
+      assert.equal(denied.approval?.denial_reason, 'no PO');
+      assert.equal(s.seen[1]!.url, '/v1/payments/pay_01/deny');
+      assert.deepEqual(JSON.parse(s.seen[1]!.body), { reason: 'no PO' });
+      assert.equal(s.seen[1]!.headers['content-type'], 'application/json');
+      assert.equal(s.seen[1]!.headers['x-request-id'], 'deny-1');
+
+      await client.payments.deny('pay_01');
+      assert.equal(s.seen[2]!.url, '/v1/payments/pay_01/deny');
+      assert.equal(s.seen[2]!.body, '', 'no reason: no body');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("the creating key's 403, an invalid_state 409 and a 404 are thrown at once, not retried", async () => {
+    const s = await stub([
+      { status: 403, body: err('forbidden', 'the key that created a payment cannot approve it: approve with another key') },
+      { status: 409, body: err('invalid_state', 'only a payment awaiting approval can be denied; this one is pending') },
+      { status: 404, body: err('not_found') },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await assert.rejects(client.payments.approve('pay_01'), (e: unknown) => {
+        assert.ok(e instanceof PermissionDeniedError);
+        assert.equal(e.code, 'forbidden');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      await assert.rejects(client.payments.deny('pay_01', { reason: 'late' }), (e: unknown) => {
+        assert.ok(e instanceof ConflictError);
+        assert.equal(e.code, 'invalid_state');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      await assert.rejects(client.payments.approve('pay_02'), NotFoundError);
+      assert.equal(s.seen.length, 3);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a 503 is retried with the same request; the list filters on the new statuses', async () => {
+    const s = await stub([
+      { status: 503, headers: { 'Retry-After': '0' }, body: err('unavailable') },
+      { status: 200, body: { ...held, status: 'denied' } },
+      { status: 200, body: { object: 'list', data: [held], has_more: false, next_cursor: null } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const denied = await client.payments.deny('pay_01', { reason: 'dup' });
+      assert.equal(denied.lastResponse.attempts, 2);
+      assert.deepEqual(s.seen.slice(0, 2).map((r) => [r.url, r.body]), [
+        ['/v1/payments/pay_01/deny', '{"reason":"dup"}'],
+        ['/v1/payments/pay_01/deny', '{"reason":"dup"}'],
+      ]);
+      const waiting = await client.payments.list({ status: 'requires_approval', virtual_account_id: 'va_01' }).toArray();
+      assert.deepEqual(waiting.map((p) => p.approval?.created_by), ['key_a']);
+      assert.equal(s.seen[2]!.url, '/v1/payments?status=requires_approval&virtual_account_id=va_01');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('webhook verification (unit)', () => {
   const secret = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64');
   const other = 'whsec_' + Buffer.from('another secret of thirty-two byt').toString('base64');

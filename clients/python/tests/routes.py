@@ -54,6 +54,8 @@ ROUTES: Dict[str, Callable[[Treasury], Callable[..., Any]]] = {
     "GET /payments": lambda c: c.payments.list,
     "GET /payments/{id}": lambda c: c.payments.retrieve,
     "POST /payments/{id}/cancel": lambda c: c.payments.cancel,
+    "POST /payments/{id}/approve": lambda c: c.payments.approve,
+    "POST /payments/{id}/deny": lambda c: c.payments.deny,
     # book transfers
     "POST /book-transfers": lambda c: c.book_transfers.create,
     "GET /book-transfers": lambda c: c.book_transfers.list,

@@ -137,6 +137,7 @@ class Journey(unittest.TestCase):
         self.assertEqual(sum(e["amount"] for e in funding["entries"] if e["direction"] == "debit"), 1_000_000)
 
         S["platform"] = p
+        S["key_id"] = key["id"]
         S["client"] = RecordingTreasury(api_key=key["secret"], base_url=BASE_URL)
 
     def test_02_operator_lists_platforms_across_pages(self) -> None:
@@ -646,6 +647,7 @@ class Journey(unittest.TestCase):
     def test_20_rate_limit_429_is_waited_out_with_the_same_idempotency_key(self) -> None:
         p = S["second_platform"]
         key = OP.platforms.approve(p["id"])["sandbox_api_key"]["secret"]
+        S["other_platform_key"] = key
         limited = OP.platforms.update(p["id"], rate_limit={"per_second": 1, "burst": 1})
         self.assertEqual(limited["rate_limit"], {"per_second": 1, "burst": 1})
         try:
@@ -920,6 +922,171 @@ class Journey(unittest.TestCase):
                       lambda ds: len(ds) >= len(made), what="the endpoint's deliveries")
         self.assertEqual({d["event_type"] for d in listed}, {"book_transfer.completed"})
         self.assertIn(event["id"], {d["event_id"] for d in listed})
+        self.assertTrue(c.webhooks.delete(wh["id"])["deleted"])
+
+    # -- payment approvals (issue #18) -------------------------------------------------------
+
+    def test_23_payment_approvals(self) -> None:
+        c: RecordingTreasury = S["client"]
+        main, creator = S["va"]["main"], S["key_id"]
+        threshold = 20_000
+        # a second key of the platform: the one that may approve what the first creates
+        second = c.platform.api_keys.create(name=f"approver {RUN}")
+        approver = c.with_options(api_key=second["secret"])
+        # an endpoint subscribed to the three new event types alone
+        types = ["payment.requires_approval", "payment.approved", "payment.denied"]
+        wh = c.webhooks.create(url=f"{RECEIVER.url}/approvals/{RUN}", events=types)
+        self.assertCountEqual(wh["events"], types)
+        poll(lambda: c.virtual_accounts.balance(main), lambda b: b["pending_outbound"] == b["pending_inbound"] == 0,
+             what="nothing in flight on the account, so that only this test's payments move it")
+        before = c.virtual_accounts.balance(main)
+
+        def balance_is(posted: int, pending_outbound: int) -> None:
+            b = c.virtual_accounts.balance(main)
+            self.assertEqual((b["posted"], b["pending_outbound"], b["available"]),
+                             (posted, pending_outbound, posted - pending_outbound))
+
+        def refused(call: Any, error: type, status: int, code: str) -> APIError:
+            with self.assertRaises(error) as cm:
+                call()
+            e = cm.exception
+            self.assertIsInstance(e, APIError)
+            self.assertEqual((e.status, e.code), (status, code))
+            return e
+
+        def at(ts: str) -> dt.datetime:
+            return dt.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+        settings = c.platform.settings.update(payment_approval_threshold=threshold)
+        self.assertEqual(settings["payment_approval_threshold"], threshold)
+        try:
+            # at the threshold: 201 requires_approval, with its approval, held
+            mark = exchange_mark()
+            held = c.payments.create(virtual_account_id=main, amount=threshold, rail="rtp", destination=DEST,
+                                     metadata={"approval": RUN})
+            self.assertEqual([x.status for x in answered_since(mark)], [201])
+            self.assertEqual((held["status"], held["submitted_at"]), ("requires_approval", None))
+            waiting = held["approval"]
+            self.assertEqual(waiting, {"created_by": creator, "expires_at": waiting["expires_at"], "approved_at": None,
+                                       "approved_by": None, "denied_at": None, "denied_by": None,
+                                       "denial_reason": None})
+            self.assertEqual(at(waiting["expires_at"]) - at(held["created_at"]), dt.timedelta(days=7))
+            self.assertNotIn("cancellation_reason", held)
+            fee = held["fee"]
+            self.assertEqual(fee, 60, "the operator's rtp fee")
+            # under it: an ordinary payment. Created after the held one, it settles after
+            # the simulated rail has read the held one's creation, which it left alone.
+            below = c.payments.create(virtual_account_id=main, amount=threshold - 1, rail="rtp", destination=DEST)
+            self.assertNotIn("approval", below)
+            self.assertNotEqual(below["status"], "requires_approval")
+            poll(lambda: c.payments.retrieve(below["id"]), lambda p: p["status"] == "completed",
+                 what="the payment under the threshold")
+            got = c.payments.retrieve(held["id"])
+            self.assertEqual((got["status"], got["submitted_at"], got["approval"]),
+                             ("requires_approval", None, waiting), "the rail never took it")
+            posted = before["posted"] - (threshold - 1) - fee
+            balance_is(posted, threshold + fee)  # held like any payment: amount + fee out of available
+            self.assertEqual([p["id"] for p in c.payments.list(status="requires_approval")], [held["id"]])
+
+            # refused: the creating key (403), another platform's or environment's key (404),
+            # a reason over 500 characters (400); the payment still waits
+            e = refused(lambda: c.payments.approve(held["id"]), PermissionDeniedError, 403, "forbidden")
+            self.assertTrue(e.message)
+            other = RecordingTreasury(api_key=S["other_platform_key"], base_url=BASE_URL)
+            for stranger in (other, S["live_client"]):
+                refused(lambda: stranger.payments.approve(held["id"]), NotFoundError, 404, "not_found")
+                refused(lambda: stranger.payments.deny(held["id"]), NotFoundError, 404, "not_found")
+            e = refused(lambda: c.payments.deny(held["id"], reason="x" * 501), BadRequestError, 400, "invalid_request")
+            self.assertEqual(e.param, "reason")
+            self.assertEqual(c.payments.retrieve(held["id"])["status"], "requires_approval")
+
+            # the second key approves: approved_by is that key; then the rail settles it
+            approved = approver.payments.approve(held["id"])
+            self.assertIsNotNone(approved["approval"]["approved_at"])
+            self.assertEqual(approved["approval"], dict(waiting, approved_by=second["id"],
+                                                        approved_at=approved["approval"]["approved_at"]))
+            # pending (the event below shows it so); the simulated rail may already have taken it
+            self.assertIn(approved["status"], ("pending", "submitted", "completed"))
+            done = poll(lambda: c.payments.retrieve(held["id"]), lambda p: p["status"] in ("completed", "failed"),
+                        timeout=20, what="the approved RTP payment")
+            self.assertEqual((done["status"], done["approval"]), ("completed", approved["approval"]))
+            posted -= threshold + fee
+            balance_is(posted, 0)
+            # approve or deny what is not waiting: 409 invalid_state
+            for call in (lambda: approver.payments.approve(held["id"]), lambda: approver.payments.deny(held["id"]),
+                         lambda: c.payments.deny(held["id"]), lambda: approver.payments.approve(below["id"])):
+                refused(call, ConflictError, 409, "invalid_state")
+
+            # denied by the key that created it, with a reason: final, its hold released
+            to_deny = c.payments.create(virtual_account_id=main, amount=threshold + 1, rail="ach_standard",
+                                        destination=DEST)
+            self.assertEqual(to_deny["status"], "requires_approval")
+            balance_is(posted, threshold + 1 + to_deny["fee"])
+            reason = f"duplicate invoice {RUN}"
+            denied = c.payments.deny(to_deny["id"], reason=reason)
+            self.assertEqual(denied["status"], "denied")
+            self.assertIsNotNone(denied["approval"]["denied_at"])
+            self.assertEqual(denied["approval"], dict(to_deny["approval"], denied_by=creator, denial_reason=reason,
+                                                      denied_at=denied["approval"]["denied_at"]))
+            balance_is(posted, 0)
+            voided = [(t["type"], t["status"]) for t in c.virtual_accounts.transactions(main)
+                      if t["source"] == {"type": "payment", "id": to_deny["id"]}]
+            self.assertCountEqual(voided, [("payment", "void"), ("payment_fee", "void")])
+            refused(lambda: c.payments.cancel(to_deny["id"]), ConflictError, 409, "payment_not_cancelable")
+            refused(lambda: approver.payments.approve(to_deny["id"]), ConflictError, 409, "invalid_state")
+            refused(lambda: approver.payments.deny(to_deny["id"]), ConflictError, 409, "invalid_state")
+            # the second key may deny too; without a reason there is none
+            withdrawn = c.payments.create(virtual_account_id=main, amount=threshold, rail="fednow", destination=DEST)
+            denied2 = approver.payments.deny(withdrawn["id"])
+            self.assertEqual((denied2["status"], denied2["approval"]["denied_by"], denied2["approval"]["denial_reason"],
+                              denied2["approval"]["approved_by"]), ("denied", second["id"], None, None))
+            balance_is(posted, 0)
+
+            # canceled while it waits: the hold released, no cancellation_reason (the platform canceled it)
+            to_cancel = c.payments.create(virtual_account_id=main, amount=threshold, rail="ach_same_day",
+                                          destination=DEST)
+            self.assertEqual(to_cancel["status"], "requires_approval")
+            canceled = c.payments.cancel(to_cancel["id"])
+            self.assertEqual(canceled["status"], "canceled")
+            self.assertIsNotNone(canceled["canceled_at"])
+            self.assertNotIn("cancellation_reason", canceled)
+            self.assertEqual(canceled["approval"], to_cancel["approval"])
+            refused(lambda: approver.payments.approve(to_cancel["id"]), ConflictError, 409, "invalid_state")
+            balance_is(posted, 0)
+
+            # the list by the new statuses
+            self.assertEqual([p["id"] for p in c.payments.list(status="denied", limit=1)],
+                             [withdrawn["id"], to_deny["id"]])
+            self.assertEqual(list(c.payments.list(status="requires_approval")), [])
+        finally:
+            reset = c.platform.settings.update(payment_approval_threshold=None)
+            self.assertIsNone(reset["payment_approval_threshold"])
+        # without a threshold the same amount goes at once
+        free = c.payments.create(virtual_account_id=main, amount=threshold, rail="rtp", destination=DEST)
+        self.assertNotEqual(free["status"], "requires_approval")
+        self.assertNotIn("approval", free)
+
+        # the events, each with the payment as it was then
+        wanted = {"payment.requires_approval": ([held, to_deny, withdrawn, to_cancel], "requires_approval"),
+                  "payment.approved": ([held], "pending"),
+                  "payment.denied": ([to_deny, withdrawn], "denied")}
+        for kind, (payments, status) in wanted.items():
+            events = poll(lambda: list(c.events.list(type=kind)), lambda es: len(es) >= len(payments),
+                          what=f"the {kind} events")
+            self.assertEqual([e["data"]["object"]["id"] for e in events], [p["id"] for p in reversed(payments)], kind)
+            for ev in events:
+                self.assertEqual((ev["type"], ev["data"]["object"]["status"]), (kind, status))
+                self.assertEqual(ev["data"]["object"]["approval"]["created_by"], creator)
+        # and their deliveries to the endpoint that asked for them alone, verified
+        for kind in types:
+            delivered = deliveries(lambda r: r.path == f"/approvals/{RUN}" and event_type_is(kind)(r))
+            event = treasury.webhooks.verify(delivered.body, delivered.headers, wh["secret"])
+            self.assertEqual(event["type"], kind)
+            self.assertIn(event["data"]["object"]["id"], {p["id"] for p in wanted[kind][0]})
+        listed = poll(lambda: list(c.webhooks.deliveries.list(wh["id"])), lambda ds: len(ds) >= 7,
+                      what="the endpoint's deliveries")
+        self.assertEqual(sorted(d["event_type"] for d in listed),
+                         sorted(["payment.requires_approval"] * 4 + ["payment.approved"] + ["payment.denied"] * 2))
         self.assertTrue(c.webhooks.delete(wh["id"])["deleted"])
 
     # -- every route was exercised ----------------------------------------------------------

@@ -114,6 +114,32 @@ class StubTest(unittest.TestCase):
             self.assertEqual(server.all[0].path, "/v1/book-transfers/bt_1%2F..%2Fx")
             self.assertIsNone(server.all[0].header("Idempotency-Key"))
 
+    def test_approve_and_deny_post_to_the_payment(self) -> None:
+        # approve takes no body; deny sends its reason only when given; both are
+        # POSTs with their own Idempotency-Key, the id one quoted path segment.
+        waiting = {"id": "pay_1", "object": "payment", "status": "denied",
+                   "approval": {"created_by": "key_1", "denied_by": "key_1", "denial_reason": "dup"}}
+        with LocalServer(scripted(json_answer(200, waiting))) as server:
+            c = self.client(server)
+            got = c.payments.deny("pay_1", reason="dup")
+            self.assertEqual((got["status"], got["approval"]["denial_reason"]), ("denied", "dup"))
+            c.payments.deny("pay_1")
+            c.payments.approve("pay_1")
+            c.payments.approve("pay/../1", idempotency_key="approve-1")
+            self.assertEqual([(r.method, r.path) for r in server.all],
+                             [("POST", "/v1/payments/pay_1/deny"), ("POST", "/v1/payments/pay_1/deny"),
+                              ("POST", "/v1/payments/pay_1/approve"), ("POST", "/v1/payments/pay%2F..%2F1/approve")])
+            self.assertEqual([json.loads(r.body) for r in server.all], [{"reason": "dup"}, {}, {}, {}])
+            keys = [r.header("Idempotency-Key") for r in server.all]
+            self.assertTrue(all(keys[:3]) and len(set(keys[:3])) == 3, keys)
+            self.assertEqual(keys[3], "approve-1")
+        # a 409 invalid_state (the payment is not waiting) is not retried
+        with LocalServer(scripted(json_answer(409, error_body("invalid_state")))) as server:
+            with self.assertRaises(ConflictError) as cm:
+                self.client(server).payments.approve("pay_1")
+            self.assertEqual(cm.exception.code, "invalid_state")
+            self.assertEqual(len(server.all), 1)
+
     def test_the_callers_idempotency_key_is_sent(self) -> None:
         with LocalServer(scripted(json_answer(201, PAYMENT))) as server:
             self.client(server).payments.create(virtual_account_id="va_1", amount=100, rail="rtp", destination=DEST,

@@ -2,6 +2,7 @@
 
 require_relative "test_helper"
 require "date"
+require "time"
 
 # The journey against a real `treasury serve` (sandbox), named by TREASURY_BASE_URL and
 # TREASURY_OPERATOR_KEY: platform, accounts, KYB, inbound funds, payments on the four rails,
@@ -714,8 +715,8 @@ class IntegrationTest < Minitest::Test
       transfer.call(S[:a], "va_00000000000000000000000000", 1)
     end
     foreign_platform = operator.platforms.register(name: "ruby-client foreign #{RUN}", contact_email: "foreign+#{RUN}@acme.example")
-    foreign = Treasury::Client.new(api_key: operator.platforms.approve(foreign_platform.id).sandbox_api_key.secret,
-                                   base_url: BASE_URL)
+    S[:foreign_key] = operator.platforms.approve(foreign_platform.id).sandbox_api_key.secret
+    foreign = Treasury::Client.new(api_key: S[:foreign_key], base_url: BASE_URL)
     stranger = foreign.virtual_accounts.create(platform_id: foreign_platform.id, entity_ref: "stranger-#{RUN}",
                                                type: "checking")
     assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { transfer.call(S[:a], stranger.id, 1) }
@@ -777,6 +778,178 @@ class IntegrationTest < Minitest::Test
       client.virtual_accounts.unfreeze(S[:a])
     end
     assert_equal made + 1, count.call
+  end
+
+  # Payment approvals: with the platform's `payment_approval_threshold` set, a payment at or above
+  # it is created `requires_approval` (held, never sent) until a second key approves it; any key may
+  # deny it, and it can still be canceled. The threshold is removed at the end, so that no later
+  # step's payment waits. After test_13c (no later step counts payments or events by type).
+  def test_13d_payment_approvals
+    threshold = 20_000
+    approver_key = client.platform.api_keys.create(name: "approver #{RUN}")
+    approver = Treasury::Client.new(api_key: approver_key.secret, base_url: BASE_URL)
+    foreign = Treasury::Client.new(api_key: S.fetch(:foreign_key), base_url: BASE_URL)
+    live = Treasury::Client.new(api_key: S.fetch(:live_key), base_url: BASE_URL)
+    creator = S.fetch(:sandbox_key_id)
+    receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
+    types = %w[payment.requires_approval payment.approved payment.denied]
+    endpoint = client.webhooks.create(url: receiver.url("/hooks/approvals"), events: types)
+    assert_equal types, endpoint.events
+    available = -> { client.virtual_accounts.balance(S[:a]).available }
+
+    settings = client.platform.settings.update(payment_approval_threshold: threshold)
+    assert_equal threshold, settings.payment_approval_threshold
+    assert_equal threshold, client.platform.settings.retrieve.payment_approval_threshold
+
+    # Below the threshold: an ordinary payment, without any `approval` key.
+    below = pay("rtp", threshold - 1)
+    refute_equal "requires_approval", below.status
+    refute below.key?(:approval), "approval is absent (not null) below the threshold: #{below.keys}"
+    refute below.key?(:cancellation_reason)
+    assert_equal "completed", poll_payment(below.id, "completed", "failed").status
+
+    # At the threshold: created (201) requires_approval, held (amount + fee), approval filled in.
+    before_hold = available.call
+    key = "ruby-#{RUN}-approval-1"
+    held = pay("rtp", threshold, idempotency_key: key, description: "needs a second key")
+    assert_equal "requires_approval", held.status
+    assert_kind_of Treasury::Models::PaymentApproval, held.approval
+    assert_equal [creator, nil, nil, nil, nil, nil],
+                 [held.approval.created_by, held.approval.approved_at, held.approval.approved_by,
+                  held.approval.denied_at, held.approval.denied_by, held.approval.denial_reason]
+    assert_in_delta Time.iso8601(held.created_at) + (7 * 86_400), Time.iso8601(held.approval.expires_at), 1
+    refute held.key?(:cancellation_reason)
+    assert_nil held.submitted_at
+    assert_equal before_hold - threshold - held.fee, available.call, "amount + fee held"
+    statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
+    assert_equal [201], statuses.reject { |st| st == 429 }
+    replay = pay("rtp", threshold, idempotency_key: key, description: "needs a second key")
+    assert_equal [held.id, "requires_approval"], [replay.id, replay.status]
+
+    # Never sent: an RTP payment settles within a second in the sandbox, this one stays put.
+    sleep 1.5
+    waiting = client.payments.retrieve(held.id)
+    assert_equal ["requires_approval", nil], [waiting.status, waiting.submitted_at]
+    assert_equal held.approval.to_h, waiting.approval.to_h
+    listed = client.payments.list(status: "requires_approval").to_a
+    assert_equal [held.id], listed.map(&:id)
+    assert_equal held.approval.to_h, listed.first.approval.to_h
+
+    # Refusals of the approval: the creating key (403), the operator (403), another platform or
+    # environment (404), a reason too long for a denial (400); none changes the payment.
+    error = assert_api_error(Treasury::PermissionDeniedError, code: "forbidden", status: 403) do
+      client.payments.approve(held.id)
+    end
+    refute_nil error.request_id
+    assert_api_error(Treasury::PermissionDeniedError, code: "forbidden", status: 403) { operator.payments.approve(held.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { foreign.payments.approve(held.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { foreign.payments.deny(held.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { live.payments.approve(held.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { live.payments.deny(held.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      approver.payments.approve("pay_00000000000000000000000000")
+    end
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      approver.payments.deny(held.id, reason: "x" * 501)
+    end
+    assert_equal "reason", error.param
+    assert_equal "requires_approval", client.payments.retrieve(held.id).status
+
+    # A second key approves: pending, settling from the approval (RTP: completed within moments).
+    approved = approver.payments.approve(held.id)
+    assert_equal "pending", approved.status
+    assert_equal [creator, approver_key.id], [approved.approval.created_by, approved.approval.approved_by]
+    refute_nil approved.approval.approved_at
+    assert_nil approved.approval.denied_at
+    assert_operator approved.expected_settlement_at, :>=, approved.approval.approved_at
+    completed = poll_payment(held.id, "completed", "failed")
+    assert_equal "completed", completed.status, completed.failure&.to_h.inspect
+    assert_equal approved.approval.to_h, completed.approval.to_h
+    assert_equal before_hold - threshold - held.fee, available.call, "settled: posted, the hold gone"
+    # It is no longer awaiting an approval: 409 for another approval or a denial.
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.approve(held.id) }
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { client.payments.deny(held.id) }
+    # (and an ordinary payment never was)
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.approve(below.id) }
+
+    # The creating key denies (withdraws) one, with a reason: denied, final, the hold released.
+    before_deny = available.call
+    to_deny = pay("fednow", threshold + 1_000)
+    assert_equal "requires_approval", to_deny.status
+    assert_equal before_deny - to_deny.amount - to_deny.fee, available.call
+    denied = client.payments.deny(to_deny.id, reason: "over budget")
+    assert_equal "denied", denied.status
+    assert_equal [creator, creator, "over budget", nil],
+                 [denied.approval.created_by, denied.approval.denied_by, denied.approval.denial_reason,
+                  denied.approval.approved_by]
+    refute_nil denied.approval.denied_at
+    assert_equal before_deny, available.call, "the hold was released"
+    assert_api_error(Treasury::ConflictError, code: "payment_not_cancelable", status: 409) { client.payments.cancel(to_deny.id) }
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.approve(to_deny.id) }
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.deny(to_deny.id) }
+    assert_equal denied.to_h, client.payments.retrieve(to_deny.id).to_h
+
+    # Another key denies one without a reason: denial_reason is null.
+    other = pay("ach_same_day", threshold + 2_000)
+    denied2 = approver.payments.deny(other.id)
+    assert_equal ["denied", approver_key.id, nil], [denied2.status, denied2.approval.denied_by, denied2.approval.denial_reason]
+
+    # A payment awaiting approval can still be canceled: the hold released, no cancellation_reason
+    # (only an expiry sets one), and then nothing more to approve.
+    before_cancel = available.call
+    to_cancel = pay("ach_standard", threshold + 3_000)
+    assert_equal "requires_approval", to_cancel.status
+    canceled = client.payments.cancel(to_cancel.id)
+    assert_equal "canceled", canceled.status
+    refute_nil canceled.canceled_at
+    refute canceled.key?(:cancellation_reason), canceled.keys.inspect
+    assert_nil canceled.cancellation_reason
+    assert_equal creator, canceled.approval.created_by
+    assert_equal before_cancel, available.call
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.approve(to_cancel.id) }
+
+    # The status filter takes the two new values.
+    assert_equal [other.id, to_deny.id], client.payments.list(status: "denied").map(&:id)
+    assert_empty client.payments.list(status: "requires_approval").to_a
+    assert_includes client.payments.list(status: "canceled").map(&:id), to_cancel.id
+
+    # The events (an asynchronous projection), and the webhook that asked for the three new types.
+    event_ids = lambda do |type, count|
+      wait_until("#{count} #{type} events") do
+        list = client.events.list(type: type).to_a
+        list.size >= count ? list : nil
+      end
+    end
+    requires = event_ids.call("payment.requires_approval", 4)
+    assert_equal [to_cancel.id, other.id, to_deny.id, held.id], requires.map { |e| e.data.resource.id }
+    assert(requires.all? { |e| e.data.resource.status == "requires_approval" })
+    approved_events = event_ids.call("payment.approved", 1)
+    assert_equal [[held.id, "pending", approver_key.id]],
+                 approved_events.map { |e| [e.data.resource.id, e.data.resource.status, e.data.resource.approval.approved_by] }
+    denied_events = event_ids.call("payment.denied", 2)
+    assert_equal [[other.id, nil], [to_deny.id, "over budget"]],
+                 denied_events.map { |e| [e.data.resource.id, e.data.resource.approval.denial_reason] }
+    assert_kind_of Treasury::Models::PaymentApproval, denied_events.first.data.resource.approval
+    recorded = wait_until("seven approval deliveries") do
+      list = client.webhooks.deliveries.list(endpoint.id).to_a
+      list.size >= 7 ? list : nil
+    end
+    assert_equal({ "payment.requires_approval" => 4, "payment.approved" => 1, "payment.denied" => 2 },
+                 recorded.map(&:event_type).tally)
+    delivery = receiver.wait_for(timeout: 10) { |r| JSON.parse(r.body)["type"] == "payment.approved" }
+    refute_nil delivery, "payment.approved was not delivered"
+    event = Treasury::Models::Event.construct(Treasury::Webhooks.verify(delivery.body, delivery.headers, endpoint.secret))
+    assert_equal [held.id, approver_key.id], [event.data.resource.id, event.data.resource.approval.approved_by]
+
+    # Without the threshold, the same amount goes straight to its rail.
+    assert_nil client.platform.settings.update(payment_approval_threshold: nil).payment_approval_threshold
+    after = pay("rtp", threshold)
+    refute_equal "requires_approval", after.status
+    refute after.key?(:approval)
+  ensure
+    client.platform.settings.update(payment_approval_threshold: nil)
+    client.webhooks.delete(endpoint.id) if endpoint
+    receiver&.close
   end
 
   def test_14_operator_rails

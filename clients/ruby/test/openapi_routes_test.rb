@@ -44,6 +44,8 @@ class OpenAPIRoutesTest < Minitest::Test
     "GET /payments" => ->(c) { c.payments.list },
     "GET /payments/{id}" => ->(c) { c.payments.retrieve("pay_1") },
     "POST /payments/{id}/cancel" => ->(c) { c.payments.cancel("pay_1") },
+    "POST /payments/{id}/approve" => ->(c) { c.payments.approve("pay_1") },
+    "POST /payments/{id}/deny" => ->(c) { c.payments.deny("pay_1", reason: "r") },
     "POST /book-transfers" => lambda { |c|
       c.book_transfers.create(from_virtual_account_id: "va_1", to_virtual_account_id: "va_2", amount: 1)
     },

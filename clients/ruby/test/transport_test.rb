@@ -126,6 +126,33 @@ class TransportTest < Minitest::Test
     assert_equal "#{first}&cursor=c1", second
   end
 
+  # Approve takes no body; deny sends its reason only when given. Both answer the payment, its
+  # `approval` a PaymentApproval; a payment without one has no `approval` key at all.
+  def test_approve_and_deny_bodies_and_the_approval_model
+    approval = { created_by: "key_a", expires_at: "2026-01-08T00:00:00.000Z", approved_at: nil, approved_by: nil,
+                 denied_at: "2026-01-01T00:00:01.000Z", denied_by: "key_b", denial_reason: "no" }
+    stub do |req, _|
+      body = { id: "pay_01", object: "payment", status: req.path.end_with?("/approve") ? "pending" : "denied" }
+      body[:approval] = approval unless req.path.end_with?("/approve")
+      [200, JSON_TYPE, JSON.generate(body)]
+    end
+    c = client
+    approved = c.payments.approve("pay_01")
+    denied = c.payments.deny("pay_01", reason: "no")
+    c.payments.deny("pay/01")
+    approve, deny, bare = @stub.requests
+    assert_equal ["POST", "/v1/payments/pay_01/approve", "{}"], [approve.method, approve.path, approve.body]
+    assert_equal ["POST", "/v1/payments/pay_01/deny", { "reason" => "no" }], [deny.method, deny.path, JSON.parse(deny.body)]
+    assert_equal ["/v1/payments/pay%2F01/deny", "{}"], [bare.path, bare.body]
+    assert_equal "pending", approved.status
+    refute approved.key?(:approval)
+    assert_nil approved.approval
+    assert_kind_of Treasury::Models::PaymentApproval, denied.approval
+    assert_equal ["denied", "key_b", "no", nil], [denied.status, denied.approval.denied_by, denied.approval.denial_reason,
+                                                  denied.approval.approved_by]
+    assert_equal approval, denied.to_h[:approval]
+  end
+
   def test_every_post_sends_an_idempotency_key_and_other_methods_none
     stub { |req, _| [200, JSON_TYPE, req.method == "GET" ? '{"id":"va_01"}' : '{"id":"va_01","status":"frozen"}'] }
     c = client

@@ -21,15 +21,16 @@ __all__ = [
     "KYBVerificationStatus", "KYBOutcome", "KYBMethod", "EntityType", "USState",
     "TransactionType", "TransactionStatus", "SourceType", "LedgerAccountName",
     "LedgerEntryType", "LedgerEntryStatus", "ManualEntryType", "InboundTransferStatus",
-    "PaymentStatus", "FailureCode", "RetryAction", "WebhookStatus", "WebhookDeliveryState",
-    "WebhookDeliveryStatusValue", "RevenueSource",
+    "PaymentStatus", "CancellationReason", "FailureCode", "RetryAction", "WebhookStatus",
+    "WebhookDeliveryState", "WebhookDeliveryStatusValue", "RevenueSource",
     # resources
     "Metadata", "FeeSchedule", "RateLimit", "Platform", "PlatformWithKeys", "APIKey",
     "WebhookRetryPolicy", "SandboxSettings", "PlatformSettings",
     "AccountBalance", "VirtualAccount", "Balance", "Source", "Transaction", "Statement",
     "LedgerAccountBalances", "LedgerAccount", "LedgerEntry", "JournalEntry",
     "InboundOriginator", "InboundTransfer", "BookTransfer",
-    "Destination", "RetryRecommendation", "PaymentFailure", "NotificationOfChange", "Payment",
+    "Destination", "RetryRecommendation", "PaymentFailure", "NotificationOfChange", "PaymentApproval",
+    "Payment",
     "EventData", "Event",
     "KYBAddress", "KYBBusiness", "KYBOwner", "KYBReason", "KYBDecision", "KYBReview",
     "KYBVerification",
@@ -66,14 +67,16 @@ ErrorCode = Literal[
 
 EventType = Literal[
     "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
-    "payment.failed", "payment.canceled", "payment.notification_of_change",
+    "payment.failed", "payment.canceled", "payment.requires_approval", "payment.approved",
+    "payment.denied", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
     "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
 ]
 
 WebhookEventSelector = Literal[
     "*", "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
-    "payment.failed", "payment.canceled", "payment.notification_of_change",
+    "payment.failed", "payment.canceled", "payment.requires_approval", "payment.approved",
+    "payment.denied", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
     "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
 ]
@@ -112,7 +115,14 @@ LedgerEntryStatus = Literal["pending", "posted", "archived"]
 ManualEntryType = Literal["adjustment", "fee", "correction"]
 """The types of a manual journal entry (``client.ledger.entries.create``)."""
 InboundTransferStatus = Literal["pending", "completed"]
-PaymentStatus = Literal["pending", "submitted", "completed", "failed", "canceled"]
+PaymentStatus = Literal["requires_approval", "pending", "submitted", "completed", "failed", "canceled", "denied"]
+"""``pending`` → ``submitted`` → ``completed`` or ``failed``; ``pending`` → ``canceled``.
+A payment at or above the platform's ``payment_approval_threshold`` starts
+``requires_approval`` → ``pending`` (approved by another key), ``denied`` or
+``canceled``. ``failed``, ``canceled`` and ``denied`` are final."""
+CancellationReason = Literal["approval_expired"]
+"""Why the platform did not cancel a ``canceled`` payment itself
+(``Payment["cancellation_reason"]``)."""
 FailureCode = Literal[
     "insufficient_funds", "account_closed", "no_account", "invalid_account_number",
     "unauthorized_debit", "returned_by_odfi", "authorization_revoked", "payment_stopped",
@@ -277,8 +287,10 @@ class Balance(TypedDict):
 
 
 class Source(TypedDict):
-    """What caused a transaction or a journal entry: ``{"type": "book_transfer",
-    "id": "bt_…"}`` for a book transfer (on both of its accounts)."""
+    """What made a transaction or a journal entry: an inbound transfer
+    (``{"type": "inbound_transfer", "id": "itx_…"}``), a payment (``"pay_…"``: its
+    amount, its fee and, if it was returned, their reversal), a book transfer
+    (``"bt_…"``, on both of its accounts) or a manual journal entry (``"je_…"``)."""
 
     type: SourceType
     id: str
@@ -373,8 +385,9 @@ class JournalEntry(TypedDict):
     reversed_by: Optional[str]
     source: Source
     """What made the entry: ``{"type": "payment", "id": "pay_…"}``,
-    ``{"type": "inbound_transfer", "id": "itx_…"}``, or ``{"type": "journal_entry",
-    "id": <its own id>}`` for a manual entry or a funding."""
+    ``{"type": "inbound_transfer", "id": "itx_…"}``, ``{"type": "book_transfer",
+    "id": "bt_…"}``, or ``{"type": "journal_entry", "id": <its own id>}`` for a
+    manual entry or a funding."""
     entries: List[LedgerEntry]
     metadata: Metadata
     environment: Environment
@@ -447,6 +460,28 @@ class NotificationOfChange(TypedDict):
     corrected_data: str
 
 
+class PaymentApproval(TypedDict):
+    """Where a payment that needed an approval stands (``Payment["approval"]``,
+    present only on payments created at or above the platform's
+    ``payment_approval_threshold``)."""
+
+    created_by: str
+    """The API key (``key_…``) that created the payment: the one key that cannot approve it."""
+    expires_at: str
+    """Seven days after creation: unapproved by then, the payment is ``canceled``
+    with ``cancellation_reason`` ``"approval_expired"``."""
+    approved_at: Optional[str]
+    """When it was approved; ``None`` until then."""
+    approved_by: Optional[str]
+    """The key that approved it (``client.payments.approve``); ``None`` until then."""
+    denied_at: Optional[str]
+    """When it was denied; ``None`` unless denied."""
+    denied_by: Optional[str]
+    """The key that denied it (``client.payments.deny``); ``None`` unless denied."""
+    denial_reason: Optional[str]
+    """The ``reason`` given with the denial, if any."""
+
+
 class _PaymentRequired(TypedDict):
     id: str
     object: str
@@ -474,12 +509,20 @@ class Payment(_PaymentRequired, total=False):
     """A payment out of a virtual account over a rail.
 
     ``trace_number``, ``ach_file_id`` and ``notification_of_change`` appear on
-    live ACH payments only.
+    live ACH payments only. ``approval`` appears only on payments that needed one
+    (created at or above the platform's ``payment_approval_threshold``), and
+    ``cancellation_reason`` only on payments canceled by expiry: read them with
+    ``payment.get("approval")``.
     """
 
     trace_number: str
     ach_file_id: str
     notification_of_change: NotificationOfChange
+    approval: PaymentApproval
+    """Who created, approved or denied the payment, and when its approval expires."""
+    cancellation_reason: CancellationReason
+    """``"approval_expired"`` on a payment canceled because no other key approved it
+    within 7 days; absent on every other payment."""
 
 
 class BookTransfer(TypedDict):
@@ -530,7 +573,14 @@ class EventData(TypedDict):
 
 
 class Event(TypedDict):
-    """A public event, also the body of every webhook delivery."""
+    """A public event, also the body of every webhook delivery.
+
+    ``data["object"]`` is the resource as ``GET`` returned it at the moment of the
+    event: a ``Payment`` for the ``payment.*`` types (``payment.requires_approval``
+    when one is held for a second key, ``payment.approved`` when released to its
+    rail, ``payment.denied`` when its hold is released), a ``BookTransfer`` for
+    ``book_transfer.completed``, a ``KYBVerification`` (masked) for ``kyb.*``.
+    """
 
     id: str
     object: str

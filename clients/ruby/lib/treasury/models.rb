@@ -243,8 +243,8 @@ module Treasury
       #   @return [WebhookRetryPolicy]
       field :webhook_retry_policy, WebhookRetryPolicy
       # @!attribute [r] payment_approval_threshold
-      #   Amount in cents from which a payment would need approval; null for none. Stored and shown, but
-      #   not enforced yet: no payment waits for an approval.
+      #   Amount in cents from which a payment needs approval (created `requires_approval`, approved by a
+      #   second key: see `POST /payments`); null for none.
       #   @return [Integer, nil]
       field :payment_approval_threshold
       # @!attribute [r] daily_payment_limit
@@ -915,8 +915,47 @@ module Treasury
       field :corrected_data
     end
 
+    # Where a payment that needed an approval stands (present only on payments created at or above the
+    # platform's `payment_approval_threshold`).
+    #
+    # Schema: `PaymentApproval`.
+    class PaymentApproval < Model
+      schema "PaymentApproval"
+      # @!attribute [r] created_by
+      #   The API key (`key_...`) that created the payment: the one key that cannot approve it.
+      #   @return [String]
+      field :created_by
+      # @!attribute [r] expires_at
+      #   Seven days after creation: unapproved by then, the payment is `canceled` with
+      #   `cancellation_reason` `approval_expired`.
+      #   @return [String]
+      field :expires_at
+      # @!attribute [r] approved_at
+      #   When it was approved; null until then.
+      #   @return [String, nil]
+      field :approved_at
+      # @!attribute [r] approved_by
+      #   The key that approved it; null until then.
+      #   @return [String, nil]
+      field :approved_by
+      # @!attribute [r] denied_at
+      #   When it was denied; null unless denied.
+      #   @return [String, nil]
+      field :denied_at
+      # @!attribute [r] denied_by
+      #   The key that denied it; null unless denied.
+      #   @return [String, nil]
+      field :denied_by
+      # @!attribute [r] denial_reason
+      #   The reason given with the denial, if any (at most 500 characters).
+      #   @return [String, nil]
+      field :denial_reason
+    end
+
     # A payment out of a virtual account over a rail. Current the moment a command returns (not an
-    # asynchronous projection).
+    # asynchronous projection). `approval` is present only on payments that needed one (created at or
+    # above the platform's `payment_approval_threshold`); `cancellation_reason` only on payments
+    # canceled by expiry.
     #
     # Schema: `Payment`.
     class Payment < Model
@@ -950,10 +989,13 @@ module Treasury
       # @!attribute [r] status
       #   `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed`
       #   (settled: amount and fee posted) or `failed` (hold released; or, if it had completed,
-      #   reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). an ACH
-      #   payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once
-      #   `completed`; `failed` and `canceled` are final. One of: `pending`, `submitted`, `completed`,
-      #   `failed`, `canceled`.
+      #   reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at
+      #   or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent
+      #   to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied`
+      #   (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or
+      #   unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP
+      #   and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final. One
+      #   of: `requires_approval`, `pending`, `submitted`, `completed`, `failed`, `canceled`, `denied`.
       #   @return [String]
       field :status
       # @!attribute [r] fee
@@ -995,6 +1037,16 @@ module Treasury
       #   (`payment.notification_of_change` is emitted when it does).
       #   @return [NotificationOfChange, nil]
       field :notification_of_change, NotificationOfChange
+      # @!attribute [r] approval
+      #   Only on a payment created at or above the platform's `payment_approval_threshold`: who created
+      #   it, when its approval expires, and who approved or denied it. Absent (not null) on the others.
+      #   @return [PaymentApproval, nil]
+      field :approval, PaymentApproval
+      # @!attribute [r] cancellation_reason
+      #   Present on a `canceled` payment that the platform did not cancel: `approval_expired`
+      #   (unapproved for 7 days). Absent otherwise. One of: `approval_expired`.
+      #   @return [String, nil]
+      field :cancellation_reason
       # @!attribute [r] expected_settlement_at
       #   When it is expected to settle, set at creation; a live ACH payment's becomes its NACHA file
       #   entry's settlement when its file is cut (it completes once that has passed). Live: the real
@@ -1117,16 +1169,17 @@ module Treasury
 
     # A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted
     # today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted
-    # it; a pending entry emits it when it posts), inbound_transfer.completed; for payments (`data.object`
-    # a `Payment`, as it was at that event): payment.created (accepted and held), payment.submitted
-    # (handed to the rail), payment.completed (settled), payment.failed (`failure` is set),
-    # payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of
-    # changed details, in `notification_of_change`); and for KYB verifications (`data.object` a
-    # `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta`
-    # is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a
-    # manual decision; `decision` is set). A submission itself emits no event. book_transfer.completed
-    # (`data.object` a `BookTransfer`) when a book transfer is made. webhook.test is sent by
-    # `POST /webhooks/{id}/test`.
+    # it; a pending entry emits it when it posts), inbound_transfer.completed, book_transfer.completed
+    # (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that
+    # event): payment.created (accepted and held), payment.requires_approval (at or above the approval
+    # threshold: held, waiting for a second key), payment.approved (released to its rail),
+    # payment.denied (hold released), payment.submitted (handed to the rail), payment.completed
+    # (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change
+    # (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for
+    # KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the
+    # verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the
+    # automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A
+    # submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`.
     #
     # Schema: `Event`.
     class Event < Model
@@ -1140,9 +1193,10 @@ module Treasury
       field :object
       # @!attribute [r] type
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
-      #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.notification_of_change`,
-      #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
+      #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
+      #   `payment.approved`, `payment.denied`, `payment.notification_of_change`, `kyb.pending_review`,
+      #   `kyb.approved`, `kyb.rejected`, `ledger.entry.created`, `inbound_transfer.completed`,
+      #   `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :type
       # @!attribute [r] platform_id
@@ -1531,9 +1585,10 @@ module Treasury
       field :event_id
       # @!attribute [r] event_type
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
-      #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.notification_of_change`,
-      #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
+      #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
+      #   `payment.approved`, `payment.denied`, `payment.notification_of_change`, `kyb.pending_review`,
+      #   `kyb.approved`, `kyb.rejected`, `ledger.entry.created`, `inbound_transfer.completed`,
+      #   `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :event_type
       # @!attribute [r] status
@@ -1566,9 +1621,10 @@ module Treasury
       field :object
       # @!attribute [r] event_type
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
-      #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.notification_of_change`,
-      #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
+      #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
+      #   `payment.approved`, `payment.denied`, `payment.notification_of_change`, `kyb.pending_review`,
+      #   `kyb.approved`, `kyb.rejected`, `ledger.entry.created`, `inbound_transfer.completed`,
+      #   `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :event_type
       # @!attribute [r] status

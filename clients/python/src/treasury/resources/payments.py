@@ -14,7 +14,8 @@ __all__ = ["Payments"]
 
 
 class Payments(APIResource):
-    """Send payments over ACH (standard, same day), RTP and FedNow; follow and cancel them."""
+    """Send payments over ACH (standard, same day), RTP and FedNow; follow, cancel,
+    approve and deny them."""
 
     def create(
         self,
@@ -34,6 +35,14 @@ class Payments(APIResource):
         body; without one the client makes a random key, the same on its own retries.
         Calling again with the same key and body returns the original payment; with
         another body, :class:`~treasury.ConflictError` ``idempotency_conflict``.
+
+        When the platform's ``payment_approval_threshold`` is set (``client.platform.
+        settings.update``) and ``amount`` is at or above it, the payment passes the
+        same rules and is held the same way, but is created ``requires_approval``
+        with an ``approval`` object: no rail sees it until another key of the
+        platform approves it (:meth:`approve`); it may be denied (:meth:`deny`) or
+        canceled meanwhile, and is canceled (``cancellation_reason``
+        ``"approval_expired"``) if still unapproved 7 days after its creation.
 
         Args:
             virtual_account_id: The account the money leaves.
@@ -71,6 +80,9 @@ class Payments(APIResource):
         """List payments, newest first (``GET /payments``). Iterate to walk all pages.
 
         Args:
+            status: One of ``"requires_approval"``, ``"pending"``, ``"submitted"``,
+                ``"completed"``, ``"failed"``, ``"canceled"``, ``"denied"``:
+                ``status="requires_approval"`` lists the payments waiting for a second key.
             metadata: Only the payments whose metadata holds every one of these pairs
                 (``{"invoice": "42", "region": "east"}``), sent as ``metadata[invoice]=42``
                 and kept on every page's request.
@@ -85,6 +97,48 @@ class Payments(APIResource):
 
     def cancel(self, id: str, *, idempotency_key: Optional[str] = None,
                request_options: Optional[RequestOptions] = None) -> Payment:
-        """Cancel a ``pending`` payment (else :class:`~treasury.ConflictError` ``payment_not_cancelable``)."""
+        """Cancel a ``pending`` payment, or one in ``requires_approval``
+        (``POST /payments/{id}/cancel``): it becomes ``canceled`` and its hold
+        (amount + fee) is released. Any other status (``submitted``, ``completed``,
+        ``failed``, ``denied``, ``canceled``) raises :class:`~treasury.ConflictError`
+        ``payment_not_cancelable``."""
         return self._post(f"/payments/{_seg(id)}/cancel", idempotency_key=idempotency_key,
                           request_options=request_options)
+
+    def approve(self, id: str, *, idempotency_key: Optional[str] = None,
+                request_options: Optional[RequestOptions] = None) -> Payment:
+        """Approve a payment in ``requires_approval`` (``POST /payments/{id}/approve``):
+        it becomes ``pending`` and goes to its rail like any payment from now on (its
+        ``expected_settlement_at`` counts from now); ``approval["approved_at"]`` and
+        ``approval["approved_by"]`` (this client's key) are set, and
+        ``payment.approved`` is emitted.
+
+        An approval takes a second key: the key that created the payment
+        (``approval["created_by"]``) raises :class:`~treasury.PermissionDeniedError`
+        ``forbidden`` — make another with ``client.platform.api_keys.create`` and
+        approve through ``client.with_options(api_key=its_secret)``. A payment in any
+        other status raises :class:`~treasury.ConflictError` ``invalid_state``;
+        another platform's or environment's, :class:`~treasury.NotFoundError`.
+        """
+        return self._post(f"/payments/{_seg(id)}/approve", idempotency_key=idempotency_key,
+                          request_options=request_options)
+
+    def deny(self, id: str, *, reason: Union[str, NotGiven] = NOT_GIVEN, idempotency_key: Optional[str] = None,
+             request_options: Optional[RequestOptions] = None) -> Payment:
+        """Deny a payment in ``requires_approval`` (``POST /payments/{id}/deny``): it
+        becomes ``denied`` (final) and its hold (amount + fee) is released;
+        ``approval["denied_at"]``, ``approval["denied_by"]`` and
+        ``approval["denial_reason"]`` are set, and ``payment.denied`` is emitted. Any
+        key of the platform may deny, the creating key included (to withdraw a
+        payment).
+
+        A payment in any other status raises :class:`~treasury.ConflictError`
+        ``invalid_state``; another platform's or environment's,
+        :class:`~treasury.NotFoundError`; a ``reason`` over 500 characters,
+        :class:`~treasury.BadRequestError` (``param`` ``"reason"``).
+
+        Args:
+            reason: Why, kept as ``approval["denial_reason"]`` (at most 500 characters).
+        """
+        return self._post(f"/payments/{_seg(id)}/deny", body=strip_not_given(reason=reason),
+                          idempotency_key=idempotency_key, request_options=request_options)

@@ -44,7 +44,9 @@ class Settings(APIResource):
 
         Args:
             webhook_retry_policy: Default retry policy of new endpoints; ``None`` restores the default.
-            payment_approval_threshold: Cents, or ``None`` for no threshold.
+            payment_approval_threshold: Cents, or ``None`` for no threshold: a payment of this
+                amount or more is created ``requires_approval`` and waits for another key's
+                ``client.payments.approve`` (or ``deny``).
             daily_payment_limit: Cents per virtual account per UTC day, or ``None`` for no limit.
             sandbox: ``auto_settle``, ``ach_same_day_delay_seconds``, ``ach_standard_delay_seconds``
                 (sandbox keys only).

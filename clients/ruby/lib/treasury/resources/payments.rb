@@ -16,7 +16,8 @@ module Treasury
       # @param description [String] up to 140 characters
       # @param metadata [Hash{String=>String}]
       # @param idempotency_key [String, nil] 1..255 characters; a random one when nil
-      # @return [Models::Payment] `pending` (new) or the original payment (a replay)
+      # @return [Models::Payment] `pending` (new; `requires_approval`, with an `approval`, when `amount`
+      #   is at or above the platform's `payment_approval_threshold`) or the original payment (a replay)
       def create(virtual_account_id:, amount:, rail:, destination:, description: NOT_GIVEN, metadata: NOT_GIVEN,
                  idempotency_key: nil)
         key = idempotency_key || SecureRandom.uuid
@@ -28,7 +29,8 @@ module Treasury
       # `GET /payments`
       #
       # @param virtual_account_id [String]
-      # @param status [String] `pending`, `submitted`, `completed`, `failed` or `canceled`
+      # @param status [String] `requires_approval`, `pending`, `submitted`, `completed`, `failed`,
+      #   `canceled` or `denied`
       # @param rail [String]
       # @param idempotency_key [String] the payment made with this key
       # @param created_after [Time, String] inclusive
@@ -55,12 +57,47 @@ module Treasury
         call(:get, "/payments/#{seg(id)}", model: Models::Payment)
       end
 
-      # Cancels a `pending` payment (409 `payment_not_cancelable` otherwise).
+      # Cancels a `pending` payment, or one in `requires_approval`: its hold is released (409
+      # `payment_not_cancelable` otherwise, e.g. a `submitted` or `denied` one).
       # `POST /payments/{id}/cancel`
       # @param id [String] `pay_...`
       # @return [Models::Payment]
       def cancel(id)
         call(:post, "/payments/#{seg(id)}/cancel", model: Models::Payment, body: empty_body)
+      end
+
+      # Approves a payment in `requires_approval` (one created at or above the platform's
+      # `payment_approval_threshold`): it becomes `pending` and goes to its rail from now on (its
+      # `expected_settlement_at` counts from the approval); `approval.approved_at` and
+      # `approval.approved_by` are set and `payment.approved` is emitted. The client's key must not be
+      # the one that created the payment (`approval.created_by`): an approval takes a second key of the
+      # platform (see {APIKeys#create}). Takes no body.
+      # `POST /payments/{id}/approve`
+      #
+      # @param id [String] `pay_...`
+      # @return [Models::Payment] `pending`
+      # @raise [PermissionDeniedError] `forbidden`: the key created the payment (or is the operator's)
+      # @raise [ConflictError] `invalid_state`: the payment is not `requires_approval` (a retry of an
+      #   approval whose answer was lost gets this too: {#retrieve} tells whether it went through)
+      # @raise [NotFoundError] another platform's or environment's payment, or an unknown one
+      def approve(id)
+        call(:post, "/payments/#{seg(id)}/approve", model: Models::Payment, body: empty_body)
+      end
+
+      # Denies a payment in `requires_approval`: it becomes `denied` (final), its amount + fee held are
+      # released, `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set and
+      # `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to
+      # withdraw a payment).
+      # `POST /payments/{id}/deny`
+      #
+      # @param id [String] `pay_...`
+      # @param reason [String] at most 500 characters, kept as `approval.denial_reason`
+      # @return [Models::Payment] `denied`
+      # @raise [BadRequestError] a `reason` over 500 characters (`param` `reason`)
+      # @raise [ConflictError] `invalid_state`: the payment is not `requires_approval`
+      # @raise [NotFoundError] another platform's or environment's payment, or an unknown one
+      def deny(id, reason: NOT_GIVEN)
+        call(:post, "/payments/#{seg(id)}/deny", model: Models::Payment, body: compact(reason: reason))
       end
     end
   end

@@ -47,7 +47,9 @@ module Treasury
       #
       # @param webhook_retry_policy [Hash, nil] `{max_attempts:, initial_delay_seconds:, max_delay_seconds:}`
       #   (fields given replace theirs); nil restores the default
-      # @param payment_approval_threshold [Integer, nil] cents; nil removes it
+      # @param payment_approval_threshold [Integer, nil] cents; nil removes it. Payments created from then
+      #   on with an `amount` at or above it are `requires_approval` until a second key approves them
+      #   ({Payments#approve}); those created before keep their status
       # @param daily_payment_limit [Integer, nil] cents per virtual account per UTC day; nil removes it
       # @param sandbox [Hash] sandbox keys only: `{auto_settle:, ach_same_day_delay_seconds:, ach_standard_delay_seconds:}`
       # @return [Models::PlatformSettings]
