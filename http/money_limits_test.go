@@ -260,9 +260,9 @@ func TestReportsPastInt64Answer422(t *testing.T) {
 		}
 		if _, err := api.Pool.Exec(context.Background(), `INSERT INTO ledger_entries (seq, id, journal_entry_id, platform_id,
                 environment, ledger_account_id, virtual_account_id, direction, amount, type, status, description,
-                effective_at, created_at, posted_at)
+                source_type, source_id, effective_at, created_at, posted_at)
             VALUES ((SELECT max(seq) + 1 FROM ledger_entries), $1, 'je_legacy', $2, 'sandbox', $3, $4, 'credit',
-                9000000000000000000, 'adjustment', 'posted', 'legacy', now(), now(), now())`,
+                9000000000000000000, 'adjustment', 'posted', 'legacy', 'journal_entry', 'je_legacy', now(), now(), now())`,
 			"le_legacy"+strconv.Itoa(i), platformID, acc, vaID); err != nil {
 			t.Fatal(err)
 		}

@@ -111,8 +111,16 @@ func TestPaymentApprovals(t *testing.T) {
 	requireError(t, api.do("POST", "/v1/payments/"+e["id"].(string)+"/approve", otherKey, nil), http.StatusNotFound, "not_found")
 	requireError(t, api.do("POST", "/v1/payments/"+e["id"].(string)+"/approve", api.enableLive(platformID), nil), http.StatusNotFound, "not_found")
 
-	// Their events, each with the payment as it was then.
+	// Their events, each with the payment as it was then: a held payment's
+	// payment.created already shows it waiting (it never stood without its
+	// approval).
 	api.sync()
+	for _, ev := range vaData(t, vaGet(t, api, key, "/v1/events?type=payment.created&limit=100")) {
+		if obj, _ := ev["data"].(map[string]any)["object"].(map[string]any); obj["id"] == id &&
+			(obj["status"] != "requires_approval" || obj["approval"] == nil) {
+			t.Errorf("payment.created of a held payment: %v", obj)
+		}
+	}
 	for typ, status := range map[string]string{"payment.requires_approval": "requires_approval", "payment.approved": "pending", "payment.denied": "denied"} {
 		events := vaData(t, vaGet(t, api, key, "/v1/events?type="+typ))
 		if len(events) == 0 {

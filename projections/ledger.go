@@ -146,6 +146,7 @@ func insertJournals(b *Batch, added []*journalRow) {
 	var le struct {
 		seq, amount                                                       []int64
 		id, journal, platform, env, account, direction, typ, status, desc []string
+		srcType, srcID                                                    []string
 		va                                                                []*string
 		effective, created                                                []time.Time
 		posted, archived                                                  []*time.Time
@@ -195,6 +196,8 @@ func insertJournals(b *Batch, added []*journalRow) {
 			le.typ = append(le.typ, l.Type)
 			le.status = append(le.status, j.status)
 			le.desc = append(le.desc, e.Description)
+			le.srcType = append(le.srcType, e.Source.Type)
+			le.srcID = append(le.srcID, e.Source.ID)
 			le.va = append(le.va, va)
 			le.effective = append(le.effective, e.EffectiveAt)
 			le.created = append(le.created, e.At)
@@ -233,16 +236,16 @@ func insertJournals(b *Batch, added []*journalRow) {
 				je.srcType[i], je.srcID[i], je.meta[i], je.reverses[i], je.reversedBy[i], je.effective[i], je.created[i]}
 		})
 	b.Insert("ledger_entries", []string{"seq", "amount", "id", "journal_entry_id", "platform_id", "environment",
-		"ledger_account_id", "direction", "type", "status", "description", "virtual_account_id", "effective_at",
-		"created_at", "posted_at", "archived_at"},
-		[]string{"bigint", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "text", "text",
-			"timestamptz", "timestamptz", "timestamptz", "timestamptz"}, len(le.id),
+		"ledger_account_id", "direction", "type", "status", "description", "source_type", "source_id", "virtual_account_id",
+		"effective_at", "created_at", "posted_at", "archived_at"},
+		[]string{"bigint", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "text", "text", "text",
+			"text", "timestamptz", "timestamptz", "timestamptz", "timestamptz"}, len(le.id),
 		[]any{le.seq, le.amount, le.id, le.journal, le.platform, le.env, le.account, le.direction, le.typ, le.status,
-			le.desc, le.va, le.effective, le.created, le.posted, le.archived},
+			le.desc, le.srcType, le.srcID, le.va, le.effective, le.created, le.posted, le.archived},
 		func(i int) []any {
 			return []any{le.seq[i], le.amount[i], le.id[i], le.journal[i], le.platform[i], le.env[i], le.account[i],
-				le.direction[i], le.typ[i], le.status[i], le.desc[i], le.va[i], le.effective[i], le.created[i],
-				le.posted[i], le.archived[i]}
+				le.direction[i], le.typ[i], le.status[i], le.desc[i], le.srcType[i], le.srcID[i], le.va[i], le.effective[i],
+				le.created[i], le.posted[i], le.archived[i]}
 		})
 	b.Insert("account_transactions", []string{"seq", "amount", "id", "platform_id", "environment", "virtual_account_id",
 		"type", "status", "description", "source_type", "source_id", "created_at", "posted_at"},

@@ -136,7 +136,14 @@ func publicEventsOf(streams streamSource, r *eventstore.RecordedEvent) ([]public
 		out = append(out, publicEvent{r.EventID, typ, v})
 	case payment.Created, payment.Submitted, payment.Completed, payment.Failed, payment.Canceled, payment.NotificationOfChange,
 		payment.ApprovalRequired, payment.Approved, payment.Denied:
-		v, err := paymentAt(streams, r)
+		at := *r
+		if c, ok := e.(payment.Created); ok && c.RequiresApproval {
+			// Written with its ApprovalRequired, in one append: the payment
+			// never stood without it, so payment.created shows it held
+			// for approval too.
+			at.StreamVersion++
+		}
+		v, err := paymentAt(streams, &at)
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +181,8 @@ func entryView(e ledger.Recorded, l ledger.Line, status string) queries.LedgerEn
 	v := queries.LedgerEntryView{ID: l.EntryID, Object: "ledger_entry", JournalEntryID: e.JournalEntryID,
 		LedgerAccountID: l.LedgerAccountID, Direction: l.Direction.String(), Amount: l.Amount, Currency: "USD",
 		Type: l.Type, Status: status, Description: e.Description, Environment: e.Environment.String(),
-		EffectiveAt: queries.NewTime(e.EffectiveAt), CreatedAt: queries.NewTime(e.At)}
+		EffectiveAt: queries.NewTime(e.EffectiveAt), CreatedAt: queries.NewTime(e.At),
+		Source: queries.SourceView{Type: e.Source.Type, ID: e.Source.ID}}
 	if l.VirtualAccountID != "" {
 		va := l.VirtualAccountID
 		v.VirtualAccountID = &va

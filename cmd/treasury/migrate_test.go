@@ -255,9 +255,10 @@ func TestPostingAProjectedRowStaysOnItsPage(t *testing.T) {
 	const rows = 2000 // many pages' worth
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO ledger_entries (seq, id, journal_entry_id, platform_id, environment,
-                ledger_account_id, virtual_account_id, direction, amount, type, status, description, effective_at, created_at)
+                ledger_account_id, virtual_account_id, direction, amount, type, status, description, source_type, source_id,
+                effective_at, created_at)
             SELECT g, 'le_' || g, 'je_' || g, 'plt_1', 'sandbox', 'la_1', 'va_' || (g % 50), 'debit', 100, 'payment',
-                'pending', 'a payment to a vendor, held', now(), now() FROM generate_series(1, $1) g`, rows); err != nil {
+                'pending', 'a payment to a vendor, held', 'payment', 'pay_' || g, now(), now() FROM generate_series(1, $1) g`, rows); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE ledger_entries SET status = 'posted', posted_at = now()`); err != nil {

@@ -226,6 +226,9 @@ func Evolve(s State, e domain.Event) State {
 	switch ev := e.(type) {
 	case Created:
 		s = State{Created: ev, Status: StatusPending, UpdatedAt: ev.At}
+		if ev.RequiresApproval {
+			s.Status = StatusRequiresApproval // its ApprovalRequired follows in the same append
+		}
 	case Submitted:
 		s.Status, s.SubmittedAt, s.UpdatedAt = StatusSubmitted, ptr(ev.At), ev.At
 		s.TraceNumber, s.ACHFileID = ev.TraceNumber, ev.ACHFileID

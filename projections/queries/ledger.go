@@ -125,7 +125,9 @@ type LedgerEntryView struct {
 	Environment      string  `json:"environment"`
 	EffectiveAt      Time    `json:"effective_at"`
 	CreatedAt        Time    `json:"created_at"`
-	seq              int64
+	// Source is what made the entry's journal entry (its source).
+	Source SourceView `json:"source"`
+	seq    int64
 }
 
 // EntryFilter narrows ListLedgerEntries. Scope to one account with
@@ -140,13 +142,13 @@ type EntryFilter struct {
 }
 
 const entryColumns = `seq, id, journal_entry_id, ledger_account_id, virtual_account_id, direction, amount, type, status,
-    description, environment, effective_at, created_at`
+    description, environment, effective_at, created_at, source_type, source_id`
 
 func scanEntry(row pgx.Row) (LedgerEntryView, error) {
 	var e LedgerEntryView
 	var eff, created time.Time
 	err := row.Scan(&e.seq, &e.ID, &e.JournalEntryID, &e.LedgerAccountID, &e.VirtualAccountID, &e.Direction, &e.Amount,
-		&e.Type, &e.Status, &e.Description, &e.Environment, &eff, &created)
+		&e.Type, &e.Status, &e.Description, &e.Environment, &eff, &created, &e.Source.Type, &e.Source.ID)
 	e.Object, e.Currency, e.EffectiveAt, e.CreatedAt = "ledger_entry", "USD", NewTime(eff), NewTime(created)
 	return e, err
 }
@@ -309,7 +311,7 @@ func JournalEntryFromLog(ctx context.Context, db eventstore.DB, s Scope, id stri
 				le := LedgerEntryView{ID: l.EntryID, Object: "ledger_entry", JournalEntryID: e.JournalEntryID,
 					LedgerAccountID: l.LedgerAccountID, Direction: l.Direction.String(), Amount: l.Amount, Currency: "USD",
 					Type: l.Type, Status: e.Status, Description: e.Description, Environment: e.Environment.String(),
-					EffectiveAt: NewTime(e.EffectiveAt), CreatedAt: NewTime(e.At)}
+					EffectiveAt: NewTime(e.EffectiveAt), CreatedAt: NewTime(e.At), Source: v.Source}
 				if l.VirtualAccountID != "" {
 					va := l.VirtualAccountID
 					le.VirtualAccountID = &va

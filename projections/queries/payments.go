@@ -30,7 +30,10 @@ type PaymentView struct {
 	IdempotencyKey   string              `json:"idempotency_key"`
 	Description      string              `json:"description"`
 	Metadata         map[string]string   `json:"metadata"`
-	Failure          *rails.Failure      `json:"failure"`
+	// JournalEntryID is the entry that holds and then posts amount + fee
+	// (GET /ledger/journal-entries/:id); its source names the payment.
+	JournalEntryID *string        `json:"journal_entry_id"`
+	Failure        *rails.Failure `json:"failure"`
 	// TraceNumber and ACHFileID: a live ACH payment's, once in a file
 	// (absent otherwise, so that the public events of other payments keep
 	// their bytes).
@@ -58,7 +61,8 @@ type PaymentView struct {
 func NewPaymentView(s payment.State) PaymentView {
 	return PaymentView{ID: s.PaymentID, Object: "payment", VirtualAccountID: s.VirtualAccountID, Amount: s.Amount,
 		Currency: "USD", Rail: s.Rail, Destination: s.Destination, Status: s.Status, Fee: s.Fee,
-		IdempotencyKey: s.IdempotencyKey, Description: s.Description, Metadata: Metadata(s.Metadata), Failure: s.Failure,
+		IdempotencyKey: s.IdempotencyKey, Description: s.Description, Metadata: Metadata(s.Metadata),
+		JournalEntryID: nonEmpty(s.JournalEntryID), Failure: s.Failure,
 		TraceNumber: s.TraceNumber, ACHFileID: s.ACHFileID, NotificationOfChange: NewChangeView(s.Change),
 		Approval: NewApprovalView(s.Approval), CancellationReason: s.CancelReason, ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
 		CompletedAt: NewTimePtr(s.CompletedAt), FailedAt: NewTimePtr(s.FailedAt), CanceledAt: NewTimePtr(s.CanceledAt),
@@ -67,7 +71,8 @@ func NewPaymentView(s payment.State) PaymentView {
 
 const paymentColumns = `id, virtual_account_id, amount, rail, destination, status, fee, idempotency_key, description,
     metadata, failure, expected_settlement_at, submitted_at, completed_at, failed_at, canceled_at, environment, created_at,
-    coalesce(trace_number, ''), coalesce(ach_file_id, ''), notification_of_change, approval, coalesce(cancel_reason, '')`
+    coalesce(trace_number, ''), coalesce(ach_file_id, ''), notification_of_change, approval, coalesce(cancel_reason, ''),
+    nullif(journal_entry_id, '')`
 
 func scanPayment(row pgx.Row) (PaymentView, error) {
 	var p PaymentView
@@ -75,7 +80,8 @@ func scanPayment(row pgx.Row) (PaymentView, error) {
 	var submitted, completed, failed, canceled *time.Time
 	err := row.Scan(&p.ID, &p.VirtualAccountID, &p.Amount, &p.Rail, &p.Destination, &p.Status, &p.Fee,
 		&p.IdempotencyKey, &p.Description, &p.Metadata, &p.Failure, &expected, &submitted, &completed, &failed,
-		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID, &p.NotificationOfChange, &p.Approval, &p.CancellationReason)
+		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID, &p.NotificationOfChange, &p.Approval, &p.CancellationReason,
+		&p.JournalEntryID)
 	p.Object, p.Currency = "payment", "USD"
 	p.ExpectedSettlementAt, p.CreatedAt = NewTime(expected), NewTime(created)
 	p.SubmittedAt, p.CompletedAt, p.FailedAt, p.CanceledAt = NewTimePtr(submitted), NewTimePtr(completed), NewTimePtr(failed), NewTimePtr(canceled)
@@ -221,4 +227,12 @@ func NewApprovalView(a *payment.Approval) *ApprovalView {
 		}
 	}
 	return v
+}
+
+// nonEmpty is s, or nil (JSON null) when it is empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
