@@ -81,7 +81,7 @@ func (s *stub) snapshot() []stubCall {
 
 const paymentJSON = `{"id":"pay_01jh3w5f6g7h8j9k0m1n2p3q4r","object":"payment","virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9m",
 "amount":100,"currency":"USD","rail":"rtp","destination":{"name":"A","account_number":"123456789","routing_number":"021000021"},
-"status":"pending","fee":50,"idempotency_key":"k","description":"","metadata":{},"failure":null,
+"status":"pending","fee":50,"idempotency_key":"k","description":"","metadata":{},"journal_entry_id":"je_01jh3w5f6g7h8j9k0m1n2p3q4s","failure":null,
 "expected_settlement_at":"2026-01-15T09:30:00.000Z","submitted_at":null,"completed_at":null,"failed_at":null,
 "canceled_at":null,"environment":"sandbox","created_at":"2026-01-15T09:30:00.000Z"}`
 
@@ -619,5 +619,59 @@ func TestPaymentApprovalRoutes(t *testing.T) {
 	_, err = c.Payments.Deny(ctx, "pay_x", DenyPaymentRequest{})
 	if !errors.As(err, &apiErr) || apiErr.Kind != KindConflict || apiErr.Code != "invalid_state" {
 		t.Fatalf("a 409: %v", err)
+	}
+}
+
+// ledgerEntryJSON is a ledger entry of a payment's journal entry.
+const ledgerEntryJSON = `{"id":"le_01jh3w5f6g7h8j9k0m1n2p3q4t","object":"ledger_entry","journal_entry_id":"je_01jh3w5f6g7h8j9k0m1n2p3q4s",
+"ledger_account_id":"la_01jh3w5f6g7h8j9k0m1n2p3q4v","virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9m","direction":"debit",
+"amount":100,"currency":"USD","type":"payment","status":"pending","description":"","environment":"sandbox",
+"effective_at":"2026-01-15T09:30:00.000Z","created_at":"2026-01-15T09:30:00.000Z",
+"source":{"type":"payment","id":"pay_01jh3w5f6g7h8j9k0m1n2p3q4r"}}`
+
+// TestLinkFields: a payment's journal_entry_id (a journal entry's id, or
+// null) and a ledger entry's source decode, in a list, in a journal entry's
+// lines and in an event.
+func TestLinkFields(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStub(t,
+		answer{status: 200, body: paymentJSON},
+		answer{status: 200, body: strings.Replace(paymentJSON, `"je_01jh3w5f6g7h8j9k0m1n2p3q4s"`, "null", 1)},
+		answer{status: 200, body: `{"object":"list","data":[` + ledgerEntryJSON + `],"has_more":false,"next_cursor":null}`},
+		answer{status: 200, body: `{"id":"je_01jh3w5f6g7h8j9k0m1n2p3q4s","object":"journal_entry","type":"payment","status":"pending",
+"description":"","metadata":{},"environment":"sandbox","reverses":null,"reversed_by":null,"effective_at":"2026-01-15T09:30:00.000Z",
+"created_at":"2026-01-15T09:30:00.000Z","source":{"type":"payment","id":"pay_01jh3w5f6g7h8j9k0m1n2p3q4r"},"entries":[` + ledgerEntryJSON + `]}`},
+		answer{status: 200, body: `{"id":"evt_01jh3w5f6g7h8j9k0m1n2p3q4t","object":"event","type":"ledger.entry.created",
+"created_at":"2026-01-15T09:30:00.000Z","data":{"object":` + ledgerEntryJSON + `}}`})
+	want := Source{Type: SourceTypePayment, Id: "pay_01jh3w5f6g7h8j9k0m1n2p3q4r"}
+
+	p, err := c.Payments.Retrieve(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r")
+	if err != nil || p.JournalEntryId == nil || *p.JournalEntryId != "je_01jh3w5f6g7h8j9k0m1n2p3q4s" {
+		t.Fatalf("a payment's journal_entry_id: %+v, %v", p, err)
+	}
+	p, err = c.Payments.Retrieve(ctx, "pay_01jh3w5f6g7h8j9k0m1n2p3q4r")
+	if err != nil || p.JournalEntryId != nil {
+		t.Fatalf("a null journal_entry_id: %+v, %v", p, err)
+	}
+	entries, err := Collect(c.Ledger.Entries.List(ctx, nil))
+	if err != nil || len(entries) != 1 || entries[0].Source != want {
+		t.Fatalf("listed ledger entries: %+v, %v", entries, err)
+	}
+	je, err := c.Ledger.JournalEntries.Retrieve(ctx, "je_01jh3w5f6g7h8j9k0m1n2p3q4s")
+	if err != nil || je.Source != want || len(je.Entries) != 1 || je.Entries[0].Source != want {
+		t.Fatalf("a journal entry's lines: %+v, %v", je, err)
+	}
+	ev, err := c.Events.Retrieve(ctx, "evt_01jh3w5f6g7h8j9k0m1n2p3q4t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(ev.Data.Object)
+	var le LedgerEntry
+	if err := json.Unmarshal(raw, &le); err != nil || le.Source != want || le.JournalEntryId != je.Id {
+		t.Fatalf("a ledger.entry.created event's object: %s, %v", raw, err)
+	}
+	if calls := s.snapshot(); len(calls) != 5 || calls[2].path != "/v1/ledger/entries" ||
+		calls[3].path != "/v1/ledger/journal-entries/je_01jh3w5f6g7h8j9k0m1n2p3q4s" {
+		t.Fatalf("requests: %+v", calls)
 	}
 }

@@ -130,6 +130,22 @@ func (r *recorder) snapshot() []attempt {
 	return append([]attempt(nil), r.attempts...)
 }
 
+// answered is the attempts less those a busy server refused for now (429,
+// 503), which the client rightly sends again unchanged: one per answered call.
+func answered(attempts []attempt) []attempt {
+	var out []attempt
+	for _, a := range attempts {
+		if !a.busy() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (a attempt) busy() bool {
+	return a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	// With the whole suite run against a server, every operation of the
@@ -742,8 +758,7 @@ func TestJourney(t *testing.T) {
 			for _, a := range rec.snapshot()[before:] {
 				// A request a busy server refused for now (429, 503) is sent
 				// again unchanged: only the retry counts.
-				busy := a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable
-				if a.method == "GET" && a.path == "/virtual-accounts" && !busy {
+				if a.method == "GET" && a.path == "/virtual-accounts" && !a.busy() {
 					if a.status != http.StatusOK {
 						t.Fatalf("GET /virtual-accounts?%s answered %d", a.query, a.status)
 					}
@@ -1012,7 +1027,7 @@ func TestCreateReplay(t *testing.T) {
 		lost := req
 		lost.EntityRef = unique("lost-answer")
 		va := must(lc.VirtualAccounts.Create(ctx, lost))(t)
-		attempts := rec.snapshot()
+		attempts := answered(rec.snapshot())
 		if len(attempts) != 2 || attempts[0].status != http.StatusCreated || attempts[1].status != http.StatusOK ||
 			attempts[0].idempotencyKey == "" || attempts[1].idempotencyKey != attempts[0].idempotencyKey {
 			t.Fatalf("attempts: %+v", attempts)
@@ -1501,7 +1516,7 @@ func TestBookTransfers(t *testing.T) {
 		lostKey := unique("lost")
 		lost := must(lc.BookTransfers.Create(ctx, treasury.BookTransferRequest{FromVirtualAccountId: from.Id, ToVirtualAccountId: to.Id,
 			Amount: 8_000, Metadata: &treasury.Metadata{"invoice": lostKey}}))(t)
-		attempts := lossyRec.snapshot()
+		attempts := answered(lossyRec.snapshot())
 		if len(attempts) != 2 || attempts[0].status != http.StatusCreated || attempts[1].status != http.StatusOK ||
 			!strings.HasPrefix(attempts[0].idempotencyKey, "idk_") || attempts[1].idempotencyKey != attempts[0].idempotencyKey ||
 			lost.IdempotencyKey != attempts[0].idempotencyKey {
@@ -2121,4 +2136,447 @@ func TestPaymentApprovals(t *testing.T) {
 		must(approver.Payments.Approve(ctx, kept.Id))(t)
 		waitPayment(t, ctx, c, kept.Id, treasury.PaymentStatusCompleted)
 	})
+}
+
+// TestLinks follows the links between what moves money and the ledger (API.md
+// §12), for real: a payment's JournalEntryId, an inbound transfer's and a book
+// transfer's lead to a journal entry whose Source names them and whose lines
+// each carry that Source; a manual entry's, a manual reversal's and a
+// funding's source is the entry itself; a payment keeps its link through
+// completion, cancellation, failure, denial (the entry posted or archived) and
+// a return (a reversal whose source is the payment and which reverses the
+// payment's entry); every ledger entry listed by Ledger.Entries.List, and
+// every ledger.entry.created event and delivery, carries its entry's Source;
+// payment.created shows the link, and a held payment waiting for its approval;
+// a payment's entry is not reversed by hand (409) nor seen by another platform
+// or the live environment (404).
+func TestLinks(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	op := operator(t)
+	plat, c, _ := newPlatform(t, ctx)
+	stranger := func() *treasury.Client { _, sc, _ := newPlatform(t, ctx); return sc }()
+	live := must(op.Platforms.EnableLive(ctx, plat.Id))(t)
+	liveClient, _ := newClient(t, *live.LiveApiKey.Secret)
+
+	// A webhook endpoint of ledger.entry.created and payment.created, there
+	// before any money moves.
+	type delivery struct {
+		body   []byte
+		header http.Header
+	}
+	received := make(chan delivery, 1000)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- delivery{body: body, header: r.Header.Clone()}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	wh := must(c.Webhooks.Create(ctx, treasury.CreateWebhookRequest{
+		Url: receiver.URL + "/links",
+		Events: &[]treasury.CreateWebhookRequestEvents{treasury.CreateWebhookRequestEventsLedgerEntryCreated,
+			treasury.CreateWebhookRequestEventsPaymentCreated},
+	}))(t)
+
+	va := newAccount(t, ctx, c, plat.Id, unique("links"))
+	other := newAccount(t, ctx, c, plat.Id, unique("links-other"))
+	approveKYB(t, ctx, c, va.Id)
+	// Payments wait until a simulation completes or fails them.
+	must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{
+		Sandbox: &treasury.UpdateSettingsRequest_Sandbox{AutoSettle: treasury.Ptr(false)},
+	}))(t)
+
+	// linked: each journal entry met, with the source it and its lines show,
+	// how many lines it has and its status when last read.
+	type link struct {
+		source treasury.Source
+		lines  int
+		status treasury.JournalEntryStatus
+	}
+	linked := map[string]link{}
+	// requireLinked reads a journal entry and checks its source, its status
+	// and each of its lines.
+	requireLinked := func(t *testing.T, jeID string, want treasury.Source, status treasury.JournalEntryStatus) *treasury.JournalEntry {
+		t.Helper()
+		je := must(c.Ledger.JournalEntries.Retrieve(ctx, jeID))(t)
+		if je.Id != jeID || je.Source != want || je.Status != status || len(je.Entries) < 2 {
+			t.Fatalf("journal entry %s: source %+v, status %s, %d lines; want %+v, %s",
+				jeID, je.Source, je.Status, len(je.Entries), want, status)
+		}
+		for _, e := range je.Entries {
+			if e.Source != want || e.JournalEntryId != jeID || string(e.Status) != string(status) {
+				t.Fatalf("a line of journal entry %s (source %+v, %s): %+v", jeID, want, status, e)
+			}
+		}
+		linked[jeID] = link{source: want, lines: len(je.Entries), status: je.Status}
+		return je
+	}
+	requireSameLink := func(t *testing.T, what string, p *treasury.Payment, jeID string) {
+		t.Helper()
+		if p.JournalEntryId == nil || *p.JournalEntryId != jeID {
+			t.Fatalf("%s payment %s: journal_entry_id %v, want %s", what, p.Id, p.JournalEntryId, jeID)
+		}
+	}
+	paymentSource := func(p *treasury.Payment) treasury.Source {
+		return treasury.Source{Type: treasury.SourceTypePayment, Id: p.Id}
+	}
+
+	t.Run("inbound transfer", func(t *testing.T) {
+		it := fund(t, ctx, c, va.Id, 1_000_000)
+		requireLinked(t, it.JournalEntryId, treasury.Source{Type: treasury.SourceTypeInboundTransfer, Id: it.Id},
+			treasury.JournalEntryStatusPosted)
+	})
+
+	var paid *treasury.Payment
+	t.Run("payment", func(t *testing.T) {
+		p := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailRtp, 10_000, goodDestination)
+		if p.Status != treasury.PaymentStatusPending || p.JournalEntryId == nil || !strings.HasPrefix(*p.JournalEntryId, "je_") {
+			t.Fatalf("a new payment: %+v", p)
+		}
+		jeID := *p.JournalEntryId
+		// The entry holds amount + fee on the account until the payment completes.
+		je := requireLinked(t, jeID, paymentSource(p), treasury.JournalEntryStatusPending)
+		held, types := 0, map[treasury.LedgerEntryType]bool{}
+		for _, e := range je.Entries {
+			types[e.Type] = true
+			if e.VirtualAccountId != nil && *e.VirtualAccountId == va.Id {
+				if e.Direction == treasury.LedgerEntryDirectionDebit {
+					held += e.Amount
+				} else {
+					held -= e.Amount
+				}
+			}
+		}
+		if held != p.Amount+p.Fee || !types[treasury.LedgerEntryTypePayment] || !types[treasury.LedgerEntryTypePaymentFee] {
+			t.Fatalf("the payment's journal entry takes %d from the account (want %d + %d), lines of %v",
+				held, p.Amount, p.Fee, types)
+		}
+		requireSameLink(t, "retrieved", must(c.Payments.Retrieve(ctx, p.Id))(t), jeID)
+		done := must(c.Simulations.CompletePayment(ctx, p.Id))(t)
+		if done.Status != treasury.PaymentStatusCompleted {
+			t.Fatalf("completed: %+v", done)
+		}
+		requireSameLink(t, "completed", done, jeID)
+		requireLinked(t, jeID, paymentSource(p), treasury.JournalEntryStatusPosted)
+		found := false
+		for q, err := range c.Payments.List(ctx, &treasury.ListPaymentsParams{VirtualAccountId: &va.Id, Limit: treasury.Ptr(1)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.Id == p.Id {
+				found = true
+				requireSameLink(t, "listed", &q, jeID)
+			}
+		}
+		if !found {
+			t.Fatalf("payment %s not listed", p.Id)
+		}
+
+		// The entry is the payment's: not reversed by hand, and not seen by
+		// another platform or the live environment.
+		_, err := c.Ledger.Entries.Create(ctx, treasury.JournalEntryReversal(treasury.JournalEntryReversalRequest{
+			Reverses: jeID, Description: treasury.Ptr("undo a payment by hand"),
+		}))
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		requireLinked(t, jeID, paymentSource(p), treasury.JournalEntryStatusPosted)
+		for _, o := range []*treasury.Client{stranger, liveClient} {
+			_, err = o.Ledger.JournalEntries.Retrieve(ctx, jeID)
+			requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		}
+		paid = p
+	})
+	if paid == nil {
+		t.FailNow()
+	}
+
+	t.Run("book transfer", func(t *testing.T) {
+		bt := must(c.BookTransfers.Create(ctx, treasury.BookTransferRequest{
+			FromVirtualAccountId: va.Id, ToVirtualAccountId: other.Id, Amount: 5_000,
+		}))(t)
+		requireLinked(t, bt.JournalEntryId, treasury.Source{Type: treasury.SourceTypeBookTransfer, Id: bt.Id},
+			treasury.JournalEntryStatusPosted)
+	})
+
+	t.Run("manual entries and a funding", func(t *testing.T) {
+		self := func(je *treasury.JournalEntry) treasury.Source {
+			return treasury.Source{Type: treasury.SourceTypeJournalEntry, Id: je.Id}
+		}
+		// The answer to each creation already shows the links.
+		requireSelf := func(t *testing.T, je *treasury.JournalEntry) {
+			t.Helper()
+			if je.Source != self(je) || len(je.Entries) < 2 {
+				t.Fatalf("a manual journal entry: %+v", je)
+			}
+			for _, e := range je.Entries {
+				if e.Source != self(je) || e.JournalEntryId != je.Id {
+					t.Fatalf("a line of manual journal entry %s: %+v", je.Id, e)
+				}
+			}
+			requireLinked(t, je.Id, self(je), treasury.JournalEntryStatusPosted)
+		}
+		requireSelf(t, must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryShorthand(treasury.JournalEntryShorthandRequest{
+			Type: treasury.JournalEntryShorthandRequestTypeAdjustment, Description: "goodwill credit",
+			VirtualAccountId: va.Id, Direction: treasury.JournalEntryShorthandRequestDirectionCredit, Amount: 1_500,
+		})))(t))
+		lines := must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryLines(treasury.JournalEntryLinesRequest{
+			Type: treasury.JournalEntryLinesRequestTypeFee, Description: "monthly fee",
+			Lines: []treasury.JournalLine{
+				{VirtualAccountId: &va.Id, Direction: treasury.JournalLineDirectionDebit, Amount: 700},
+				{VirtualAccountId: &other.Id, Direction: treasury.JournalLineDirectionCredit, Amount: 700},
+			},
+		})))(t)
+		requireSelf(t, lines)
+		// A manual reversal is a manual entry: its own source, not the
+		// reversed entry's.
+		reversal := must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryReversal(treasury.JournalEntryReversalRequest{
+			Reverses: lines.Id,
+		})))(t)
+		if reversal.Reverses == nil || *reversal.Reverses != lines.Id {
+			t.Fatalf("reversal: %+v", reversal)
+		}
+		requireSelf(t, reversal)
+		funding := must(op.Platforms.Fund(ctx, plat.Id, treasury.FundPlatformRequest{
+			Amount: 100_000, Environment: treasury.Ptr(treasury.FundPlatformRequestEnvironmentSandbox),
+		}))(t)
+		requireSelf(t, funding)
+	})
+
+	var heldPayment *treasury.Payment
+	t.Run("ended payments keep their link", func(t *testing.T) {
+		// Canceled, and failed before settlement: the hold released, the
+		// entry archived.
+		p := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailAchStandard, 2_000, goodDestination)
+		canceled := must(c.Payments.Cancel(ctx, p.Id))(t)
+		requireSameLink(t, "canceled", canceled, *p.JournalEntryId)
+		requireLinked(t, *p.JournalEntryId, paymentSource(p), treasury.JournalEntryStatusArchived)
+
+		p = pay(t, ctx, c, va.Id, treasury.PaymentRequestRailAchSameDay, 3_000, goodDestination)
+		failed := must(c.Simulations.FailPayment(ctx, p.Id, treasury.SimulatePaymentFailRequest{NetworkCode: "R01"}))(t)
+		if failed.Status != treasury.PaymentStatusFailed {
+			t.Fatalf("failed: %+v", failed)
+		}
+		requireSameLink(t, "failed", failed, *p.JournalEntryId)
+		requireLinked(t, *p.JournalEntryId, paymentSource(p), treasury.JournalEntryStatusArchived)
+
+		// Returned after settlement: the payment's entry stays posted, and a
+		// reversal of its own, the payment's too, gives amount + fee back.
+		p = pay(t, ctx, c, va.Id, treasury.PaymentRequestRailAchSameDay, 4_000, goodDestination)
+		must(c.Simulations.CompletePayment(ctx, p.Id))(t)
+		returned := must(c.Simulations.FailPayment(ctx, p.Id, treasury.SimulatePaymentFailRequest{NetworkCode: "R01"}))(t)
+		if returned.Status != treasury.PaymentStatusFailed || returned.CompletedAt == nil {
+			t.Fatalf("returned: %+v", returned)
+		}
+		requireSameLink(t, "returned", returned, *p.JournalEntryId)
+		orig := requireLinked(t, *p.JournalEntryId, paymentSource(p), treasury.JournalEntryStatusPosted)
+		if orig.ReversedBy == nil {
+			t.Fatalf("the returned payment's journal entry names no reversal: %+v", orig)
+		}
+		rev := requireLinked(t, *orig.ReversedBy, paymentSource(p), treasury.JournalEntryStatusPosted)
+		if rev.Type != treasury.JournalEntryTypePaymentReversal || rev.Reverses == nil || *rev.Reverses != *p.JournalEntryId {
+			t.Fatalf("the return's journal entry: %+v", rev)
+		}
+		back := 0
+		for _, e := range rev.Entries {
+			if e.VirtualAccountId != nil && *e.VirtualAccountId == va.Id && e.Direction == treasury.LedgerEntryDirectionCredit {
+				back += e.Amount
+			}
+		}
+		if back != p.Amount+p.Fee {
+			t.Fatalf("the return gives %d back, want %d + %d", back, p.Amount, p.Fee)
+		}
+
+		// Held for an approval, then denied.
+		clearThreshold := func() (*api.UpdateSettingsResponse, error) {
+			return c.Raw().UpdateSettingsWithBodyWithResponse(context.Background(), &api.UpdateSettingsParams{},
+				"application/json", strings.NewReader(`{"payment_approval_threshold":null}`))
+		}
+		t.Cleanup(func() { _, _ = clearThreshold() })
+		must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{PaymentApprovalThreshold: treasury.Ptr(50_000)}))(t)
+		p = pay(t, ctx, c, va.Id, treasury.PaymentRequestRailRtp, 50_000, goodDestination)
+		if p.Status != treasury.PaymentStatusRequiresApproval || p.JournalEntryId == nil {
+			t.Fatalf("a payment at the threshold: %+v", p)
+		}
+		heldPayment = p
+		requireLinked(t, *p.JournalEntryId, paymentSource(p), treasury.JournalEntryStatusPending)
+		denied := must(c.Payments.Deny(ctx, p.Id, treasury.DenyPaymentRequest{}))(t)
+		if denied.Status != treasury.PaymentStatusDenied {
+			t.Fatalf("denied: %+v", denied)
+		}
+		requireSameLink(t, "denied", denied, *p.JournalEntryId)
+		requireLinked(t, *p.JournalEntryId, paymentSource(p), treasury.JournalEntryStatusArchived)
+		if r, err := clearThreshold(); err != nil || r.StatusCode() != http.StatusOK {
+			t.Fatalf("clearing the threshold: %v %+v", err, r)
+		}
+	})
+	if heldPayment == nil {
+		t.FailNow()
+	}
+
+	// sourceOK: a source's id is of its type.
+	sourceOK := func(s treasury.Source, jeID string) bool {
+		prefix := map[treasury.SourceType]string{
+			treasury.SourceTypePayment: "pay_", treasury.SourceTypeInboundTransfer: "itx_",
+			treasury.SourceTypeBookTransfer: "bt_", treasury.SourceTypeJournalEntry: "je_",
+		}[s.Type]
+		return prefix != "" && strings.HasPrefix(s.Id, prefix) && (s.Type != treasury.SourceTypeJournalEntry || s.Id == jeID)
+	}
+
+	t.Run("ledger entries listed", func(t *testing.T) {
+		// The list is a projection: every line of every entry met appears
+		// shortly, each with its entry's source.
+		count := map[string]int{}
+		eventually(t, 10*time.Second, "the journal entries' lines listed", func() (bool, error) {
+			clear(count)
+			for e, err := range c.Ledger.Entries.List(ctx, &treasury.ListLedgerEntriesParams{Limit: treasury.Ptr(20)}) {
+				if err != nil {
+					return false, err
+				}
+				if !sourceOK(e.Source, e.JournalEntryId) {
+					return false, fmt.Errorf("ledger entry %s of %s: source %+v", e.Id, e.JournalEntryId, e.Source)
+				}
+				if l, ok := linked[e.JournalEntryId]; ok {
+					if e.Source != l.source {
+						return false, fmt.Errorf("ledger entry %s of %s: source %+v, its journal entry's %+v",
+							e.Id, e.JournalEntryId, e.Source, l.source)
+					}
+					count[e.JournalEntryId]++
+				}
+			}
+			for id, l := range linked {
+				if count[id] != l.lines {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		// Scoped to an account, and filtered by type.
+		for e, err := range c.Ledger.Entries.List(ctx, &treasury.ListLedgerEntriesParams{VirtualAccountId: &other.Id}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l, ok := linked[e.JournalEntryId]; !ok || e.Source != l.source {
+				t.Fatalf("a ledger entry of %s: %+v", other.Id, e)
+			}
+		}
+		reversals := must(treasury.Collect(c.Ledger.Entries.List(ctx, &treasury.ListLedgerEntriesParams{
+			Type: treasury.Ptr(treasury.ListLedgerEntriesParamsTypePaymentReversal),
+		})))(t)
+		if len(reversals) == 0 {
+			t.Fatal("no payment_reversal ledger entries")
+		}
+		for _, e := range reversals {
+			if e.Source.Type != treasury.SourceTypePayment || !strings.HasPrefix(e.Source.Id, "pay_") {
+				t.Fatalf("a payment_reversal ledger entry: %+v", e)
+			}
+		}
+	})
+
+	t.Run("events and webhook", func(t *testing.T) {
+		// payment.created shows the link, and a held payment already
+		// waiting, with its approval.
+		var created []treasury.Payment
+		eventually(t, 10*time.Second, "payment.created events", func() (bool, error) {
+			created = nil
+			for e, err := range c.Events.List(ctx, &treasury.ListEventsParams{Type: treasury.Ptr(treasury.ListEventsParamsTypePaymentCreated)}) {
+				if err != nil {
+					return false, err
+				}
+				created = append(created, objectAs[treasury.Payment](t, e.Data.Object))
+			}
+			return len(created) >= 5, nil // the payment, then canceled, failed, returned and held ones
+		})
+		byID := map[string]treasury.Payment{}
+		for _, p := range created {
+			if p.JournalEntryId == nil || linked[*p.JournalEntryId].source != (treasury.Source{Type: treasury.SourceTypePayment, Id: p.Id}) {
+				t.Fatalf("payment.created of %s: journal_entry_id %v", p.Id, p.JournalEntryId)
+			}
+			byID[p.Id] = p
+		}
+		if p := byID[paid.Id]; p.Status != treasury.PaymentStatusPending || p.Approval != nil {
+			t.Fatalf("payment.created of %s: %+v", paid.Id, p)
+		}
+		if p := byID[heldPayment.Id]; p.Status != treasury.PaymentStatusRequiresApproval || p.Approval == nil ||
+			p.Approval.CreatedBy == "" || p.Approval.ApprovedAt != nil || p.Approval.DeniedAt != nil {
+			t.Fatalf("payment.created of the held payment %s: %+v, approval %+v", heldPayment.Id, p, p.Approval)
+		}
+
+		// Every ledger.entry.created carries its entry's source: one for
+		// each line of a posted entry (a pending one's when it posts), none
+		// for an entry archived without posting.
+		seen := map[string]int{}
+		eventually(t, 10*time.Second, "ledger.entry.created events", func() (bool, error) {
+			clear(seen)
+			for e, err := range c.Events.List(ctx, &treasury.ListEventsParams{
+				Type: treasury.Ptr(treasury.ListEventsParamsTypeLedgerEntryCreated), Limit: treasury.Ptr(100),
+			}) {
+				if err != nil {
+					return false, err
+				}
+				le := objectAs[treasury.LedgerEntry](t, e.Data.Object)
+				if !sourceOK(le.Source, le.JournalEntryId) || le.Status != treasury.LedgerEntryStatusPosted {
+					return false, fmt.Errorf("ledger.entry.created %s: %+v", e.Id, le)
+				}
+				if l, ok := linked[le.JournalEntryId]; ok {
+					if le.Source != l.source {
+						return false, fmt.Errorf("ledger.entry.created of %s: source %+v, want %+v", le.JournalEntryId, le.Source, l.source)
+					}
+					seen[le.JournalEntryId]++
+				}
+			}
+			for id, l := range linked {
+				if want := map[bool]int{true: l.lines}[l.status == treasury.JournalEntryStatusPosted]; seen[id] != want {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+
+		// The deliveries, verified: the payment's payment.created and a
+		// ledger.entry.created of its journal entry, with their links.
+		jeID := *paid.JournalEntryId
+		missing := map[string]bool{"payment.created": true, "ledger.entry.created": true}
+		timeout := time.After(20 * time.Second)
+		for len(missing) > 0 {
+			select {
+			case d := <-received:
+				ev, err := webhooks.Verify(d.body, d.header, *wh.Secret)
+				if err != nil {
+					t.Fatalf("verify a delivery: %v", err)
+				}
+				switch ev.Type {
+				case treasury.EventTypePaymentCreated:
+					if p := objectAs[treasury.Payment](t, ev.Data.Object); p.Id == paid.Id {
+						requireSameLink(t, "delivered", &p, jeID)
+						delete(missing, "payment.created")
+					}
+				case treasury.EventTypeLedgerEntryCreated:
+					le := objectAs[treasury.LedgerEntry](t, ev.Data.Object)
+					if le.JournalEntryId == jeID {
+						if le.Source != paymentSource(paid) {
+							t.Fatalf("a delivered ledger.entry.created of %s: %+v", jeID, le)
+						}
+						delete(missing, "ledger.entry.created")
+					}
+				default:
+					t.Fatalf("an endpoint of ledger.entry.created and payment.created received %s", ev.Type)
+				}
+			case <-timeout:
+				t.Fatalf("deliveries not received: %v", missing)
+			}
+		}
+	})
+}
+
+// objectAs decodes an event's data.object into its model.
+func objectAs[T any](t *testing.T, object map[string]any) T {
+	t.Helper()
+	var v T
+	raw, err := json.Marshal(object)
+	if err == nil {
+		err = json.Unmarshal(raw, &v)
+	}
+	if err != nil {
+		t.Fatalf("decode %T from %v: %v", v, object, err)
+	}
+	return v
 }

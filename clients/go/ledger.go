@@ -56,7 +56,9 @@ func (s *LedgerAccountsService) List(ctx context.Context, params *ListLedgerAcco
 // LedgerEntriesService is ledger entries and manual journal entries.
 type LedgerEntriesService struct{ c *Client }
 
-// List walks every ledger entry (GET /ledger/entries).
+// List walks every ledger entry (GET /ledger/entries). Each entry's Source
+// is its journal entry's: the payment, inbound transfer or book transfer that
+// made it, or the journal entry itself for a manual entry or a funding.
 func (s *LedgerEntriesService) List(ctx context.Context, params *ListLedgerEntriesParams, opts ...RequestOption) iter.Seq2[LedgerEntry, error] {
 	p := valueOf(params)
 	return paginate(p.Cursor, func(cursor *string) ([]LedgerEntry, bool, *string, error) {
@@ -92,9 +94,12 @@ func (s *LedgerEntriesService) Create(ctx context.Context, body JournalEntryRequ
 type LedgerJournalEntriesService struct{ c *Client }
 
 // Retrieve returns a journal entry with its lines and its Source: the
-// payment, the inbound transfer, or, for a manual entry or a funding, the
-// journal entry itself (GET /ledger/journal-entries/{id}). Another platform's
-// or environment's id, or an unknown one, is a NotFoundError.
+// payment, the inbound transfer, the book transfer, or, for a manual entry
+// (a manual reversal included) or a funding, the journal entry itself (GET
+// /ledger/journal-entries/{id}); each line carries the same Source. The ids
+// to follow here are a payment's, inbound transfer's, book transfer's or
+// ledger entry's JournalEntryId. Another platform's or environment's id, or
+// an unknown one, is a NotFoundError.
 func (s *LedgerJournalEntriesService) Retrieve(ctx context.Context, id string, opts ...RequestOption) (*JournalEntry, error) {
 	ctx, _, ed := prepare(ctx, opts)
 	r, err := s.c.raw.GetJournalEntryWithResponse(ctx, id, &api.GetJournalEntryParams{}, ed)

@@ -22,6 +22,14 @@ type PaymentsService struct{ c *Client }
 // until another key approves it (Approve), or until it is denied (Deny) or
 // canceled (Cancel); unapproved 7 days after its creation it is canceled with
 // CancellationReason approval_expired.
+//
+// The payment's JournalEntryId names the journal entry that holds amount + fee
+// and posts them when it completes (archived if it is canceled, denied or
+// fails first): Ledger.JournalEntries.Retrieve returns it, with Source
+// {payment, the payment's id} on the entry and on each of its lines. A return
+// after settlement is a payment_reversal journal entry of its own, with the
+// same Source, named by the first one's ReversedBy; JournalEntryId does not
+// change.
 func (s *PaymentsService) Create(ctx context.Context, body PaymentRequest, opts ...RequestOption) (*Payment, error) {
 	ctx, rc, ed := prepare(ctx, opts)
 	switch {
@@ -40,7 +48,8 @@ func (s *PaymentsService) Create(ctx context.Context, body PaymentRequest, opts 
 	return result(r.HTTPResponse, r.Body, r.JSON201, r.JSON200)
 }
 
-// Retrieve returns a payment (GET /payments/{id}): the polling path.
+// Retrieve returns a payment (GET /payments/{id}): the polling path. Its
+// JournalEntryId leads to its money in the ledger (see Create).
 func (s *PaymentsService) Retrieve(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
 	ctx, _, ed := prepare(ctx, opts)
 	r, err := s.c.raw.GetPaymentWithResponse(ctx, id, &api.GetPaymentParams{}, ed)

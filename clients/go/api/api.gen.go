@@ -3748,7 +3748,7 @@ type DeletedWebhookEndpointObject string
 
 // DenyPaymentRequest defines model for DenyPaymentRequest.
 type DenyPaymentRequest struct {
-	// Reason Why, kept on the payment as `approval.denial_reason`.
+	// Reason Why, kept on the payment as `approval.denial_reason` (an empty reason is kept as null).
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -4493,6 +4493,9 @@ type LedgerEntry struct {
 	LedgerAccountId string            `json:"ledger_account_id"`
 	Object          LedgerEntryObject `json:"object"`
 
+	// Source What made the entry's journal entry: its `source` (a payment, an inbound transfer, a book transfer, or the journal entry itself for a manual entry or a funding).
+	Source Source `json:"source"`
+
 	// Status `pending` until its journal entry posts; `archived` if it is released without posting. Posted entries never change: corrections reverse them.
 	Status LedgerEntryStatus `json:"status"`
 	Type   LedgerEntryType   `json:"type"`
@@ -4554,7 +4557,7 @@ type Originator struct {
 
 // Payment A payment out of a virtual account over a rail. Current the moment a command returns (not an asynchronous projection). `approval` is present only on payments that needed one (created at or above the platform's `payment_approval_threshold`); `cancellation_reason` only on payments canceled by expiry.
 //
-// Examples: {"amount":125000,"canceled_at":null,"completed_at":null,"created_at":"2026-01-15T16:02:11.412Z","currency":"USD","description":"Invoice 1042","destination":{"account_number":"123456789","name":"Initech LLC","routing_number":"021000021"},"environment":"live","expected_settlement_at":"2026-01-15T19:45:00.000Z","failed_at":null,"failure":null,"fee":100,"id":"pay_01jh3w5f6g7h8j9k0m1n2p3q4r","idempotency_key":"payout-2026-01-15-0042","metadata":{"invoice":"1042"},"object":"payment","rail":"ach_same_day","status":"pending","submitted_at":null,"virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9m"}
+// Examples: {"amount":125000,"canceled_at":null,"completed_at":null,"created_at":"2026-01-15T16:02:11.412Z","currency":"USD","description":"Invoice 1042","destination":{"account_number":"123456789","name":"Initech LLC","routing_number":"021000021"},"environment":"live","expected_settlement_at":"2026-01-15T19:45:00.000Z","failed_at":null,"failure":null,"fee":100,"id":"pay_01jh3w5f6g7h8j9k0m1n2p3q4r","idempotency_key":"payout-2026-01-15-0042","journal_entry_id":"je_01jh3v9a2b3c4d5e6f7g8h9j0k","metadata":{"invoice":"1042"},"object":"payment","rail":"ach_same_day","status":"pending","submitted_at":null,"virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9m"}
 type Payment struct {
 	// AchFileId Live ACH only, with `trace_number`: the outbound file the payment went out in. Absent on every other payment.
 	//
@@ -4564,7 +4567,7 @@ type Payment struct {
 	// Amount Cents sent to the destination, within the rail's limit.
 	Amount int `json:"amount"`
 
-	// Approval Where a payment that needed an approval stands (present only on payments created at or above the platform's `payment_approval_threshold`).
+	// Approval Present only on a payment created at or above the platform's approval threshold: who created it, until when it may be approved, and the decision.
 	Approval *PaymentApproval `json:"approval,omitempty"`
 
 	// CanceledAt When it was canceled; null unless `canceled`.
@@ -4618,6 +4621,11 @@ type Payment struct {
 
 	// IdempotencyKey The key the payment was created with (body field or header).
 	IdempotencyKey string `json:"idempotency_key"`
+
+	// JournalEntryId The journal entry that holds amount + fee and posts them at completion (`GET /ledger/journal-entries/{id}`; its `source` is this payment). A reversal after a return is a journal entry of its own, whose `reverses` names this one.
+	//
+	// Examples: je_01jh3v9a2b3c4d5e6f7g8h9j0k
+	JournalEntryId *string `json:"journal_entry_id"`
 
 	// Metadata Free-form string pairs for the client's own use: at most 50 keys, each 1 to 40 characters; values at most 500 characters.
 	//
@@ -7066,7 +7074,7 @@ type ClientInterface interface {
 
 	// ApprovePaymentWithBody Approve a payment
 	//
-	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body. Not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7075,7 +7083,7 @@ type ClientInterface interface {
 
 	// ApprovePayment Approve a payment
 	//
-	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body. Not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7102,7 +7110,7 @@ type ClientInterface interface {
 
 	// DenyPaymentWithBody Deny a payment
 	//
-	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. An empty `reason` is the same as none (`denial_reason` null). Approve and deny are not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7111,7 +7119,7 @@ type ClientInterface interface {
 
 	// DenyPayment Deny a payment
 	//
-	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. An empty `reason` is the same as none (`denial_reason` null). Approve and deny are not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -8298,7 +8306,7 @@ func (c *Client) GetPayment(ctx context.Context, id PaymentId, params *GetPaymen
 
 // ApprovePaymentWithBody Approve a payment
 //
-// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body. Not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8317,7 +8325,7 @@ func (c *Client) ApprovePaymentWithBody(ctx context.Context, id PaymentId, param
 
 // ApprovePayment Approve a payment
 //
-// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body. Not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8374,7 +8382,7 @@ func (c *Client) CancelPayment(ctx context.Context, id PaymentId, params *Cancel
 
 // DenyPaymentWithBody Deny a payment
 //
-// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. An empty `reason` is the same as none (`denial_reason` null). Approve and deny are not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8393,7 +8401,7 @@ func (c *Client) DenyPaymentWithBody(ctx context.Context, id PaymentId, params *
 
 // DenyPayment Deny a payment
 //
-// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. An empty `reason` is the same as none (`denial_reason` null). Approve and deny are not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -14031,7 +14039,7 @@ type ClientWithResponsesInterface interface {
 
 	// ApprovePaymentWithBodyWithResponse Approve a payment
 	//
-	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body. Not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14040,7 +14048,7 @@ type ClientWithResponsesInterface interface {
 
 	// ApprovePaymentWithResponse Approve a payment
 	//
-	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+	// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body. Not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14067,7 +14075,7 @@ type ClientWithResponsesInterface interface {
 
 	// DenyPaymentWithBodyWithResponse Deny a payment
 	//
-	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. An empty `reason` is the same as none (`denial_reason` null). Approve and deny are not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14076,7 +14084,7 @@ type ClientWithResponsesInterface interface {
 
 	// DenyPaymentWithResponse Deny a payment
 	//
-	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+	// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. An empty `reason` is the same as none (`denial_reason` null). Approve and deny are not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17694,7 +17702,7 @@ func (c *ClientWithResponses) GetPaymentWithResponse(ctx context.Context, id Pay
 
 // ApprovePaymentWithBodyWithResponse Approve a payment
 //
-// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body. Not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17709,7 +17717,7 @@ func (c *ClientWithResponses) ApprovePaymentWithBodyWithResponse(ctx context.Con
 
 // ApprovePaymentWithResponse Approve a payment
 //
-// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body.
+// Approves a payment in `requires_approval` (API.md §12): it becomes `pending` and goes to its rail like any payment from now on (its `expected_settlement_at` counts from now); `approval.approved_at` and `approval.approved_by` are set, and `payment.approved` is emitted. The key must not be the one that created the payment (`approval.created_by`): 403 `forbidden` — an approval takes a second key (`POST /platform/api-keys`). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. Takes no body. Not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17754,7 +17762,7 @@ func (c *ClientWithResponses) CancelPaymentWithResponse(ctx context.Context, id 
 
 // DenyPaymentWithBodyWithResponse Deny a payment
 //
-// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. An empty `reason` is the same as none (`denial_reason` null). Approve and deny are not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17769,7 +17777,7 @@ func (c *ClientWithResponses) DenyPaymentWithBodyWithResponse(ctx context.Contex
 
 // DenyPaymentWithResponse Deny a payment
 //
-// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404.
+// Denies a payment in `requires_approval`: it becomes `denied` (final), its held amount + fee are released (the journal entry is archived, the transactions become `void`), `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set, and `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to withdraw a payment). A payment in any other status is 409 `invalid_state`; another platform's or environment's is 404. An empty `reason` is the same as none (`denial_reason` null). Approve and deny are not idempotent: a retry after a first attempt that went through gets 409 `invalid_state` (read the payment to see where it stands).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

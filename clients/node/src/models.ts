@@ -434,6 +434,8 @@ export interface LedgerEntry {
   effective_at: string;
   /** When it was recorded. */
   created_at: string;
+  /** What made the entry's journal entry: its `source` (a payment, an inbound transfer, a book transfer, or the journal entry itself for a manual entry or a funding). */
+  source: Source;
 }
 
 /** A page of ledger entries, newest first (in ledger order). */
@@ -678,6 +680,8 @@ export interface Payment {
   /** The request's description; "" when none was given (the ledger entries then say `Payment to <destination name>`). */
   description: string;
   metadata: Metadata;
+  /** The journal entry that holds amount + fee and posts them at completion (`GET /ledger/journal-entries/{id}`; its `source` is this payment). A reversal after a return is a journal entry of its own, whose `reverses` names this one. */
+  journal_entry_id: string | null;
   /** Why it failed; null unless `status` is `failed`. */
   failure: PaymentFailure | null;
   /** Live ACH only, present once the payment is in a NACHA file (`submitted`): its trace number, the first 8 digits of the sponsor bank's routing number and a 7-digit sequence unique for the file's day. Returns and notifications of change name the payment by it. Absent on every other payment. */
@@ -686,6 +690,7 @@ export interface Payment {
   ach_file_id?: string;
   /** Live ACH only: the latest notification of change the receiving bank sent (NACHA addenda 98). The payment went through; the bank says what to use for the next one. Absent unless one came (`payment.notification_of_change` is emitted when it does). */
   notification_of_change?: PaymentNotificationOfChange;
+  /** Present only on a payment created at or above the platform's approval threshold: who created it, until when it may be approved, and the decision. */
   approval?: PaymentApproval;
   /** Present on a `canceled` payment that the platform did not cancel: `approval_expired` (unapproved for 7 days). Absent otherwise. */
   cancellation_reason?: "approval_expired";
@@ -1207,7 +1212,7 @@ export interface PaymentApproval {
 }
 
 export interface DenyPaymentRequest {
-  /** Why, kept on the payment as `approval.denial_reason`. */
+  /** Why, kept on the payment as `approval.denial_reason` (an empty reason is kept as null). */
   reason?: string;
 }
 

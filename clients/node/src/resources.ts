@@ -447,7 +447,8 @@ export class LedgerEntries extends APIResource {
 export class LedgerJournalEntries extends APIResource {
   /**
    * One journal entry with its lines (`entries`) and its `source` (`GET /ledger/journal-entries/{id}`):
-   * follows a payment's, inbound transfer's or ledger entry's `journal_entry_id` to the money it moved.
+   * follows a payment's, inbound transfer's, book transfer's or ledger entry's `journal_entry_id` to the money it moved
+   * (each of its lines names the same `source`).
    * Another platform's or environment's id, or an unknown one: {@link NotFoundError}.
    */
   retrieve(id: string, options?: RequestOptions): Promise<WithResponse<M.JournalEntry>> {

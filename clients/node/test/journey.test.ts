@@ -28,6 +28,8 @@ import Treasury, {
   type JournalEntry,
   type BookTransfer,
   type WithResponse,
+  type LedgerEntry,
+  type Source,
 } from '../src/index.js';
 import { ROUTES, matchRoute, poll, sleep } from './helpers.js';
 
@@ -43,14 +45,21 @@ if (!BASE_URL || !OPERATOR_KEY) {
 const RUN = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
 const basePath = new URL(BASE_URL).pathname.replace(/\/+$/, '');
 
-// Every request of every client goes through this fetch, which notes the route it hit.
+// Every request of every client goes through this fetch, which notes the route it hit and the
+// status it got (for the checks that a refusal is not retried).
 const hits = new Set<string>();
-const recordingFetch: Fetch = (input, init) => {
+const statuses: number[] = [];
+const recordingFetch: Fetch = async (input, init) => {
   const url = new URL(String(input));
   const route = matchRoute(init?.method ?? 'GET', url.pathname.slice(basePath.length));
   if (route) hits.add(route);
-  return fetch(input, init);
+  const res = await fetch(input, init);
+  statuses.push(res.status);
+  return res;
 };
+// The statuses answered since `mark`, less the attempts a busy server refused for now (429, 503),
+// which the client rightly retries unchanged: one per call that was answered.
+const answeredSince = (mark: number) => statuses.slice(mark).filter((s) => s !== 429 && s !== 503);
 const newClient = (apiKey: string, extra: { maxRetries?: number } = {}) =>
   new Treasury({ apiKey, baseURL: BASE_URL, fetch: recordingFetch, ...extra });
 
@@ -173,6 +182,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
   let beforeFunding: string;
   let seedTransfer: InboundTransfer; // the RTP inbound transfer that funds va1
   let manualEntry: JournalEntry; // the ledger test's shorthand fee entry
+  let funding: JournalEntry; // the operator's funding of the platform's sandbox
   const completed: Payment[] = [];
 
   test('the operator registers, lists, configures, approves, opens live and funds a platform', async () => {
@@ -223,10 +233,13 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.match(live.live_api_key.secret, /^sk_live_/);
     liveKey = live.live_api_key.secret;
 
-    const funding = await op.platforms.fund(platformId, { amount: 1_000_000, environment: 'sandbox', description: `run ${RUN}` });
+    funding = await op.platforms.fund(platformId, { amount: 1_000_000, environment: 'sandbox', description: `run ${RUN}` });
     assert.equal(funding.object, 'journal_entry');
     assert.equal(funding.type, 'funding');
     assert.equal(funding.entries.length, 2);
+    // A funding is its own source, and so is each of its lines.
+    assert.deepEqual(funding.source, { type: 'journal_entry', id: funding.id });
+    assert.deepEqual(funding.entries.map((e) => e.source), [funding.source, funding.source]);
 
     sb = newClient(sandboxKey);
   });
@@ -485,6 +498,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.equal(replay.lastResponse.status, 200);
     assert.equal(replay.lastResponse.idempotentReplayed, true);
     assert.equal(replay.id, first.id);
+    const mark = statuses.length;
     const conflict = await expectError(
       sb.payments.create({ ...body, amount: 778 }, { idempotencyKey: key }),
       ConflictError,
@@ -492,7 +506,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     );
     assert.equal(conflict.status, 409);
     assert.equal(conflict.resourceId, first.id);
-    assert.equal(conflict.attempts, 1, 'idempotency_conflict is not retried');
+    assert.deepEqual(answeredSince(mark), [409], 'idempotency_conflict is not retried');
     const found = await sb.payments.list({ idempotency_key: key }).toArray();
     assert.deepEqual(found.map((p) => p.id), [first.id]);
   });
@@ -621,6 +635,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.equal(fee.entries.length, 2);
     assert.equal(fee.lastResponse.status, 201);
     assert.deepEqual(fee.source, { type: 'journal_entry', id: fee.id }, 'the POST answer carries the source too');
+    assert.deepEqual(fee.entries.map((e) => e.source), [fee.source, fee.source], 'and so does each of its lines');
     manualEntry = fee;
 
     const lines = await sb.ledger.entries.create({
@@ -632,9 +647,16 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       ],
     });
     assert.equal(lines.entries.length, 2);
+    assert.deepEqual(lines.entries.map((e) => e.source), [
+      { type: 'journal_entry', id: lines.id },
+      { type: 'journal_entry', id: lines.id },
+    ]);
 
+    // A reversal is a manual entry of its own: its source is itself, not the entry it reverses.
     const reversal = await sb.ledger.entries.create({ reverses: fee.id });
     assert.equal(reversal.reverses, fee.id);
+    assert.deepEqual(reversal.source, { type: 'journal_entry', id: reversal.id });
+    assert.ok(reversal.entries.every((e) => e.source.type === 'journal_entry' && e.source.id === reversal.id));
 
     const unbalanced = await expectError(
       sb.ledger.entries.create({
@@ -696,6 +718,178 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       NotFoundError,
     );
     assert.equal(missing.status, 404);
+  });
+
+  test('links: a payment, a transfer or a manual entry leads to its journal entry, and every ledger entry names its source', async () => {
+    const JE = /^je_[0-9a-hjkmnp-tv-z]{26}$/;
+    /** GET /ledger/journal-entries/{id}: checks that the entry and each of its lines name `source`. */
+    const entryOf = async (id: string | null, source: Source, status: JournalEntry['status']) => {
+      assert.match(id ?? 'null', JE);
+      const je = await sb.ledger.journalEntries.retrieve(id!);
+      assert.equal(je.id, id);
+      assert.deepEqual(je.source, source, `${id}: the journal entry's source`);
+      assert.equal(je.status, status, `${id}: status`);
+      assert.ok(je.entries.length >= 2);
+      for (const e of je.entries) {
+        assert.equal(e.journal_entry_id, je.id);
+        assert.deepEqual(e.source, source, `${e.id}: a line's source`);
+        assert.equal(e.status, status, `${e.id}: a line's status`);
+      }
+      const total = (d: 'debit' | 'credit') => je.entries.filter((e) => e.direction === d).reduce((n, e) => n + e.amount, 0);
+      assert.equal(total('debit'), total('credit'), `${id} is balanced`);
+      return je;
+    };
+    /** A payment's lines on its own account: amount and fee, each a debit. */
+    const accountLines = (je: JournalEntry, p: Payment) =>
+      je.entries.filter((e) => e.virtual_account_id === p.virtual_account_id).map((e) => [e.type, e.direction, e.amount]).sort();
+    const payLines = (p: Payment) => [['payment', 'debit', p.amount], ['payment_fee', 'debit', p.fee]].sort();
+
+    // The payments completed earlier: each names a posted entry holding amount + fee, its source the payment.
+    const linked = new Map<string, JournalEntry>(); // journal entry id → the entry, for the ledger list below
+    for (const p of completed) {
+      const je = await entryOf(p.journal_entry_id, { type: 'payment', id: p.id }, 'posted');
+      assert.equal(je.type, 'payment');
+      assert.deepEqual(accountLines(je, p), payLines(p), p.rail);
+      linked.set(je.id, je);
+    }
+    assert.equal(new Set(completed.map((p) => p.journal_entry_id)).size, completed.length, 'one journal entry per payment');
+
+    // The inbound transfer, the funding and the manual entry of the earlier tests.
+    linked.set(seedTransfer.journal_entry_id, await entryOf(seedTransfer.journal_entry_id, { type: 'inbound_transfer', id: seedTransfer.id }, 'posted'));
+    const funded = await entryOf(funding.id, { type: 'journal_entry', id: funding.id }, 'posted');
+    assert.equal(funded.type, 'funding');
+    linked.set(funded.id, funded);
+    linked.set(manualEntry.id, await entryOf(manualEntry.id, { type: 'journal_entry', id: manualEntry.id }, 'posted'));
+
+    // A book transfer to an account of its own (which needs no KYB to receive).
+    const receiver = await sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-links-${RUN}`, type: 'checking' });
+    const bt = await sb.bookTransfers.create({ from_virtual_account_id: va1.id, to_virtual_account_id: receiver.id, amount: 1_500, description: `links ${RUN}` });
+    const btEntry = await entryOf(bt.journal_entry_id, { type: 'book_transfer', id: bt.id }, 'posted');
+    assert.deepEqual(
+      btEntry.entries.map((e) => [e.virtual_account_id, e.direction, e.amount]).sort(),
+      [[va1.id, 'debit', 1_500], [receiver.id, 'credit', 1_500]].sort(),
+    );
+    linked.set(btEntry.id, btEntry);
+
+    // A payment names its entry from its creation on: pending while it waits, posted at completion;
+    // a return after settlement leaves it posted and reversed by a payment_reversal of the same source.
+    // Another whose hold is released (failed before settling) leaves its entry archived.
+    await sb.platform.settings.update({ sandbox: { auto_settle: false } });
+    let returned: WithResponse<Payment>, released: WithResponse<Payment>;
+    try {
+      const body = (amount: number): PaymentCreateParams => ({
+        virtual_account_id: va1.id,
+        amount,
+        rail: 'ach_same_day',
+        destination: DEST,
+        description: `links ${RUN}`,
+        metadata: { run: RUN, links: 'yes' },
+      });
+      [returned, released] = await Promise.all([sb.payments.create(body(2_100)), sb.payments.create(body(2_200))]);
+      for (const p of [returned, released]) {
+        assert.equal(p.lastResponse.status, 201);
+        assert.match(p.journal_entry_id ?? 'null', JE, 'the creation answer names the journal entry');
+        assert.deepEqual(accountLines(await entryOf(p.journal_entry_id, { type: 'payment', id: p.id }, 'pending'), p), payLines(p));
+        assert.equal((await sb.payments.retrieve(p.id)).journal_entry_id, p.journal_entry_id);
+      }
+      assert.notEqual(returned.journal_entry_id, released.journal_entry_id);
+      const listed = await sb.payments.list({ virtual_account_id: va1.id, metadata: { links: 'yes' } }).toArray();
+      assert.deepEqual(
+        listed.map((p) => [p.id, p.journal_entry_id]).sort(),
+        [returned, released].map((p) => [p.id, p.journal_entry_id]).sort(),
+        'the list shows the same journal_entry_id',
+      );
+      // A replay of the creation names the same entry.
+      const replay = await sb.payments.create(body(2_100), { idempotencyKey: returned.idempotency_key });
+      assert.equal(replay.lastResponse.idempotentReplayed, true);
+      assert.equal(replay.journal_entry_id, returned.journal_entry_id);
+
+      const settled = await sb.simulations.payments.complete(returned.id);
+      assert.equal(settled.status, 'completed');
+      assert.equal(settled.journal_entry_id, returned.journal_entry_id);
+      await entryOf(returned.journal_entry_id, { type: 'payment', id: returned.id }, 'posted');
+      const back = await sb.simulations.payments.fail(returned.id, { network_code: 'R01' });
+      assert.equal(back.status, 'failed');
+      assert.equal(back.journal_entry_id, returned.journal_entry_id, 'a return does not change the payment’s journal entry');
+      const original = await entryOf(returned.journal_entry_id, { type: 'payment', id: returned.id }, 'posted');
+      assert.match(original.reversed_by ?? 'null', JE, 'the return reverses it');
+      const reversal = await entryOf(original.reversed_by, { type: 'payment', id: returned.id }, 'posted');
+      assert.equal(reversal.type, 'payment_reversal');
+      assert.equal(reversal.reverses, original.id);
+      const givenBack = reversal.entries.filter((e) => e.virtual_account_id === va1.id);
+      assert.ok(givenBack.length > 0 && givenBack.every((e) => e.direction === 'credit'), JSON.stringify(givenBack));
+      assert.equal(givenBack.reduce((n, e) => n + e.amount, 0), returned.amount + returned.fee, 'amount and fee given back');
+      linked.set(original.id, original).set(reversal.id, reversal);
+
+      const failed = await sb.simulations.payments.fail(released.id, { network_code: 'R01' });
+      assert.equal(failed.status, 'failed');
+      assert.equal(failed.journal_entry_id, released.journal_entry_id);
+      linked.set(released.journal_entry_id!, await entryOf(released.journal_entry_id, { type: 'payment', id: released.id }, 'archived'));
+    } finally {
+      await sb.platform.settings.update({ sandbox: { auto_settle: true } });
+    }
+
+    // GET /ledger/entries: every line of those entries is listed, as the journal entry shows it,
+    // source included (the ledger's views are written asynchronously: wait for them).
+    const want = [...linked.values()].flatMap((je) => je.entries);
+    const byId = (list: LedgerEntry[]) => new Map(list.map((e) => [e.id, e]));
+    const listed = await poll(
+      async () => byId([
+        ...(await sb.ledger.entries.list({ created_after: today, limit: 100 }).toArray()),
+      ]),
+      (m) => want.every((e) => m.get(e.id)?.status === e.status),
+    );
+    for (const e of want) assert.deepEqual(listed.get(e.id), e, `${e.id} listed as its journal entry shows it`);
+    // And every listed entry names a source of the right kind: a manual entry or a funding is its own.
+    const prefix = { payment: 'pay_', inbound_transfer: 'itx_', book_transfer: 'bt_' } as const;
+    for (const e of listed.values()) {
+      if (e.source.type === 'journal_entry') assert.equal(e.source.id, e.journal_entry_id, `${e.id}: ${e.type}`);
+      else assert.ok(e.source.id.startsWith(prefix[e.source.type]), `${e.id}: ${JSON.stringify(e.source)}`);
+      if (['adjustment', 'fee', 'correction', 'funding'].includes(e.type)) assert.equal(e.source.type, 'journal_entry', `${e.id}: ${e.type}`);
+    }
+    // Filters still apply: the book transfer's lines on the receiver.
+    const theirs = await sb.ledger.entries.list({ virtual_account_id: receiver.id }).toArray();
+    assert.deepEqual(theirs.map((e) => [e.journal_entry_id, e.source]), [[bt.journal_entry_id, { type: 'book_transfer', id: bt.id }]]);
+
+    // The events say the same: payment.created names the journal entry, ledger.entry.created the source.
+    const created = await poll(
+      () => sb.events.list({ type: 'payment.created', created_after: today }).toArray(),
+      (list) => list.some((e) => (e.data.object as Payment).id === released.id),
+    );
+    for (const p of [...completed, returned, released]) {
+      const its = created.filter((e) => (e.data.object as Payment).id === p.id);
+      assert.equal(its.length, 1, `one payment.created for ${p.id}`);
+      assert.equal((its[0]!.data.object as Payment).journal_entry_id, p.journal_entry_id);
+    }
+    // One ledger.entry.created per posted line, the line as GET shows it; none for a line released unposted.
+    const postedLines = want.filter((e) => e.status === 'posted');
+    const entryEvents = await poll(
+      () => sb.events.list({ type: 'ledger.entry.created', created_after: today }).toArray(),
+      (list) => postedLines.every((w) => list.some((e) => (e.data.object as LedgerEntry).id === w.id)),
+    );
+    for (const line of want) {
+      const its = entryEvents.filter((ev) => (ev.data.object as LedgerEntry).id === line.id);
+      assert.equal(its.length, line.status === 'posted' ? 1 : 0, `${line.id} (${line.status}): ledger.entry.created events`);
+      if (its.length) assert.deepEqual(its[0]!.data.object, line, `${its[0]!.id}: the event's entry, source included`);
+    }
+    for (const ev of entryEvents) {
+      const e = ev.data.object as LedgerEntry;
+      assert.ok(e.source?.type && e.source.id, `${ev.id}: ledger.entry.created without a source`);
+    }
+    // …and so does its signed webhook delivery.
+    const delivered = await waitForDelivery(
+      (d) => eventOf(d).type === 'ledger.entry.created' && eventOf(d).data.object.journal_entry_id === returned.journal_entry_id,
+    );
+    const event = Treasury.webhooks.verify(delivered.body, delivered.headers, webhook.secret);
+    assert.deepEqual((event.data.object as LedgerEntry).source, { type: 'payment', id: returned.id });
+
+    // Another platform's key, or this platform's live key, does not see the payment's journal entry.
+    const other = await op.platforms.register({ name: `node client links ${RUN}`, contact_email: 'ops@example.com' });
+    const foreign = newClient((await op.platforms.approve(other.id)).sandbox_api_key.secret);
+    for (const stranger of [foreign, newClient(liveKey)]) {
+      await expectError(stranger.ledger.journalEntries.retrieve(completed[0]!.journal_entry_id!), NotFoundError, 'not_found');
+      await expectError(stranger.ledger.journalEntries.retrieve(bt.journal_entry_id), NotFoundError, 'not_found');
+    }
   });
 
   test('balances, transactions over pages, statements as JSON and CSV', async () => {
@@ -820,6 +1014,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.equal(je.status, 'posted');
     assert.equal(je.description, t1.description);
     assert.deepEqual(je.source, { type: 'book_transfer', id: t1.id });
+    assert.deepEqual(je.entries.map((e) => e.source), [je.source, je.source], 'each line names the transfer too');
     assert.deepEqual(
       je.entries.map((e) => [e.virtual_account_id, e.direction, e.amount, e.type, e.status]).sort(),
       [
@@ -833,13 +1028,14 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.equal(replay.lastResponse.status, 200);
     assert.equal(replay.lastResponse.idempotentReplayed, true);
     assert.deepEqual(replay, t1);
+    const mark = statuses.length;
     const conflict = await expectError(
       sb.bookTransfers.create(move(30_001, { leg: 'one' }), { idempotencyKey: t1.idempotency_key }),
       ConflictError,
       'idempotency_conflict',
     );
     assert.equal(conflict.resourceId, t1.id);
-    assert.equal(conflict.attempts, 1, 'idempotency_conflict is not retried');
+    assert.deepEqual(answeredSince(mark), [409], 'idempotency_conflict is not retried');
 
     // Concurrent duplicates under one key (the body's): one transfer; the others replay it.
     const patient = newClient(sandboxKey, { maxRetries: 6 });
@@ -954,7 +1150,10 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       );
     }
     const ledgerLines = await sb.ledger.entries.list({ virtual_account_id: from.id, type: 'book_transfer' }).toArray();
-    assert.deepEqual(ledgerLines.map((e) => [e.journal_entry_id, e.direction]), mine.map((t) => [t.journal_entry_id, 'debit']));
+    assert.deepEqual(
+      ledgerLines.map((e) => [e.journal_entry_id, e.direction, e.source]),
+      mine.map((t) => [t.journal_entry_id, 'debit', { type: 'book_transfer', id: t.id }]),
+    );
 
     // The event book_transfer.completed, once per transfer, and its webhook delivery, signed.
     const events = await poll(
@@ -1060,6 +1259,19 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
         denial_reason: null,
       });
       assert.ok(!('cancellation_reason' in p), 'no cancellation_reason unless canceled by expiry');
+      assert.match(p.journal_entry_id ?? 'null', /^je_/, 'held by a journal entry from its creation');
+    };
+    /** The payment's journal entry: its source the payment, it and its lines in `status`. */
+    const entryOf = async (p: Payment, status: JournalEntry['status']) => {
+      const je = await sb.ledger.journalEntries.retrieve(p.journal_entry_id!);
+      const source = { type: 'payment', id: p.id };
+      assert.deepEqual(je.source, source);
+      assert.equal(je.status, status);
+      assert.deepEqual(
+        je.entries.map((e) => [e.status, e.source]),
+        je.entries.map(() => [status, source]),
+      );
+      return je;
     };
 
     const threshold = 50_000;
@@ -1083,6 +1295,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       const p1 = await pay(mk, 'rtp', threshold, 'approved');
       held.push(p1);
       assertHeld(p1, maker.id);
+      await entryOf(p1, 'pending');
       assert.equal(p1.lastResponse.idempotencyKey, p1.idempotency_key);
       expected.available -= p1.amount + p1.fee;
       assert.deepEqual(await balance(), expected, 'held: available falls, posted does not');
@@ -1100,9 +1313,10 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
 
       // Not the key that created it (403), nor the operator's (403); unknown, another platform's or
       // the other environment's: 404. None changes it.
+      const mark = statuses.length;
       const selfApproval = await expectError(mk.payments.approve(p1.id), PermissionDeniedError, 'forbidden');
       assert.equal(selfApproval.status, 403);
-      assert.equal(selfApproval.attempts, 1, 'a 403 is not retried');
+      assert.deepEqual(answeredSince(mark), [403], 'a 403 is not retried');
       await expectError(op.payments.approve(p1.id), PermissionDeniedError, 'forbidden');
       await expectError(op.payments.deny(p1.id), PermissionDeniedError, 'forbidden');
       for (const stranger of [foreign, live]) {
@@ -1159,6 +1373,8 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       assert.deepEqual(await balance(), expected, 'the hold is released');
       assert.deepEqual(await txnsOf(p2, 'void'), [['payment', -p2.amount, 'void'], ['payment_fee', -p2.fee, 'void']].sort());
       decided.denied.push(denied);
+      assert.equal(denied.journal_entry_id, p2.journal_entry_id);
+      await entryOf(p2, 'archived');
       await expectError(ck.payments.approve(p2.id), ConflictError, 'invalid_state');
       await expectError(ck.payments.deny(p2.id, { reason: 'again' }), ConflictError, 'invalid_state');
       await expectError(sb.payments.cancel(p2.id), ConflictError, 'payment_not_cancelable');
@@ -1187,6 +1403,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       assert.deepEqual(canceled.approval, p4.approval, 'undecided');
       assert.deepEqual(await balance(), expected);
       assert.deepEqual(await txnsOf(p4, 'void'), [['payment', -p4.amount, 'void'], ['payment_fee', -p4.fee, 'void']].sort());
+      await entryOf(p4, 'archived');
       await expectError(ck.payments.approve(p4.id), ConflictError, 'invalid_state');
       await expectError(ck.payments.deny(p4.id), ConflictError, 'invalid_state');
 
@@ -1246,6 +1463,19 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       assert.deepEqual(ids(mine.map((e) => e.data.object as Payment)), ids(want), type);
       return mine.map((e) => e.data.object as Payment);
     };
+    // payment.created of a held payment shows it held, with its approval: it never stood pending.
+    const createdEvents = await poll(
+      () => sb.events.list({ type: 'payment.created', created_after: today }).toArray(),
+      (l) => held.every((p) => l.some((e) => (e.data.object as Payment).id === p.id)),
+    );
+    for (const p of held) {
+      const its = createdEvents.filter((e) => (e.data.object as Payment).id === p.id);
+      assert.equal(its.length, 1, `one payment.created for ${p.id}`);
+      const shown = its[0]!.data.object as Payment;
+      assert.equal(shown.status, 'requires_approval', `${p.id}: payment.created`);
+      assert.deepEqual(shown.approval, p.approval, `${p.id}: payment.created shows the undecided approval`);
+      assert.equal(shown.journal_entry_id, p.journal_entry_id);
+    }
     for (const p of await eventsOf('payment.requires_approval', held)) {
       assert.equal(p.status, 'requires_approval');
       assert.equal(p.approval?.approved_at, null);

@@ -135,6 +135,11 @@ class Journey(unittest.TestCase):
                                     description=f"seed {RUN}")
         self.assertEqual((funding["object"], funding["type"], funding["status"]), ("journal_entry", "funding", "posted"))
         self.assertEqual(sum(e["amount"] for e in funding["entries"] if e["direction"] == "debit"), 1_000_000)
+        # a funding is its own source, and each of its lines carries it
+        itself = {"type": "journal_entry", "id": funding["id"]}
+        self.assertEqual(funding["source"], itself)
+        self.assertEqual([e["source"] for e in funding["entries"]], [itself] * len(funding["entries"]))
+        self.assertEqual(len(funding["entries"]), 2)
 
         S["platform"] = p
         S["key_id"] = key["id"]
@@ -426,10 +431,13 @@ class Journey(unittest.TestCase):
         c: RecordingTreasury = S["client"]
         je = S["journal_entry"]
         # a manual entry's source is itself, in the POST answer and on a GET
-        self.assertEqual(je["source"], {"type": "journal_entry", "id": je["id"]})
+        itself = {"type": "journal_entry", "id": je["id"]}
+        self.assertEqual(je["source"], itself)
+        self.assertEqual([e["source"] for e in je["entries"]], [itself, itself], "each line carries the source")
         got = c.ledger.journal_entries.retrieve(je["id"])
         self.assertEqual((got["object"], got["id"], got["type"]), ("journal_entry", je["id"], "adjustment"))
-        self.assertEqual(got["source"], {"type": "journal_entry", "id": je["id"]})
+        self.assertEqual(got["source"], itself)
+        self.assertEqual([e["source"] for e in got["entries"]], [itself, itself])
         self.assertEqual([e["id"] for e in got["entries"]], [e["id"] for e in je["entries"]])
         self.assertEqual(got["reversed_by"], S["journal_entry_reversal"])
         # an inbound transfer's journal entry, through the transfer's journal_entry_id
@@ -438,6 +446,8 @@ class Journey(unittest.TestCase):
         self.assertEqual((money_in["id"], money_in["type"]), (itx["journal_entry_id"], "inbound_transfer"))
         self.assertEqual(money_in["source"], {"type": "inbound_transfer", "id": itx["id"]})
         self.assertIn(S["va"]["main"], {e["virtual_account_id"] for e in money_in["entries"]})
+        self.assertEqual([e["source"] for e in money_in["entries"]],
+                         [{"type": "inbound_transfer", "id": itx["id"]}] * 2, "each line carries the source")
         # an unknown id is 404
         with self.assertRaises(NotFoundError) as cm:
             c.ledger.journal_entries.retrieve(MISSING["je"])
@@ -789,12 +799,14 @@ class Journey(unittest.TestCase):
         self.assertEqual((je["id"], je["type"], je["status"], je["description"]),
                          (bt["journal_entry_id"], "book_transfer", "posted", f"float {RUN}"))
         self.assertEqual(je["source"], {"type": "book_transfer", "id": bt["id"]})
-        self.assertCountEqual([(e["virtual_account_id"], e["direction"], e["amount"], e["type"], e["status"])
-                               for e in je["entries"]],
-                              [(main, "debit", 2_500, "book_transfer", "posted"),
-                               (review, "credit", 2_500, "book_transfer", "posted")])
-        self.assertEqual([e["id"] for e in c.ledger.entries.list(virtual_account_id=review, type="book_transfer")],
-                         [e["id"] for e in je["entries"] if e["virtual_account_id"] == review])
+        self.assertCountEqual([(e["virtual_account_id"], e["direction"], e["amount"], e["type"], e["status"],
+                                e["source"]) for e in je["entries"]],
+                              [(main, "debit", 2_500, "book_transfer", "posted", je["source"]),
+                               (review, "credit", 2_500, "book_transfer", "posted", je["source"])])
+        listed = list(c.ledger.entries.list(virtual_account_id=review, type="book_transfer"))
+        self.assertEqual([(e["id"], e["source"]) for e in listed],
+                         [(e["id"], je["source"]) for e in je["entries"] if e["virtual_account_id"] == review])
+        S["book_transfer"] = bt
         # a book_transfer transaction on each account
         for account, amount in ((main, -2_500), (review, 2_500)):
             txns = list(c.virtual_accounts.transactions(account, type="book_transfer"))
@@ -972,6 +984,10 @@ class Journey(unittest.TestCase):
                                        "denial_reason": None})
             self.assertEqual(at(waiting["expires_at"]) - at(held["created_at"]), dt.timedelta(days=7))
             self.assertNotIn("cancellation_reason", held)
+            # held like any payment: its journal entry, pending, names it
+            held_entry = c.ledger.journal_entries.retrieve(held["journal_entry_id"])
+            self.assertEqual((held_entry["type"], held_entry["status"], held_entry["source"]),
+                             ("payment", "pending", {"type": "payment", "id": held["id"]}))
             fee = held["fee"]
             self.assertEqual(fee, 60, "the operator's rtp fee")
             # under it: an ordinary payment. Created after the held one, it settles after
@@ -1029,6 +1045,10 @@ class Journey(unittest.TestCase):
             self.assertEqual(denied["approval"], dict(to_deny["approval"], denied_by=creator, denial_reason=reason,
                                                       denied_at=denied["approval"]["denied_at"]))
             balance_is(posted, 0)
+            self.assertEqual(denied["journal_entry_id"], to_deny["journal_entry_id"])
+            released = c.ledger.journal_entries.retrieve(denied["journal_entry_id"])
+            self.assertEqual((released["status"], released["source"]),
+                             ("archived", {"type": "payment", "id": to_deny["id"]}), "denied: the hold released")
             voided = [(t["type"], t["status"]) for t in c.virtual_accounts.transactions(main)
                       if t["source"] == {"type": "payment", "id": to_deny["id"]}]
             self.assertCountEqual(voided, [("payment", "void"), ("payment_fee", "void")])
@@ -1077,6 +1097,19 @@ class Journey(unittest.TestCase):
             for ev in events:
                 self.assertEqual((ev["type"], ev["data"]["object"]["status"]), (kind, status))
                 self.assertEqual(ev["data"]["object"]["approval"]["created_by"], creator)
+        # a held payment's payment.created already shows it waiting, with its approval
+        # (it never stood pending); an ordinary one's, pending without one
+        created = {e["data"]["object"]["id"]: e["data"]["object"]
+                   for e in poll(lambda: list(c.events.list(type="payment.created")),
+                                 lambda es: free["id"] in {e["data"]["object"]["id"] for e in es},
+                                 what="the payment.created events")}
+        for p in (held, to_deny, withdrawn, to_cancel):
+            self.assertEqual((created[p["id"]]["status"], created[p["id"]]["approval"],
+                              created[p["id"]]["journal_entry_id"]),
+                             ("requires_approval", p["approval"], p["journal_entry_id"]), p["id"])
+        for p in (below, free):
+            self.assertNotIn("approval", created[p["id"]])
+            self.assertEqual(created[p["id"]]["status"], "pending")
         # and their deliveries to the endpoint that asked for them alone, verified
         for kind in types:
             delivered = deliveries(lambda r: r.path == f"/approvals/{RUN}" and event_type_is(kind)(r))
@@ -1088,6 +1121,122 @@ class Journey(unittest.TestCase):
         self.assertEqual(sorted(d["event_type"] for d in listed),
                          sorted(["payment.requires_approval"] * 4 + ["payment.approved"] + ["payment.denied"] * 2))
         self.assertTrue(c.webhooks.delete(wh["id"])["deleted"])
+        S["denied_payment"] = to_deny
+
+    # -- links between payments, transfers and the ledger (issue #18) ---------------------------
+
+    def test_24_links_between_payments_transfers_and_the_ledger(self) -> None:
+        c: RecordingTreasury = S["client"]
+        main = S["va"]["main"]
+        je_id = r"^je_[0-9a-hjkmnp-tv-z]{26}$"
+
+        def of_payment(p: Dict[str, Any]) -> Dict[str, str]:
+            return {"type": "payment", "id": p["id"]}
+
+        def entry_of(source: Dict[str, str], je: str, status: str) -> treasury.types.JournalEntry:
+            """The journal entry ``je``: its source, and each of its lines carrying it."""
+            got = c.ledger.journal_entries.retrieve(je)
+            self.assertEqual((got["id"], got["status"], got["source"]), (je, status, source))
+            self.assertTrue(got["entries"])
+            for line in got["entries"]:
+                self.assertEqual((line["journal_entry_id"], line["status"], line["source"]), (je, status, source))
+            return got
+
+        # a payment names its journal entry at once; the entry holds amount + fee,
+        # names the payment, and posts at completion
+        pay = c.payments.create(virtual_account_id=main, amount=4_321, rail="rtp", destination=DEST,
+                                description=f"links {RUN}")
+        self.assertRegex(pay["journal_entry_id"], je_id)
+        first = c.ledger.journal_entries.retrieve(pay["journal_entry_id"])
+        self.assertIn(first["status"], ("pending", "posted"), "posted if the simulated rail was quick")
+        self.assertEqual((first["type"], first["description"], first["reverses"]), ("payment", f"links {RUN}", None))
+        self.assertCountEqual([(e["virtual_account_id"], e["direction"], e["amount"], e["type"])
+                               for e in first["entries"]],
+                              [(main, "debit", 4_321, "payment"), (None, "credit", 4_321, "payment"),
+                               (main, "debit", pay["fee"], "payment_fee"), (None, "credit", pay["fee"], "payment_fee")])
+        done = poll(lambda: c.payments.retrieve(pay["id"]), lambda p: p["status"] in ("completed", "failed"),
+                    timeout=20, what="the RTP payment")
+        self.assertEqual((done["status"], done["journal_entry_id"]), ("completed", pay["journal_entry_id"]))
+        entry_of(of_payment(pay), pay["journal_entry_id"], "posted")
+        newest = c.payments.list(virtual_account_id=main, limit=1).data
+        self.assertEqual([(p["id"], p["journal_entry_id"]) for p in newest], [(pay["id"], pay["journal_entry_id"])],
+                         "the list shows it too")
+
+        # an ACH payment returned after it completed: its entry stays, reversed by a
+        # payment_reversal entry of its own that names the same payment
+        ach = c.payments.create(virtual_account_id=main, amount=777, rail="ach_standard", destination=DEST)
+        poll(lambda: c.payments.retrieve(ach["id"]), lambda p: p["status"] == "completed", timeout=20,
+             what="the ACH payment")
+        returned = c.simulations.payments.fail(ach["id"], network_code="R01")
+        self.assertEqual((returned["status"], returned["journal_entry_id"]), ("failed", ach["journal_entry_id"]))
+        original = c.ledger.journal_entries.retrieve(ach["journal_entry_id"])
+        self.assertEqual(original["source"], of_payment(ach))
+        self.assertRegex(original["reversed_by"] or "", je_id)
+        reversal = entry_of(of_payment(ach), original["reversed_by"], "posted")
+        self.assertEqual((reversal["type"], reversal["reverses"]), ("payment_reversal", ach["journal_entry_id"]))
+        self.assertEqual({e["type"] for e in reversal["entries"]}, {"payment_reversal"})
+
+        # payments that never completed: the entry archived (hold released), still naming them
+        to_cancel, _, to_fail = S["payments"][:3]
+        for pid in (to_cancel, to_fail, S["denied_payment"]["id"]):
+            p = c.payments.retrieve(pid)
+            self.assertRegex(p["journal_entry_id"], je_id)
+            entry_of(of_payment(p), p["journal_entry_id"], "archived")
+        # an inbound transfer's, a book transfer's and a manual entry's lines likewise
+        itx, bt, manual = S["inbound_transfer"], S["book_transfer"], S["journal_entry"]
+        entry_of({"type": "inbound_transfer", "id": itx["id"]}, itx["journal_entry_id"], "posted")
+        entry_of({"type": "book_transfer", "id": bt["id"]}, bt["journal_entry_id"], "posted")
+        entry_of({"type": "journal_entry", "id": manual["id"]}, manual["id"], "posted")
+
+        # GET /ledger/entries: every entry carries its journal entry's source, the same on
+        # each line of one entry (the list is a projection: wait until it has the reversal)
+        expected = {pay["journal_entry_id"]: of_payment(pay), ach["journal_entry_id"]: of_payment(ach),
+                    reversal["id"]: of_payment(ach),
+                    itx["journal_entry_id"]: {"type": "inbound_transfer", "id": itx["id"]},
+                    bt["journal_entry_id"]: {"type": "book_transfer", "id": bt["id"]},
+                    manual["id"]: {"type": "journal_entry", "id": manual["id"]}}
+        listed = poll(lambda: list(c.ledger.entries.list(virtual_account_id=main, limit=100)),
+                      lambda es: set(expected) <= {e["journal_entry_id"] for e in es},
+                      what="the ledger entries of this test's journal entries")
+        sources: Dict[str, set] = {}
+        for e in listed:
+            self.assertIn(e["source"]["type"], ("payment", "inbound_transfer", "book_transfer", "journal_entry"))
+            self.assertTrue(e["source"]["id"])
+            sources.setdefault(e["journal_entry_id"], set()).add((e["source"]["type"], e["source"]["id"]))
+        self.assertEqual({je: len(s) for je, s in sources.items() if len(s) != 1}, {}, "one source per journal entry")
+        for je, source in expected.items():
+            self.assertEqual(sources[je], {(source["type"], source["id"])}, je)
+        # the lines off the virtual account (clearing, revenue) carry it as well
+        reversals = list(c.ledger.entries.list(type="payment_reversal"))
+        self.assertEqual({e["journal_entry_id"] for e in reversals}, {reversal["id"]})
+        self.assertEqual([e["source"] for e in reversals], [of_payment(ach)] * len(reversal["entries"]))
+
+        # the events show the same links: a payment's journal_entry_id, a ledger entry's source
+        def objects(kind: str, **kw: Any) -> List[Dict[str, Any]]:
+            return [e["data"]["object"] for e in c.events.list(type=kind, **kw)]
+
+        for kind in ("payment.created", "payment.failed"):
+            [obj] = poll(lambda: [o for o in objects(kind) if o["id"] == ach["id"]], lambda objs: len(objs) == 1,
+                         what=f"the ACH payment's {kind}")
+            self.assertEqual(obj["journal_entry_id"], ach["journal_entry_id"], kind)
+        ledger_events = poll(lambda: objects("ledger.entry.created", limit=100),
+                             lambda objs: {pay["journal_entry_id"], reversal["id"]}
+                             <= {o["journal_entry_id"] for o in objs},
+                             what="the ledger.entry.created events of the payment and the reversal")
+        for o in ledger_events:
+            self.assertIn(o["source"]["type"], ("payment", "inbound_transfer", "book_transfer", "journal_entry"), o)
+            if o["journal_entry_id"] in expected:
+                self.assertEqual(o["source"], expected[o["journal_entry_id"]], o["id"])
+        self.assertEqual(len([o for o in ledger_events if o["journal_entry_id"] == pay["journal_entry_id"]]), 4)
+
+        # another platform's key and this platform's live key do not see the entry (404)
+        other = RecordingTreasury(api_key=S["other_platform_key"], base_url=BASE_URL)
+        for stranger in (other, S["live_client"]):
+            with self.assertRaises(NotFoundError) as cm:
+                stranger.ledger.journal_entries.retrieve(pay["journal_entry_id"])
+            self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
+            with self.assertRaises(NotFoundError):
+                stranger.payments.retrieve(pay["id"])
 
     # -- every route was exercised ----------------------------------------------------------
 

@@ -61,6 +61,37 @@ class IntegrationTest < Minitest::Test
     end
   end
 
+  # GET /ledger/journal-entries/{id}: checks that the entry, and each of its lines, names `source`
+  # (`{type:, id:}`) and stands in `status`, and that it balances. Returns the entry.
+  def assert_journal_entry(id, source, status)
+    assert_match(/\Aje_[0-9a-hjkmnp-tv-z]{26}\z/, id.to_s)
+    entry = client.ledger.journal_entries.retrieve(id)
+    assert_equal id, entry.id
+    assert_kind_of Treasury::Models::Source, entry.source
+    assert_equal source, entry.source.to_h, "#{id}: the journal entry's source"
+    assert_equal status, entry.status, "#{id}: its status"
+    assert_operator entry.entries.size, :>=, 2
+    entry.entries.each do |line|
+      assert_kind_of Treasury::Models::Source, line.source
+      assert_equal [id, source, status], [line.journal_entry_id, line.source.to_h, line.status], "#{line.id} of #{id}"
+    end
+    debits, credits = entry.entries.partition { |line| line.direction == "debit" }
+    assert_equal debits.sum(&:amount), credits.sum(&:amount), "#{id} is balanced"
+    entry
+  end
+
+  # A payment's lines on its own account, as [type, direction, amount]: its amount and its fee.
+  def own_lines(entry, payment)
+    entry.entries.select { |l| l.virtual_account_id == payment.virtual_account_id }
+         .map { |l| [l.type, l.direction, l.amount] }.sort
+  end
+
+  def payment_lines(payment)
+    lines = [["payment", "debit", payment.amount]]
+    lines << ["payment_fee", "debit", payment.fee] if payment.fee.positive? # no fee, no fee lines
+    lines.sort
+  end
+
   # --- the journey --------------------------------------------------------------------------
 
   def test_01_register_approve_and_configure_a_platform
@@ -101,6 +132,10 @@ class IntegrationTest < Minitest::Test
     assert_equal "funding", funding.type
     assert_equal 2, funding.entries.size
     assert_kind_of Treasury::Models::LedgerEntry, funding.entries.first
+    # A funding is its own source, and so is each of its lines.
+    assert_equal({ type: "journal_entry", id: funding.id }, funding.source.to_h)
+    assert_equal [funding.source.to_h] * 2, funding.entries.map { |e| e.source.to_h }
+    S[:funding] = funding
 
     live = operator.platforms.enable_live(platform.id)
     assert live.live_enabled
@@ -188,8 +223,10 @@ class IntegrationTest < Minitest::Test
     rails = %w[rtp fednow ach_same_day ach_standard]
     payments = rails.each_with_index.map { |rail, i| pay(rail, 1_000 + i, description: "rail #{rail}") }
     payments.each { |p| assert_includes %w[pending submitted completed], p.status }
+    payments.each { |p| assert_match(/\Aje_/, p.journal_entry_id, "the creation answer names the journal entry") }
     completed = payments.map { |p| poll_payment(p.id, "completed", "failed") }
     assert_equal %w[completed] * 4, completed.map(&:status), completed.map { |p| [p.rail, p.failure&.to_h] }.inspect
+    assert_equal payments.map(&:journal_entry_id), completed.map(&:journal_entry_id)
     assert_equal rails, completed.map(&:rail)
     refute_nil completed.first.completed_at
     assert_equal 60, completed.first.fee # the fee_schedule set in step 1
@@ -252,6 +289,7 @@ class IntegrationTest < Minitest::Test
     assert_equal %w[credit debit], adjustment.entries.map(&:direction).sort
     assert_kind_of Treasury::Models::Source, adjustment.source
     assert_equal({ type: "journal_entry", id: adjustment.id }, adjustment.source.to_h)
+    assert_equal [adjustment.source.to_h] * 2, adjustment.entries.map { |e| e.source.to_h }, "and each of its lines"
 
     # GET /ledger/journal-entries/{id}: a manual entry's source is itself ...
     fetched = client.ledger.journal_entries.retrieve(adjustment.id)
@@ -268,6 +306,7 @@ class IntegrationTest < Minitest::Test
     assert_equal transfer.journal_entry_id, funded.id
     assert_equal "inbound_transfer", funded.type
     assert_equal({ type: "inbound_transfer", id: transfer.id }, funded.source.to_h)
+    assert_equal [funded.source.to_h] * funded.entries.size, funded.entries.map { |e| e.source.to_h }
     assert_includes funded.entries.map(&:amount), 500_000
     # ... and an unknown id, or one of another environment, is 404.
     assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
@@ -284,9 +323,14 @@ class IntegrationTest < Minitest::Test
                                            { ledger_account_id: operating.id, direction: "credit", amount: 100 }
                                          ])
     assert_equal 2, lines.entries.size
+    assert_equal [{ type: "journal_entry", id: lines.id }] * 2, lines.entries.map { |e| e.source.to_h }
 
+    # A reversal is a manual entry of its own: its source is itself, not the entry it reverses.
     reversal = client.ledger.entries.create(reverses: adjustment.id)
     assert_equal adjustment.id, reversal.reverses
+    assert_equal({ type: "journal_entry", id: reversal.id }, reversal.source.to_h)
+    assert_equal [reversal.source.to_h] * 2, reversal.entries.map { |e| e.source.to_h }
+    S[:manual] = [adjustment.id, lines.id, reversal.id]
 
     entries = client.ledger.entries.list(virtual_account_id: S[:a], limit: 100).to_a
     assert_includes entries.map(&:journal_entry_id), lines.id
@@ -337,7 +381,7 @@ class IntegrationTest < Minitest::Test
     assert_equal [first.id], client.virtual_accounts.list(entity_ref: "retried-#{RUN}").map(&:id)
     # (A 429 on the way is retried by the client, under the same key: only the answers count.)
     statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
-    assert_equal [201, 200], statuses.reject { |st| st == 429 }, "the second answer was a replay: #{statuses.inspect}"
+    assert_equal [201, 200], statuses.reject { |st| [429, 503].include?(st) }, "the second answer was a replay: #{statuses.inspect}"
 
     error = assert_api_error(Treasury::ConflictError, code: "idempotency_conflict", status: 409) do
       client.virtual_accounts.create(**params.merge(type: "checking"), idempotency_key: key)
@@ -579,7 +623,7 @@ class IntegrationTest < Minitest::Test
     assert_match(/\Aje_/, t1.journal_entry_id)
     assert_match(/\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\z/, t1.created_at)
     posts = Recorder.calls[before..].select { |c| c.method == :post && c.uri.path.end_with?("/book-transfers") }
-    assert_equal [201], posts.map(&:status).reject { |st| st == 429 }
+    assert_equal [201], posts.map(&:status).reject { |st| [429, 503].include?(st) }
     header_key = posts.last.headers["Idempotency-Key"]
     refute_nil header_key
     assert_equal header_key, JSON.parse(posts.last.body)["idempotency_key"]
@@ -600,6 +644,7 @@ class IntegrationTest < Minitest::Test
     lines = entry.entries.to_h { |e| [e.direction, [e.virtual_account_id, e.amount, e.type, e.status]] }
     assert_equal({ "debit" => [S[:a], 12_345, "book_transfer", "posted"],
                    "credit" => [S[:b], 12_345, "book_transfer", "posted"] }, lines)
+    assert_equal [entry.source.to_h] * 2, entry.entries.map { |e| e.source.to_h }, "each line names the transfer too"
     book_lines = lambda do |account|
       wait_until("#{account}'s book_transfer transaction") do
         list = client.virtual_accounts.transactions(account, type: "book_transfer").to_a
@@ -612,7 +657,8 @@ class IntegrationTest < Minitest::Test
       list = client.ledger.entries.list(virtual_account_id: S[:b], type: "book_transfer").to_a
       list.empty? ? nil : list
     end
-    assert_equal [[t1.journal_entry_id, "credit", 12_345]], ledger_entries.map { |e| [e.journal_entry_id, e.direction, e.amount] }
+    assert_equal [[t1.journal_entry_id, "credit", 12_345, { type: "book_transfer", id: t1.id }]],
+                 ledger_entries.map { |e| [e.journal_entry_id, e.direction, e.amount, e.source.to_h] }
 
     # The caller's key: a replay (200) returns the transfer, another body under it is a 409 naming
     # it. No description: the journal entry says where the money went.
@@ -626,7 +672,7 @@ class IntegrationTest < Minitest::Test
                                          idempotency_key: key)
     assert_equal t2.to_h, again.to_h
     statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
-    assert_equal [201, 200], statuses.reject { |st| st == 429 }, "the second answer was a replay: #{statuses.inspect}"
+    assert_equal [201, 200], statuses.reject { |st| [429, 503].include?(st) }, "the second answer was a replay: #{statuses.inspect}"
     error = assert_api_error(Treasury::ConflictError, code: "idempotency_conflict", status: 409) do
       client.book_transfers.create(from_virtual_account_id: S[:b], to_virtual_account_id: S[:a], amount: 346,
                                    idempotency_key: key)
@@ -821,8 +867,12 @@ class IntegrationTest < Minitest::Test
     refute held.key?(:cancellation_reason)
     assert_nil held.submitted_at
     assert_equal before_hold - threshold - held.fee, available.call, "amount + fee held"
+    # ... by its journal entry, pending, named from the creation on; its source is the payment.
+    held_source = { type: "payment", id: held.id }
+    held_entry = assert_journal_entry(held.journal_entry_id, held_source, "pending")
+    assert_equal payment_lines(held), own_lines(held_entry, held)
     statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
-    assert_equal [201], statuses.reject { |st| st == 429 }
+    assert_equal [201], statuses.reject { |st| [429, 503].include?(st) }
     replay = pay("rtp", threshold, idempotency_key: key, description: "needs a second key")
     assert_equal [held.id, "requires_approval"], [replay.id, replay.status]
 
@@ -866,6 +916,8 @@ class IntegrationTest < Minitest::Test
     assert_equal "completed", completed.status, completed.failure&.to_h.inspect
     assert_equal approved.approval.to_h, completed.approval.to_h
     assert_equal before_hold - threshold - held.fee, available.call, "settled: posted, the hold gone"
+    assert_equal held.journal_entry_id, completed.journal_entry_id
+    assert_journal_entry(held.journal_entry_id, held_source, "posted")
     # It is no longer awaiting an approval: 409 for another approval or a denial.
     assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.approve(held.id) }
     assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { client.payments.deny(held.id) }
@@ -884,6 +936,8 @@ class IntegrationTest < Minitest::Test
                   denied.approval.approved_by]
     refute_nil denied.approval.denied_at
     assert_equal before_deny, available.call, "the hold was released"
+    assert_equal to_deny.journal_entry_id, denied.journal_entry_id
+    assert_journal_entry(to_deny.journal_entry_id, { type: "payment", id: to_deny.id }, "archived")
     assert_api_error(Treasury::ConflictError, code: "payment_not_cancelable", status: 409) { client.payments.cancel(to_deny.id) }
     assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.approve(to_deny.id) }
     assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.deny(to_deny.id) }
@@ -906,6 +960,7 @@ class IntegrationTest < Minitest::Test
     assert_nil canceled.cancellation_reason
     assert_equal creator, canceled.approval.created_by
     assert_equal before_cancel, available.call
+    assert_journal_entry(canceled.journal_entry_id, { type: "payment", id: to_cancel.id }, "archived")
     assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { approver.payments.approve(to_cancel.id) }
 
     # The status filter takes the two new values.
@@ -923,6 +978,25 @@ class IntegrationTest < Minitest::Test
     requires = event_ids.call("payment.requires_approval", 4)
     assert_equal [to_cancel.id, other.id, to_deny.id, held.id], requires.map { |e| e.data.resource.id }
     assert(requires.all? { |e| e.data.resource.status == "requires_approval" })
+    # A held payment's payment.created already shows it requires_approval, with its approval and its
+    # journal entry (it never stood `pending` before its approval was asked for).
+    waiting = [to_cancel, other, to_deny, held]
+    # (Not `created_after: held.created_at`: an event's created_at is the log's recording time, which
+    # can come a few milliseconds before the resource's own created_at.)
+    created = wait_until("the held payments' payment.created") do
+      list = client.events.list(type: "payment.created", limit: 100).to_a
+      list.count { |e| waiting.map(&:id).include?(e.data.resource.id) } >= 4 ? list : nil
+    end
+    waiting.each do |p|
+      its = created.select { |e| e.data.resource.id == p.id }
+      assert_equal 1, its.size, "one payment.created for #{p.id}"
+      resource = its.first.data.resource
+      assert_equal ["requires_approval", p.journal_entry_id], [resource.status, resource.journal_entry_id], p.id
+      assert_kind_of Treasury::Models::PaymentApproval, resource.approval
+      assert_equal [creator, p.approval.expires_at, nil, nil],
+                   [resource.approval.created_by, resource.approval.expires_at, resource.approval.approved_at,
+                    resource.approval.denied_at]
+    end
     approved_events = event_ids.call("payment.approved", 1)
     assert_equal [[held.id, "pending", approver_key.id]],
                  approved_events.map { |e| [e.data.resource.id, e.data.resource.status, e.data.resource.approval.approved_by] }
@@ -941,6 +1015,17 @@ class IntegrationTest < Minitest::Test
     event = Treasury::Models::Event.construct(Treasury::Webhooks.verify(delivery.body, delivery.headers, endpoint.secret))
     assert_equal [held.id, approver_key.id], [event.data.resource.id, event.data.resource.approval.approved_by]
 
+    # An empty reason is the same as none: denial_reason null.
+    blank = pay("rtp", threshold)
+    assert_equal "requires_approval", blank.status
+    denied3 = approver.payments.deny(blank.id, reason: "")
+    sent = Recorder.calls.reverse.find { |c| c.method == :post && c.uri.path.end_with?("/payments/#{blank.id}/deny") }
+    assert_equal({ "reason" => "" }, JSON.parse(sent.body))
+    assert_equal ["denied", approver_key.id, nil],
+                 [denied3.status, denied3.approval.denied_by, denied3.approval.denial_reason]
+    assert_nil client.payments.retrieve(blank.id).approval.denial_reason
+    assert_journal_entry(blank.journal_entry_id, { type: "payment", id: blank.id }, "archived")
+
     # Without the threshold, the same amount goes straight to its rail.
     assert_nil client.platform.settings.update(payment_approval_threshold: nil).payment_approval_threshold
     after = pay("rtp", threshold)
@@ -948,6 +1033,176 @@ class IntegrationTest < Minitest::Test
     refute after.key?(:approval)
   ensure
     client.platform.settings.update(payment_approval_threshold: nil)
+    client.webhooks.delete(endpoint.id) if endpoint
+    receiver&.close
+  end
+
+  # Links (API.md §12): a payment, an inbound transfer, a book transfer, a manual entry and a funding
+  # each lead to their journal entry, whose `source` (and each of its lines') names them back; the
+  # ledger entries listed by GET /ledger/entries and the ledger.entry.created events carry the same
+  # source, and payment.created the journal_entry_id. After test_13d (no threshold any more: these
+  # payments go straight to their rails).
+  def test_13e_links_between_payments_transfers_and_the_ledger
+    linked = {} # journal entry id => the entry, for the ledger list and the events below
+
+    # The payments completed on the four rails (step 4): one posted entry each, amount + fee.
+    completed = S.fetch(:completed).map { |id| client.payments.retrieve(id) }
+    completed.each do |p|
+      entry = assert_journal_entry(p.journal_entry_id, { type: "payment", id: p.id }, "posted")
+      assert_equal "payment", entry.type
+      assert_equal payment_lines(p), own_lines(entry, p), p.rail
+      linked[entry.id] = entry
+    end
+    assert_equal completed.size, completed.map(&:journal_entry_id).uniq.size, "one journal entry a payment"
+
+    # The inbound transfer (step 3), the funding (step 1), the manual entries (step 7), a book transfer.
+    transfer = S.fetch(:transfer)
+    linked[transfer.journal_entry_id] = assert_journal_entry(transfer.journal_entry_id,
+                                                             { type: "inbound_transfer", id: transfer.id }, "posted")
+    funding = assert_journal_entry(S.fetch(:funding).id, { type: "journal_entry", id: S.fetch(:funding).id }, "posted")
+    assert_equal "funding", funding.type
+    linked[funding.id] = funding
+    S.fetch(:manual).each { |id| linked[id] = assert_journal_entry(id, { type: "journal_entry", id: id }, "posted") }
+    book = client.book_transfers.retrieve(S.fetch(:book_transfers).last)
+    linked[book.journal_entry_id] = assert_journal_entry(book.journal_entry_id, { type: "book_transfer", id: book.id },
+                                                         "posted")
+
+    # A payment names its entry from its creation on: pending while it waits, posted at completion;
+    # a return after settlement leaves it posted, reversed by a payment_reversal of the same source.
+    # One failed before settling, or canceled, leaves its entry archived.
+    receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
+    endpoint = client.webhooks.create(url: receiver.url("/hooks/links"), events: ["ledger.entry.created"])
+    client.platform.settings.update(sandbox: { auto_settle: false })
+    begin
+      to_cancel = pay("ach_standard", 2_300, metadata: { "links" => RUN })
+      canceled = client.payments.cancel(to_cancel.id) # at once: a sandbox payment is submitted after 1 s
+      assert_equal ["canceled", to_cancel.journal_entry_id], [canceled.status, canceled.journal_entry_id]
+      linked[canceled.journal_entry_id] =
+        assert_journal_entry(canceled.journal_entry_id, { type: "payment", id: canceled.id }, "archived")
+
+      key = "ruby-#{RUN}-links-1"
+      returned = pay("ach_same_day", 2_100, idempotency_key: key, metadata: { "links" => RUN })
+      released = pay("ach_same_day", 2_200, metadata: { "links" => RUN })
+      [returned, released].each do |p|
+        entry = assert_journal_entry(p.journal_entry_id, { type: "payment", id: p.id }, "pending")
+        assert_equal payment_lines(p), own_lines(entry, p)
+        # In this order (as the README shows): the amount out to the rail's clearing, then the fee.
+        assert_equal [["payment", "debit", p.amount], ["payment", "credit", p.amount],
+                      ["payment_fee", "debit", p.fee], ["payment_fee", "credit", p.fee]],
+                     entry.entries.map { |l| [l.type, l.direction, l.amount] }
+        assert_equal p.journal_entry_id, client.payments.retrieve(p.id).journal_entry_id
+      end
+      mine = [canceled, returned, released]
+      assert_equal 3, mine.map(&:journal_entry_id).uniq.size
+      assert_equal mine.map { |p| [p.id, p.journal_entry_id] }.sort,
+                   client.payments.list(metadata: { "links" => RUN }).map { |p| [p.id, p.journal_entry_id] }.sort,
+                   "the list shows the same journal_entry_id"
+      replay = pay("ach_same_day", 2_100, idempotency_key: key, metadata: { "links" => RUN })
+      assert_equal [returned.id, returned.journal_entry_id], [replay.id, replay.journal_entry_id]
+
+      settled = client.simulations.payments.complete(returned.id)
+      assert_equal ["completed", returned.journal_entry_id], [settled.status, settled.journal_entry_id]
+      assert_journal_entry(returned.journal_entry_id, { type: "payment", id: returned.id }, "posted")
+      back = client.simulations.payments.fail(returned.id, network_code: "R01")
+      assert_equal ["failed", returned.journal_entry_id], [back.status, back.journal_entry_id],
+                   "a return keeps the payment's journal entry"
+      original = assert_journal_entry(returned.journal_entry_id, { type: "payment", id: returned.id }, "posted")
+      refute_nil original.reversed_by, "the return reverses it"
+      reversal = assert_journal_entry(original.reversed_by, { type: "payment", id: returned.id }, "posted")
+      assert_equal ["payment_reversal", original.id], [reversal.type, reversal.reverses]
+      given_back = reversal.entries.select { |l| l.virtual_account_id == S[:a] }
+      assert_equal ["credit"], given_back.map(&:direction).uniq
+      assert_equal returned.amount + returned.fee, given_back.sum(&:amount), "amount and fee given back"
+      linked[original.id] = original
+      linked[reversal.id] = reversal
+
+      failed = client.simulations.payments.fail(released.id, network_code: "R01")
+      assert_equal ["failed", released.journal_entry_id], [failed.status, failed.journal_entry_id]
+      linked[released.journal_entry_id] =
+        assert_journal_entry(released.journal_entry_id, { type: "payment", id: released.id }, "archived")
+    ensure
+      client.platform.settings.update(sandbox: { auto_settle: true })
+    end
+
+    # GET /ledger/entries lists every line of those entries as the journal entry shows it, source
+    # included (the ledger's tables are written asynchronously: wait for them).
+    want = linked.values.flat_map(&:entries)
+    listed = wait_until("#{want.size} ledger entries listed as their journal entries show them") do
+      by_id = client.ledger.entries.list(limit: 100).to_h { |e| [e.id, e] }
+      want.all? { |w| by_id[w.id]&.status == w.status } ? by_id : nil
+    end
+    want.each { |w| assert_equal w.to_h, listed[w.id].to_h, "#{w.id} listed as its journal entry shows it" }
+    # Every listed entry names a source of its kind: a manual entry or a funding is its own.
+    prefixes = { "payment" => "pay_", "inbound_transfer" => "itx_", "book_transfer" => "bt_" }
+    listed.each_value do |e|
+      assert_kind_of Treasury::Models::Source, e.source
+      if e.source.type == "journal_entry"
+        assert_equal e.journal_entry_id, e.source.id, "#{e.id} (#{e.type})"
+      else
+        assert e.source.id.start_with?(prefixes.fetch(e.source.type)), "#{e.id}: #{e.source.to_h}"
+      end
+      manual = %w[adjustment fee correction funding].include?(e.type)
+      assert_equal manual, e.source.type == "journal_entry", "#{e.id} (#{e.type}): #{e.source.to_h}"
+    end
+    # With a filter too: b's book_transfer lines name their transfers (step 13b).
+    b_lines = client.ledger.entries.list(virtual_account_id: S[:b], type: "book_transfer").to_a
+    refute_empty b_lines
+    b_lines.each do |e|
+      assert_equal "book_transfer", e.source.type
+      assert_match(/\Abt_/, e.source.id)
+      assert_equal client.book_transfers.retrieve(e.source.id).journal_entry_id, e.journal_entry_id
+    end
+
+    # The events say the same: payment.created names the journal entry (an asynchronous projection) ...
+    payments = completed + [canceled, returned, released]
+    created = wait_until("payment.created of #{payments.size} payments") do
+      list = client.events.list(type: "payment.created", created_after: S[:before_funds], limit: 100).to_a
+      payments.all? { |p| list.any? { |e| e.data.resource.id == p.id } } ? list : nil
+    end
+    payments.each do |p|
+      its = created.select { |e| e.data.resource.id == p.id }
+      assert_equal [[p.journal_entry_id, "pending"]],
+                   its.map { |e| [e.data.resource.journal_entry_id, e.data.resource.status] }, "payment.created of #{p.id}"
+    end
+    # ... and ledger.entry.created, once for each line posted (none for one released unposted), the
+    # line as GET shows it, source included.
+    posted = want.select { |w| w.status == "posted" }
+    events = wait_until("ledger.entry.created for #{posted.size} lines") do
+      list = client.events.list(type: "ledger.entry.created", limit: 100).to_a
+      ids = list.map { |e| e.data.resource.id }
+      posted.all? { |w| ids.include?(w.id) } ? list : nil
+    end
+    want.each do |line|
+      its = events.select { |e| e.data.resource.id == line.id }
+      assert_equal line.status == "posted" ? 1 : 0, its.size, "#{line.id} (#{line.status}): ledger.entry.created events"
+      next if its.empty?
+
+      assert_kind_of Treasury::Models::LedgerEntry, its.first.data.resource
+      assert_equal line.to_h, its.first.data.resource.to_h, "#{its.first.id}: the event's entry"
+    end
+    events.each { |e| assert_kind_of Treasury::Models::Source, e.data.resource.source, e.id }
+    # ... and their signed webhook deliveries.
+    delivery = receiver.wait_for(timeout: 10) do |r|
+      JSON.parse(r.body).dig("data", "object", "journal_entry_id") == reversal.id
+    end
+    refute_nil delivery, "the reversal's ledger.entry.created was not delivered"
+    verified = Treasury::Webhooks.verify(delivery.body, delivery.headers, endpoint.secret)
+    event = Treasury::Models::Event.construct(verified)
+    assert_equal ["ledger.entry.created", { type: "payment", id: returned.id }],
+                 [event.type, event.data.resource.source.to_h]
+
+    # Another platform's key, or this platform's live key, does not see them.
+    foreign = Treasury::Client.new(api_key: S.fetch(:foreign_key), base_url: BASE_URL)
+    live = Treasury::Client.new(api_key: S.fetch(:live_key), base_url: BASE_URL)
+    [foreign, live].each do |stranger|
+      [completed.first.journal_entry_id, book.journal_entry_id, transfer.journal_entry_id].each do |id|
+        assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+          stranger.ledger.journal_entries.retrieve(id)
+        end
+      end
+      refute(stranger.ledger.entries.list(limit: 100).any? { |e| linked.key?(e.journal_entry_id) })
+    end
+  ensure
     client.webhooks.delete(endpoint.id) if endpoint
     receiver&.close
   end

@@ -287,10 +287,11 @@ class Balance(TypedDict):
 
 
 class Source(TypedDict):
-    """What made a transaction or a journal entry: an inbound transfer
-    (``{"type": "inbound_transfer", "id": "itx_…"}``), a payment (``"pay_…"``: its
-    amount, its fee and, if it was returned, their reversal), a book transfer
-    (``"bt_…"``, on both of its accounts) or a manual journal entry (``"je_…"``)."""
+    """What made a transaction, a journal entry or a ledger entry: an inbound
+    transfer (``{"type": "inbound_transfer", "id": "itx_…"}``), a payment
+    (``"pay_…"``: its amount, its fee and, if it was returned, their reversal), a
+    book transfer (``"bt_…"``, on both of its accounts) or a manual journal entry or
+    a funding (``{"type": "journal_entry", "id": <the journal entry's own id>}``)."""
 
     type: SourceType
     id: str
@@ -371,6 +372,12 @@ class LedgerEntry(TypedDict):
     environment: Environment
     effective_at: str
     created_at: str
+    source: Source
+    """What made the entry's journal entry (that entry's ``source``, the same on
+    each of its lines): ``{"type": "payment", "id": "pay_…"}``,
+    ``{"type": "inbound_transfer", "id": "itx_…"}``, ``{"type": "book_transfer",
+    "id": "bt_…"}``, or ``{"type": "journal_entry", "id": <journal_entry_id>}`` for a
+    manual entry or a funding."""
 
 
 class JournalEntry(TypedDict):
@@ -495,6 +502,14 @@ class _PaymentRequired(TypedDict):
     idempotency_key: str
     description: str
     metadata: Metadata
+    journal_entry_id: Optional[str]
+    """The journal entry that holds amount + fee (``pending``) and posts them at
+    completion (archived instead if the payment fails before completing, is
+    canceled or denied): ``client.ledger.journal_entries.retrieve(journal_entry_id)``,
+    whose ``source`` is ``{"type": "payment", "id": <this payment's id>}``. A return
+    after completion is a ``payment_reversal`` journal entry of its own (its
+    ``reverses`` is this one, this one's ``reversed_by`` it). Typed ``Optional`` as
+    the API document allows ``null``; every payment the server makes has one."""
     failure: Optional[PaymentFailure]
     expected_settlement_at: str
     submitted_at: Optional[str]

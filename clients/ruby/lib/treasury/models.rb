@@ -643,6 +643,13 @@ module Treasury
       #   When it was recorded.
       #   @return [String]
       field :created_at
+      # @!attribute [r] source
+      #   What made the entry's journal entry: its `source`, `{type: "payment", id: "pay_..."}`,
+      #   `{type: "inbound_transfer", id: "itx_..."}`, `{type: "book_transfer", id: "bt_..."}`, or
+      #   `{type: "journal_entry", id: journal_entry_id}` for a manual entry or a funding. The same in
+      #   `GET /ledger/entries`, a journal entry's `entries` and `ledger.entry.created` events.
+      #   @return [Source]
+      field :source, Source
     end
 
     # A balanced journal entry (Σ debits = Σ credits) with its ledger entries.
@@ -947,7 +954,8 @@ module Treasury
       #   @return [String, nil]
       field :denied_by
       # @!attribute [r] denial_reason
-      #   The reason given with the denial, if any (at most 500 characters).
+      #   The reason given with the denial, if any (at most 500 characters); null without one, or with
+      #   an empty one.
       #   @return [String, nil]
       field :denial_reason
     end
@@ -1015,6 +1023,13 @@ module Treasury
       # @!attribute [r] metadata
       #   @return [Hash{String=>String}]
       field :metadata
+      # @!attribute [r] journal_entry_id
+      #   The journal entry that holds amount + fee and posts them at completion
+      #   (`client.ledger.journal_entries.retrieve(id)`; its `source` is this payment), from the
+      #   payment's creation on. A reversal after a return is a journal entry of its own, whose
+      #   `reverses` names this one. Null only for a payment without one.
+      #   @return [String, nil]
+      field :journal_entry_id
       # @!attribute [r] failure
       #   Why it failed; null unless `status` is `failed`.
       #   @return [PaymentFailure, nil]
@@ -1038,8 +1053,9 @@ module Treasury
       #   @return [NotificationOfChange, nil]
       field :notification_of_change, NotificationOfChange
       # @!attribute [r] approval
-      #   Only on a payment created at or above the platform's `payment_approval_threshold`: who created
-      #   it, when its approval expires, and who approved or denied it. Absent (not null) on the others.
+      #   Present only on a payment created at or above the platform's `payment_approval_threshold`: who
+      #   created it, until when it may be approved (`expires_at`), and the decision. Absent (not null)
+      #   on the others.
       #   @return [PaymentApproval, nil]
       field :approval, PaymentApproval
       # @!attribute [r] cancellation_reason

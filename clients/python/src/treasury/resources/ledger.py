@@ -58,7 +58,13 @@ class LedgerEntries(APIResource):
         cursor: Optional[str] = None,
         request_options: Optional[RequestOptions] = None,
     ) -> Page[LedgerEntry]:
-        """List ledger entries, of one account or of the whole platform (``GET /ledger/entries``)."""
+        """List ledger entries, of one account or of the whole platform (``GET /ledger/entries``).
+
+        Each entry carries its journal entry's ``source`` (``{"type": "payment", "id":
+        "pay_…"}``, ``"inbound_transfer"``, ``"book_transfer"``, or ``"journal_entry"``
+        with the entry's own id for a manual entry or a funding), the same on every
+        line of one journal entry.
+        """
         return self._list(
             "/ledger/entries",
             query={"virtual_account_id": virtual_account_id, "ledger_account_id": ledger_account_id,
@@ -104,8 +110,9 @@ class LedgerJournalEntries(APIResource):
 
     def retrieve(self, id: str, *, request_options: Optional[RequestOptions] = None) -> JournalEntry:
         """Get a journal entry with its lines and its ``source``
-        (``GET /ledger/journal-entries/{id}``): follow a payment's, inbound transfer's
-        or ledger entry's ``journal_entry_id`` to the money it moved. Another
+        (``GET /ledger/journal-entries/{id}``): follow a payment's, inbound transfer's,
+        book transfer's or ledger entry's ``journal_entry_id`` to the money it moved;
+        its ``source`` (also on each of its ``entries``) leads back. Another
         platform's or environment's id, or an unknown one, raises
         :class:`~treasury.NotFoundError`."""
         return self._get(f"/ledger/journal-entries/{_seg(id)}", request_options=request_options)

@@ -44,6 +44,11 @@ class Payments(APIResource):
         canceled meanwhile, and is canceled (``cancellation_reason``
         ``"approval_expired"``) if still unapproved 7 days after its creation.
 
+        The answer's ``journal_entry_id`` is the journal entry that holds amount +
+        fee (``client.ledger.journal_entries.retrieve``; its ``source`` is this
+        payment): posted at completion, archived if the payment fails before, is
+        canceled or denied.
+
         Args:
             virtual_account_id: The account the money leaves.
             amount: Cents to send (the fee comes on top).

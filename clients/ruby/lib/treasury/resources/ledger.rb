@@ -62,6 +62,9 @@ module Treasury
 
     # Ledger entries and manual journal entries (`/ledger/entries`).
     class LedgerEntries < Base
+      # Ledger entries, newest first, each with its journal entry's `source` (`{type:, id:}`: the
+      # payment, inbound transfer or book transfer that made it, or the journal entry itself for a
+      # manual entry or a funding).
       # `GET /ledger/entries`
       #
       # @param virtual_account_id [String] one account's entries

@@ -17,7 +17,9 @@ module Treasury
       # @param metadata [Hash{String=>String}]
       # @param idempotency_key [String, nil] 1..255 characters; a random one when nil
       # @return [Models::Payment] `pending` (new; `requires_approval`, with an `approval`, when `amount`
-      #   is at or above the platform's `payment_approval_threshold`) or the original payment (a replay)
+      #   is at or above the platform's `payment_approval_threshold`) or the original payment (a replay).
+      #   Its `journal_entry_id` names the journal entry holding amount + fee from now on
+      #   (`client.ledger.journal_entries.retrieve`: pending, posted at completion, archived if released).
       def create(virtual_account_id:, amount:, rail:, destination:, description: NOT_GIVEN, metadata: NOT_GIVEN,
                  idempotency_key: nil)
         key = idempotency_key || SecureRandom.uuid
@@ -87,11 +89,13 @@ module Treasury
       # Denies a payment in `requires_approval`: it becomes `denied` (final), its amount + fee held are
       # released, `approval.denied_at`, `approval.denied_by` and `approval.denial_reason` are set and
       # `payment.denied` is emitted. Any key of the platform may deny, the creating key included (to
-      # withdraw a payment).
+      # withdraw a payment). Not idempotent either: a retry of a denial that went through gets 409
+      # `invalid_state`.
       # `POST /payments/{id}/deny`
       #
       # @param id [String] `pay_...`
-      # @param reason [String] at most 500 characters, kept as `approval.denial_reason`
+      # @param reason [String] at most 500 characters, kept as `approval.denial_reason` (an empty one is
+      #   kept as null, like none)
       # @return [Models::Payment] `denied`
       # @raise [BadRequestError] a `reason` over 500 characters (`param` `reason`)
       # @raise [ConflictError] `invalid_state`: the payment is not `requires_approval`
