@@ -37,32 +37,21 @@ func (a *App) DenyPayment(ctx context.Context, meta Meta, c Caller, id, reason s
 }
 
 // ExpireApprovals cancels the payments still waiting for their approval
-// whose window ended before at, one command each (so that one payment's
-// trouble leaves the others to go), and says how many it canceled. An
-// approval racing it wins or loses on the payment's stream version.
+// whose window ended at or before at, one command each (so that one
+// payment's trouble leaves the others to go), and says how many it
+// canceled. It finds them by the approval's expiry, not the creation: a
+// scheduled payment waits from its release. An approval racing it wins or
+// loses on the payment's stream version.
 func (a *App) ExpireApprovals(ctx context.Context, at time.Time) (int, error) {
-	rows, err := a.Pool.Query(ctx, `SELECT id, platform_id, environment FROM payments
-        WHERE status = 'requires_approval' AND created_at <= $1 ORDER BY created_at LIMIT 500`, at.Add(-payment.ApprovalWindow))
+	ids, err := a.dueIDs(ctx, `SELECT id FROM payments WHERE status = 'requires_approval'
+        AND (approval->>'expires_at')::timestamptz <= $1 ORDER BY created_at LIMIT 500`, at)
 	if err != nil {
 		return 0, err
 	}
-	type due struct{ id, platform, env string }
-	var list []due
-	for rows.Next() {
-		var d due
-		if err := rows.Scan(&d.id, &d.platform, &d.env); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		list = append(list, d)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, d := range list {
+	for _, id := range ids {
 		var canceled bool
-		err := a.changePayment(ctx, Meta{Actor: "approval_expiry"}, nil, d.id, func(s payment.State) any {
+		err := a.changePayment(ctx, Meta{Actor: "approval_expiry"}, nil, id, func(s payment.State) any {
 			canceled = s.Status == payment.StatusRequiresApproval && !at.Before(s.Approval.ExpiresAt)
 			return payment.Expire{At: at}
 		})
@@ -74,24 +63,4 @@ func (a *App) ExpireApprovals(ctx context.Context, at time.Time) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// RunApprovalExpiry cancels expired approvals every interval until ctx
-// ends (API.md §12: unapproved after 7 days, canceled). A pass that fails
-// is logged and tried again at the next tick.
-func (a *App) RunApprovalExpiry(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if n, err := a.ExpireApprovals(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			a.Log.Warn("approval expiry pass failed", "error", err)
-		} else if n > 0 {
-			a.Log.Info("payments canceled: approval expired", "count", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

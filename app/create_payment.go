@@ -59,7 +59,8 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		if err := payment.CheckParties(decision); err != nil {
 			return Result{}, err
 		}
-		if decision.Settings.DailyPaymentLimit != nil {
+		scheduled := req.ScheduledFor != ""
+		if decision.Settings.DailyPaymentLimit != nil && !scheduled { // a scheduled payment's limit is its release's
 			if decision.SpentToday, err = spentToday(ctx, tx, decision.Account.ID, decision.Now); err != nil {
 				return Result{}, err
 			}
@@ -73,10 +74,15 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 		if err != nil {
 			return Result{}, err
 		}
-		recorded := events[1].(ledger.Recorded)
-		paymentEvents := append([]domain.Event{events[0]}, events[2:]...) // Created, then ApprovalRequired if any
 		tx.claimAtCommit()
-		queueStillStands(tx, payment.DecidedOn(decision, recorded))
+		appends := []eventstore.AppendRequest{{Stream: paymentStream(c, id), Events: events}}
+		if !scheduled { // a scheduled payment holds nothing: there is nothing to check again under the lock
+			recorded := events[1].(ledger.Recorded)
+			paymentEvents := append([]domain.Event{events[0]}, events[2:]...) // Created, then ApprovalRequired if any
+			queueStillStands(tx, payment.DecidedOn(decision, recorded))
+			appends = []eventstore.AppendRequest{{Stream: paymentStream(c, id), Events: paymentEvents},
+				{Stream: journalStream(c, decision.IDs.JournalEntry), Events: []domain.Event{recorded}}}
+		}
 		res := Result{ID: id}
 		// The answer is read in the same batch as the inline writes: no
 		// read-back after the commit, on another connection.
@@ -93,9 +99,7 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 			}
 			return err
 		}
-		err = tx.appendProjectReadAndCommit(ctx, meta, read,
-			eventstore.AppendRequest{Stream: paymentStream(c, id), Events: paymentEvents},
-			eventstore.AppendRequest{Stream: journalStream(c, decision.IDs.JournalEntry), Events: []domain.Event{recorded}})
+		err = tx.appendProjectReadAndCommit(ctx, meta, read, appends...)
 		return res, err
 	})
 }
@@ -213,9 +217,14 @@ func spentToday(ctx context.Context, tx pgx.Tx, accountID string, at time.Time) 
 }
 
 // spentTodaySQL sums the payments of account $1 in [$2, $3) that count
-// toward the daily limit (failed, canceled and denied ones do not).
-const spentTodaySQL = `SELECT coalesce(sum(amount), 0) FROM payments
-    WHERE virtual_account_id = $1 AND created_at >= $2 AND created_at < $3 AND status NOT IN ('failed', 'canceled', 'denied')`
+// toward the daily limit (failed, canceled and denied ones do not; a
+// scheduled one counts on the day of its release, not of its creation).
+const spentTodaySQL = `SELECT coalesce(sum(amount), 0) FROM (
+        SELECT amount FROM payments WHERE virtual_account_id = $1 AND created_at >= $2 AND created_at < $3
+            AND released_at IS NULL AND status NOT IN ('failed', 'canceled', 'denied', 'scheduled')
+        UNION ALL
+        SELECT amount FROM payments WHERE virtual_account_id = $1 AND released_at >= $2 AND released_at < $3
+            AND status NOT IN ('failed', 'canceled', 'denied')) counted`
 
 func paymentStream(c Caller, id string) eventstore.Stream {
 	return payments.stream(c, id)

@@ -38,6 +38,14 @@ func (a *App) decidePayment(ctx context.Context, tx *commandTx, meta Meta, calle
 	if err, ok := cmd.(error); ok {
 		return err // the command could not be built (bad input)
 	}
+	if s.JournalEntryID == "" { // scheduled: nothing held, no entry yet
+		events, err := payment.Decide(s, cmd)
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		_, err = appendAndProject(ctx, tx, paymentStream(c, id), version, meta, events)
+		return err
+	}
 	entry, err := loadStream(ctx, tx, journalEntries, &c, s.JournalEntryID)
 	if err != nil {
 		return err

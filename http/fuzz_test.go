@@ -159,6 +159,7 @@ var bodyRoutes = map[string]bodyRoute{
 	"POST /v1/webhooks/:id/test":                          empty,
 	"POST /v1/webhooks/:id/deliveries/:delivery_id/retry": empty,
 	"POST /v1/simulations/payments/:id/complete":          empty,
+	"POST /v1/simulations/payments/:id/release":           empty,
 	"POST /v1/simulations/kyb/:id/decision": {
 		decodeInto: func() any { return &kybDecisionRequest{} },
 		then:       decideKYB,

@@ -101,6 +101,7 @@ var mfTemplates = map[string]func(ids mfIDs) []map[string]any{
 		return []map[string]any{{"outcome": "approved", "reasons": []any{map[string]any{"code": "manual_review", "message": "ok"}}}}
 	},
 	"/v1/simulations/payments/:id/complete": mfNone,
+	"/v1/simulations/payments/:id/release":  mfNone,
 	"/v1/simulations/payments/:id/fail": func(mfIDs) []map[string]any {
 		return []map[string]any{{"network_code": "R02"}}
 	},

@@ -223,8 +223,8 @@ func TestOpenAPIPaymentsSchemasDocumented(t *testing.T) {
 		reqFields = append(reqFields, p)
 	}
 	sort.Strings(reqFields)
-	if want := []string{"amount", "description", "destination", "idempotency_key", "metadata", "rail", "virtual_account_id"}; !slices.Equal(reqFields, want) {
-		t.Errorf("PaymentRequest documents %v, API.md §5 has %v", reqFields, want)
+	if want := []string{"amount", "description", "destination", "idempotency_key", "metadata", "rail", "scheduled_for", "virtual_account_id"}; !slices.Equal(reqFields, want) {
+		t.Errorf("PaymentRequest documents %v, API.md §5 and §12 have %v", reqFields, want)
 	}
 
 	// The rail limits and default fees.
@@ -248,6 +248,9 @@ func TestOpenAPIPaymentsSchemasDocumented(t *testing.T) {
 	rows := oapFailureTable(t, doc)
 	documented := map[string]bool{}
 	codes := map[string]bool{"unknown": true}
+	for _, c := range payment.RuleFailureCodes() { // a scheduled payment refused on its date
+		codes[c] = true
+	}
 	for _, row := range rows {
 		r := rails.RTP
 		if row.rails == "ACH" {

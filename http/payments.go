@@ -21,6 +21,7 @@ type paymentRequest struct {
 	IdempotencyKey   string              `json:"idempotency_key"`
 	Description      string              `json:"description"`
 	Metadata         map[string]string   `json:"metadata"`
+	ScheduledFor     string              `json:"scheduled_for"`
 }
 
 // POST /v1/payments
@@ -40,7 +41,7 @@ func (s *Server) createPayment(c echo.Context) error {
 	}
 	res, err := s.app.CreatePayment(c.Request().Context(), meta(c), idem, callerOf(c), payment.Request{
 		VirtualAccountID: req.VirtualAccountID, Amount: req.Amount, Rail: req.Rail, Destination: req.Destination,
-		Description: req.Description, Metadata: req.Metadata})
+		Description: req.Description, Metadata: req.Metadata, ScheduledFor: req.ScheduledFor})
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (s *Server) getPayment(c echo.Context) error {
 
 var paymentStatuses = map[string]bool{payment.StatusPending: true, payment.StatusSubmitted: true,
 	payment.StatusCompleted: true, payment.StatusFailed: true, payment.StatusCanceled: true,
-	payment.StatusRequiresApproval: true, payment.StatusDenied: true}
+	payment.StatusRequiresApproval: true, payment.StatusDenied: true, payment.StatusScheduled: true}
 
 // GET /v1/payments
 func (s *Server) listPayments(c echo.Context) error {
@@ -84,7 +85,7 @@ func (s *Server) listPayments(c echo.Context) error {
 	f := queries.PaymentFilter{VirtualAccountID: c.QueryParam("virtual_account_id"), Status: c.QueryParam("status"),
 		Rail: c.QueryParam("rail"), IdempotencyKey: c.QueryParam("idempotency_key")}
 	if f.Status != "" && !paymentStatuses[f.Status] {
-		return domain.Invalid("status", "status must be requires_approval, pending, submitted, completed, failed, canceled or denied")
+		return domain.Invalid("status", "status must be scheduled, requires_approval, pending, submitted, completed, failed, canceled or denied")
 	}
 	if f.Rail != "" {
 		if _, ok := rails.Parse(f.Rail); !ok {
@@ -171,6 +172,22 @@ func (s *Server) simulatePaymentComplete(c echo.Context) error {
 	}
 	caller := callerOf(c)
 	if err := s.app.CompletePayment(c.Request().Context(), meta(c), &caller, id); err != nil {
+		return err
+	}
+	return s.getPayment(c)
+}
+
+// POST /v1/simulations/payments/:id/release
+func (s *Server) simulatePaymentRelease(c echo.Context) error {
+	id, err := paymentID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := bind(c, &struct{}{}); err != nil {
+		return err
+	}
+	caller := callerOf(c)
+	if _, err := s.app.ReleasePayment(c.Request().Context(), meta(c), &caller, id); err != nil {
 		return err
 	}
 	return s.getPayment(c)

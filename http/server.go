@@ -215,6 +215,7 @@ func (s *Server) routes() {
 	v1.POST("/simulations/kyb/:id/decision", s.simulateKYBDecision, sandbox...)
 	v1.POST("/simulations/payments/:id/complete", s.simulatePaymentComplete, sandbox...)
 	v1.POST("/simulations/payments/:id/fail", s.simulatePaymentFail, sandbox...)
+	v1.POST("/simulations/payments/:id/release", s.simulatePaymentRelease, sandbox...)
 }
 
 // meta is the event metadata of a request.

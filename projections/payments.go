@@ -29,6 +29,7 @@ type paymentRow struct {
 	change                                 *string        // JSON: the latest notification of change
 	approval                               map[string]any // the approval's fields the batch set
 	cancelReason                           *string
+	released                               *payment.Released // a scheduled payment's release
 }
 
 // setApproval records fields of a payment's approval (queries.ApprovalView's
@@ -66,6 +67,11 @@ func (Payments) Project(b *Batch) error {
 		switch e := ev.(type) {
 		case payment.Created:
 			row.created, row.status, row.updatedAt = &e, "pending", e.At
+			if e.ScheduledFor != "" {
+				row.status = payment.StatusScheduled
+			}
+		case payment.Released:
+			row.status, row.released, row.updatedAt, row.settlesAt = payment.StatusPending, &e, e.At, &e.ExpectedSettlementAt
 		case payment.Submitted:
 			row.status, row.submitted, row.updatedAt = "submitted", &e.At, e.At
 			if e.TraceNumber != "" {
@@ -116,15 +122,16 @@ func (Payments) Project(b *Batch) error {
 		b.Queue(`INSERT INTO payments (id, platform_id, environment, virtual_account_id, amount, fee, rail, destination,
                 idempotency_key, description, metadata, journal_entry_id, expected_settlement_at, created_at,
                 status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id,
-                notification_of_change, approval, cancel_reason)
+                notification_of_change, approval, cancel_reason, scheduled_for, release_at, released_at)
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
                 $8::jsonb[], $9::text[], $10::text[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::timestamptz[],
                 $15::text[], $16::jsonb[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::timestamptz[],
-                $21::timestamptz[], $22::text[], $23::text[], $24::jsonb[], $25::jsonb[], $26::text[])`,
+                $21::timestamptz[], $22::text[], $23::text[], $24::jsonb[], $25::jsonb[], $26::text[], $27::date[],
+                $28::timestamptz[], $29::timestamptz[])`,
 			ins.id, ins.platform, ins.env, ins.va, ins.amount, ins.fee, ins.rail, ins.destination, ins.key, ins.desc,
 			ins.metadata, ins.journal, ins.expected, ins.createdAt,
 			ins.status, ins.failure, ins.updatedAt, ins.submitted, ins.completed, ins.failed, ins.canceled, ins.trace, ins.achFile,
-			ins.change, ins.approval, ins.cancelReason)
+			ins.change, ins.approval, ins.cancelReason, ins.scheduledFor, ins.releaseAt, ins.releasedAt)
 	}
 	if len(upd.id) > 0 {
 		b.Queue(`UPDATE payments p SET status = coalesce(nullif(u.status, ''), p.status), failure = coalesce(u.failure, p.failure), updated_at = u.updated_at,
@@ -134,14 +141,17 @@ func (Payments) Project(b *Batch) error {
                 expected_settlement_at = coalesce(u.settles_at, p.expected_settlement_at),
                 notification_of_change = coalesce(u.change, p.notification_of_change),
                 approval = CASE WHEN u.approval IS NULL THEN p.approval ELSE coalesce(p.approval, '{}'::jsonb) || u.approval END,
-                cancel_reason = coalesce(u.cancel_reason, p.cancel_reason)
+                cancel_reason = coalesce(u.cancel_reason, p.cancel_reason),
+                released_at = coalesce(u.released_at, p.released_at), fee = coalesce(u.fee, p.fee),
+                journal_entry_id = coalesce(u.journal_entry_id, p.journal_entry_id)
             FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[],
-                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::timestamptz[], $12::jsonb[], $13::jsonb[], $14::text[])
+                $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::timestamptz[], $12::jsonb[], $13::jsonb[], $14::text[],
+                $15::timestamptz[], $16::bigint[], $17::text[])
                 u(id, status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id,
-                settles_at, change, approval, cancel_reason)
+                settles_at, change, approval, cancel_reason, released_at, fee, journal_entry_id)
             WHERE p.id = u.id`,
 			upd.id, upd.status, upd.failure, upd.updatedAt, upd.submitted, upd.completed, upd.failed, upd.canceled, upd.trace, upd.achFile,
-			upd.settlesAt, upd.change, upd.approval, upd.cancelReason)
+			upd.settlesAt, upd.change, upd.approval, upd.cancelReason, upd.releasedAt, upd.releasedFee, upd.releasedJournal)
 	}
 	return nil
 }
@@ -158,6 +168,10 @@ type paymentColumnsOf struct {
 	change                                                                         []*string
 	approval                                                                       []*string
 	cancelReason                                                                   []*string
+	scheduledFor                                                                   []*string // inserts only
+	releaseAt, releasedAt                                                          []*time.Time
+	releasedFee                                                                    []*int64 // updates only
+	releasedJournal                                                                []*string
 }
 
 func (c *paymentColumnsOf) add(id string, row *paymentRow) {
@@ -180,7 +194,25 @@ func (c *paymentColumnsOf) add(id string, row *paymentRow) {
 	}
 	c.approval = append(c.approval, approval)
 	c.cancelReason = append(c.cancelReason, row.cancelReason)
+	var releasedAt *time.Time
+	var fee *int64
+	var journal *string
+	if r := row.released; r != nil {
+		releasedAt, fee, journal = &r.At, &r.Fee, &r.JournalEntryID
+	}
+	c.releasedAt = append(c.releasedAt, releasedAt)
 	if e := row.created; e != nil {
+		var scheduledFor *string
+		if e.ScheduledFor != "" {
+			scheduledFor = &e.ScheduledFor
+		}
+		c.scheduledFor = append(c.scheduledFor, scheduledFor)
+		c.releaseAt = append(c.releaseAt, e.ReleaseAt)
+		if r := row.released; r != nil { // scheduled and released in the same batch (a rebuild)
+			e2 := *e
+			e2.Fee, e2.JournalEntryID = r.Fee, r.JournalEntryID
+			e = &e2
+		}
 		c.platform = append(c.platform, e.PlatformID)
 		c.env = append(c.env, e.Environment.String())
 		c.va = append(c.va, e.VirtualAccountID)
@@ -198,6 +230,9 @@ func (c *paymentColumnsOf) add(id string, row *paymentRow) {
 		}
 		c.expected = append(c.expected, expected)
 		c.createdAt = append(c.createdAt, e.At)
+	} else {
+		c.releasedFee = append(c.releasedFee, fee)
+		c.releasedJournal = append(c.releasedJournal, journal)
 	}
 }
 

@@ -135,12 +135,14 @@ func publicEventsOf(streams streamSource, r *eventstore.RecordedEvent) ([]public
 			kyb.StatusRejected: "kyb.rejected"}[v.Status]
 		out = append(out, publicEvent{r.EventID, typ, v})
 	case payment.Created, payment.Submitted, payment.Completed, payment.Failed, payment.Canceled, payment.NotificationOfChange,
-		payment.ApprovalRequired, payment.Approved, payment.Denied:
+		payment.ApprovalRequired, payment.Approved, payment.Denied, payment.Released:
 		at := *r
-		if c, ok := e.(payment.Created); ok && c.RequiresApproval {
+		c, created := e.(payment.Created)
+		rel, released := e.(payment.Released)
+		if created && c.RequiresApproval || released && rel.RequiresApproval {
 			// Written with its ApprovalRequired, in one append: the payment
-			// never stood without it, so payment.created shows it held
-			// for approval too.
+			// never stood without it, so payment.created (or .released)
+			// shows it held for approval too.
 			at.StreamVersion++
 		}
 		v, err := paymentAt(streams, &at)

@@ -78,7 +78,8 @@ func (s *Simulator) scheduledCh() chan struct{} {
 // the types it schedules: the rest of the log stays in the database.
 func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription {
 	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true,
-		Types: []string{(inbound.Received{}).EventType(), (payment.Created{}).EventType(), (payment.Approved{}).EventType()},
+		Types: []string{(inbound.Received{}).EventType(), (payment.Created{}).EventType(), (payment.Approved{}).EventType(),
+			(payment.Released{}).EventType()},
 		// An instant payment is due as soon as it is scheduled: wake the
 		// settler rather than leave it to its poll.
 		OnCommit: func() {
@@ -119,10 +120,23 @@ func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore
 				return err
 			}
 			e := ev.(payment.Created)
-			if e.RequiresApproval {
-				continue // no rail sees it before its approval
+			if e.RequiresApproval || e.ScheduledFor != "" {
+				continue // no rail sees it before its approval, or its release
 			}
 			payments = appendOrSettle(&p, payments, e)
+		case (payment.Released{}).EventType():
+			ev, err := r.Decode()
+			if err != nil {
+				return err
+			}
+			e := ev.(payment.Released)
+			if e.RequiresApproval {
+				continue
+			}
+			// Released now, as if created now.
+			env, _ := domain.ParseEnvironment(r.Environment)
+			payments = appendOrSettle(&p, payments, payment.Created{PaymentID: strings.TrimPrefix(r.StreamID, payment.StreamID("")),
+				PlatformID: r.PlatformID, Environment: env, Rail: e.Rail, ExpectedSettlementAt: e.ExpectedSettlementAt, At: e.At})
 		case (payment.Approved{}).EventType():
 			ev, err := r.Decode()
 			if err != nil {

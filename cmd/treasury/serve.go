@@ -133,7 +133,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		sandboxRails := sandbox.Connector{Sim: sim, Wake: notifier.Subscribe()}
 		go sandboxRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginSandbox))
 		go liveRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
-		go bg.RunApprovalExpiry(ctx, time.Minute)
+		go bg.RunPaymentClock(ctx, time.Minute)
 	})
 	var achCutter apihttp.ACHCutter
 	if liveRails.ACHOut != nil {

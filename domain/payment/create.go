@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"errors"
 	"time"
 
 	"github.com/opentreasury/treasury/domain"
@@ -68,6 +69,15 @@ func DecideCreate(in CreateInputs) ([]domain.Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	if in.Request.ScheduledFor != "" {
+		return decideSchedule(in, rail)
+	}
+	return decideHold(in, rail)
+}
+
+// decideHold runs the rules of a payment that leaves now and holds its
+// amount + fee: Created, ledger.Recorded (then ApprovalRequired).
+func decideHold(in CreateInputs, rail rails.Rail) ([]domain.Event, error) {
 	if err := CheckParties(in); err != nil {
 		return nil, err
 	}
@@ -94,6 +104,108 @@ func DecideCreate(in CreateInputs) ([]domain.Event, error) {
 		events = append(events, ApprovalRequired{CreatedBy: in.CreatedBy, ExpiresAt: in.Now.Add(ApprovalWindow), At: in.Now})
 	}
 	return events, nil
+}
+
+// MaxScheduleAhead is how far ahead a payment may be scheduled (API.md §12).
+const MaxScheduleAhead = 365
+
+// ReleaseHour is the Eastern hour a scheduled payment is released at on
+// its date (API.md §12: 06:00 ET).
+const ReleaseHour = 6
+
+// ReleaseAt is when a payment scheduled for date (YYYY-MM-DD, valid) is
+// released: ReleaseHour Eastern that day.
+func ReleaseAt(date string) time.Time {
+	d, _ := time.ParseInLocation(time.DateOnly, date, rails.Eastern)
+	return time.Date(d.Year(), d.Month(), d.Day(), ReleaseHour, 0, 0, 0, rails.Eastern).UTC()
+}
+
+// decideSchedule accepts a payment for a later date: a date after today
+// (Eastern) and at most MaxScheduleAhead days ahead, from an account that
+// may send today. Nothing is held and nothing is recorded in the ledger:
+// the funds, the daily limit and the approval threshold are the release's
+// to check, on the day.
+func decideSchedule(in CreateInputs, rail rails.Rail) ([]domain.Event, error) {
+	date, _ := time.ParseInLocation(time.DateOnly, in.Request.ScheduledFor, rails.Eastern)
+	et := in.Now.In(rails.Eastern)
+	today := time.Date(et.Year(), et.Month(), et.Day(), 0, 0, 0, 0, rails.Eastern)
+	if !date.After(today) || date.After(today.AddDate(0, 0, MaxScheduleAhead)) {
+		return nil, domain.Invalid("scheduled_for", "scheduled_for must be a date after today (%s, Eastern) and at most %d days ahead",
+			today.Format(time.DateOnly), MaxScheduleAhead)
+	}
+	if err := CheckParties(in); err != nil {
+		return nil, err
+	}
+	release := ReleaseAt(in.Request.ScheduledFor)
+	created := in.created(rail, in.fee(rail))
+	created.JournalEntryID = ""
+	created.ScheduledFor, created.ReleaseAt, created.CreatedBy = in.Request.ScheduledFor, &release, in.CreatedBy
+	created.ExpectedSettlementAt = ExpectedSettlement(in.Environment, in.Settings, rail, release)
+	return []domain.Event{created}, nil
+}
+
+// DecideRelease runs a scheduled payment's rules on its date: in holds
+// what they read now (its Request is the payment's, rebuilt by
+// ReleaseRequest). It returns Released and the ledger.Recorded that holds
+// amount + fee (then ApprovalRequired, at or above the approval
+// threshold); or, when a rule refuses it, Failed with the rule's code as
+// failure.code and no network code; or nothing, for a payment no longer
+// scheduled (released, canceled: a release run twice holds once).
+func DecideRelease(s State, in CreateInputs) ([]domain.Event, error) {
+	if s.Status != StatusScheduled {
+		return nil, nil
+	}
+	in.IDs.Payment = s.PaymentID
+	in.CreatedBy = s.CreatedBy
+	rail, err := in.Request.Validate()
+	if err != nil {
+		return nil, err
+	}
+	events, err := decideHold(in, rail)
+	var refused *domain.Error
+	if errors.As(err, &refused) && ruleAdvice[refused.Code] != "" {
+		return []domain.Event{Failed{Failure: RuleFailure(refused), At: in.Now}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	created := events[0].(Created)
+	released := Released{JournalEntryID: created.JournalEntryID, Fee: created.Fee, Rail: created.Rail,
+		ExpectedSettlementAt: created.ExpectedSettlementAt, RequiresApproval: created.RequiresApproval, At: in.Now}
+	return append([]domain.Event{released}, events[1:]...), nil
+}
+
+// ReleaseRequest is the request a scheduled payment's rules run on at its
+// release: the payment as it was asked for, less its date.
+func ReleaseRequest(s State) Request {
+	return Request{VirtualAccountID: s.VirtualAccountID, Amount: s.Amount, Rail: s.Rail, Destination: s.Destination,
+		Description: s.Description, Metadata: s.Metadata}
+}
+
+// ruleAdvice is what a platform should do about a scheduled payment a
+// rule refused on its date, per rule.
+var ruleAdvice = map[domain.Code]string{
+	domain.CodeInsufficientFunds:  rails.ActionRetryLater,
+	domain.CodeLimitExceeded:      rails.ActionRetryLater,
+	domain.CodeAccountNotActive:   rails.ActionDoNotRetry,
+	domain.CodeKYBNotApproved:     rails.ActionDoNotRetry,
+	domain.CodeComplianceRejected: rails.ActionDoNotRetry,
+}
+
+// RuleFailureCodes are the failure codes a rule gives a scheduled
+// payment refused on its date.
+func RuleFailureCodes() []string {
+	var codes []string
+	for c := range ruleAdvice {
+		codes = append(codes, string(c))
+	}
+	return codes
+}
+
+// RuleFailure is the failure of a scheduled payment a rule refused on its
+// date: the rule's code, no network code (no network saw it).
+func RuleFailure(err *domain.Error) rails.Failure {
+	return rails.Failure{Code: string(err.Code), Reason: err.Message, Advice: rails.RetryAdvice{Action: ruleAdvice[err.Code]}}
 }
 
 // ApprovalWindow is how long a payment waits for its approval before it is

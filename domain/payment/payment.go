@@ -4,7 +4,10 @@
 // pending → canceled. A payment at or above the platform's approval
 // threshold starts requires_approval (held, not sent): → pending when a
 // second key approves it, → denied, or → canceled (by the platform, or
-// unapproved after ApprovalWindow).
+// unapproved after ApprovalWindow). A payment scheduled for a later date
+// starts scheduled (nothing held): on that date it is released — the
+// rules run then, and it goes on as if created then — or fails with the
+// rule it broke; it may be canceled until then.
 package payment
 
 import (
@@ -32,6 +35,8 @@ const (
 	StatusRequiresApproval = "requires_approval"
 	// StatusDenied: a key refused the approval; final, hold released.
 	StatusDenied = "denied"
+	// StatusScheduled: waiting for its date; nothing held (API.md §12).
+	StatusScheduled = "scheduled"
 )
 
 // CancelReasonApprovalExpired is a Canceled payment's reason when no key
@@ -59,6 +64,9 @@ type Request struct {
 	Destination      Destination
 	Description      string
 	Metadata         map[string]string
+	// ScheduledFor, if set, is the date (YYYY-MM-DD, Eastern) the payment
+	// is released on.
+	ScheduledFor string
 }
 
 // Validate checks a request's fields (400): amount, rail and its limit,
@@ -77,6 +85,11 @@ func (r Request) Validate() (rails.Rail, error) {
 	}
 	if utf8.RuneCountInString(r.Description) > MaxDescriptionLen {
 		return rail, domain.Invalid("description", "description must be at most %d characters", MaxDescriptionLen)
+	}
+	if r.ScheduledFor != "" {
+		if _, err := time.ParseInLocation(time.DateOnly, r.ScheduledFor, rails.Eastern); err != nil {
+			return rail, domain.Invalid("scheduled_for", "scheduled_for must be a date, YYYY-MM-DD")
+		}
 	}
 	return rail, domain.ValidateMetadata("metadata", r.Metadata)
 }
@@ -98,8 +111,28 @@ type Created struct {
 	ExpectedSettlementAt time.Time          `json:"expected_settlement_at"`
 	// RequiresApproval: an ApprovalRequired follows in the same append;
 	// no rail may take the payment until it is approved.
-	RequiresApproval bool      `json:"requires_approval,omitempty"`
-	At               time.Time `json:"at"`
+	RequiresApproval bool `json:"requires_approval,omitempty"`
+	// ScheduledFor, set on a scheduled payment (nothing held, no journal
+	// entry yet), is its date; ReleaseAt the instant it is released
+	// (06:00 Eastern that day); CreatedBy the key that scheduled it, which
+	// may not approve it once released.
+	ScheduledFor string     `json:"scheduled_for,omitempty"`
+	ReleaseAt    *time.Time `json:"release_at,omitempty"`
+	CreatedBy    string     `json:"created_by,omitempty"`
+	At           time.Time  `json:"at"`
+}
+
+// Released: a scheduled payment's date came and it passed the rules:
+// amount + fee are held under JournalEntryID and it is pending from now on
+// (or, RequiresApproval, waits for its approval: an ApprovalRequired
+// follows in the same append). Fee is the fee of the day of release.
+type Released struct {
+	JournalEntryID       string    `json:"journal_entry_id"`
+	Fee                  int64     `json:"fee"`
+	Rail                 string    `json:"rail"`
+	ExpectedSettlementAt time.Time `json:"expected_settlement_at"`
+	RequiresApproval     bool      `json:"requires_approval,omitempty"`
+	At                   time.Time `json:"at"`
 }
 
 // ApprovalRequired: the payment waits for a key other than CreatedBy to
@@ -176,6 +209,7 @@ func (ApprovalRequired) EventType() string {
 	return "payment.requires_approval"
 }
 func (Approved) EventType() string { return "payment.approved" }
+func (Released) EventType() string { return "payment.released" }
 func (Denied) EventType() string   { return "payment.denied" }
 func (NotificationOfChange) EventType() string {
 	return "payment.notification_of_change"
@@ -191,6 +225,7 @@ func init() {
 	domain.RegisterEvent[ApprovalRequired]()
 	domain.RegisterEvent[Approved]()
 	domain.RegisterEvent[Denied]()
+	domain.RegisterEvent[Released]()
 }
 
 // Approval is where a payment that needed one stands.
@@ -214,6 +249,7 @@ type State struct {
 	Change       *NotificationOfChange // the latest the bank sent
 	Approval     *Approval             // nil unless it needed one
 	CancelReason string
+	ReleasedAt   *time.Time // a scheduled payment's, once released
 	SubmittedAt  *time.Time
 	CompletedAt  *time.Time
 	FailedAt     *time.Time
@@ -228,6 +264,15 @@ func Evolve(s State, e domain.Event) State {
 		s = State{Created: ev, Status: StatusPending, UpdatedAt: ev.At}
 		if ev.RequiresApproval {
 			s.Status = StatusRequiresApproval // its ApprovalRequired follows in the same append
+		}
+		if ev.ScheduledFor != "" {
+			s.Status = StatusScheduled
+		}
+	case Released:
+		s.Status, s.ReleasedAt, s.UpdatedAt = StatusPending, ptr(ev.At), ev.At
+		s.JournalEntryID, s.Fee, s.ExpectedSettlementAt = ev.JournalEntryID, ev.Fee, ev.ExpectedSettlementAt
+		if ev.RequiresApproval {
+			s.Status = StatusRequiresApproval
 		}
 	case Submitted:
 		s.Status, s.SubmittedAt, s.UpdatedAt = StatusSubmitted, ptr(ev.At), ev.At
@@ -363,8 +408,8 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		}
 		return []domain.Event{NotificationOfChange{Code: c.Code, CorrectedData: c.CorrectedData, At: c.At}}, nil
 	case Cancel:
-		if s.Status != StatusPending && s.Status != StatusRequiresApproval {
-			return nil, domain.Errorf(domain.CodePaymentNotCancelable, "only a pending payment (or one awaiting approval) can be canceled; this one is %s", s.Status)
+		if s.Status != StatusPending && s.Status != StatusRequiresApproval && s.Status != StatusScheduled {
+			return nil, domain.Errorf(domain.CodePaymentNotCancelable, "only a pending, scheduled or awaiting-approval payment can be canceled; this one is %s", s.Status)
 		}
 		return []domain.Event{Canceled{At: c.At}}, nil
 	case Approve:

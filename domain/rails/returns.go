@@ -1,6 +1,9 @@
 package rails
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Retry actions a failed payment recommends (API.md §5).
 const (
@@ -25,6 +28,21 @@ type Failure struct {
 	NetworkCode string      `json:"network_code"`
 	Reason      string      `json:"reason"`
 	Advice      RetryAdvice `json:"retry_recommendation"`
+}
+
+// MarshalJSON writes an empty NetworkCode as null: a scheduled payment
+// a rule refused on its date failed before any network saw it.
+func (f Failure) MarshalJSON() ([]byte, error) {
+	var networkCode *string
+	if f.NetworkCode != "" {
+		networkCode = &f.NetworkCode
+	}
+	return json.Marshal(struct {
+		Code        string      `json:"code"`
+		NetworkCode *string     `json:"network_code"`
+		Reason      string      `json:"reason"`
+		Advice      RetryAdvice `json:"retry_recommendation"`
+	}{f.Code, networkCode, f.Reason, f.Advice})
 }
 
 type failureRow struct {

@@ -29,7 +29,7 @@ const (
 var EventTypes = map[string]bool{
 	"virtual_account.created": true, "payment.created": true, "payment.submitted": true,
 	"payment.completed": true, "payment.failed": true, "payment.canceled": true, "payment.notification_of_change": true,
-	"payment.requires_approval": true, "payment.approved": true, "payment.denied": true,
+	"payment.requires_approval": true, "payment.approved": true, "payment.denied": true, "payment.released": true,
 	"kyb.pending_review": true, "kyb.approved": true, "kyb.rejected": true,
 	"ledger.entry.created": true, "inbound_transfer.completed": true, "book_transfer.completed": true, "webhook.test": true,
 }

@@ -46,15 +46,18 @@ type PaymentView struct {
 	// (absent on every other payment, so that their events keep their
 	// bytes); CancellationReason: why a canceled payment was canceled when
 	// the platform did not cancel it ("approval_expired").
-	Approval             *ApprovalView `json:"approval,omitempty"`
-	CancellationReason   string        `json:"cancellation_reason,omitempty"`
-	ExpectedSettlementAt Time          `json:"expected_settlement_at"`
-	SubmittedAt          *Time         `json:"submitted_at"`
-	CompletedAt          *Time         `json:"completed_at"`
-	FailedAt             *Time         `json:"failed_at"`
-	CanceledAt           *Time         `json:"canceled_at"`
-	Environment          string        `json:"environment"`
-	CreatedAt            Time          `json:"created_at"`
+	Approval           *ApprovalView `json:"approval,omitempty"`
+	CancellationReason string        `json:"cancellation_reason,omitempty"`
+	// ScheduledFor: a scheduled payment's date (absent on others, so that
+	// their events keep their bytes).
+	ScheduledFor         string `json:"scheduled_for,omitempty"`
+	ExpectedSettlementAt Time   `json:"expected_settlement_at"`
+	SubmittedAt          *Time  `json:"submitted_at"`
+	CompletedAt          *Time  `json:"completed_at"`
+	FailedAt             *Time  `json:"failed_at"`
+	CanceledAt           *Time  `json:"canceled_at"`
+	Environment          string `json:"environment"`
+	CreatedAt            Time   `json:"created_at"`
 }
 
 // NewPaymentView shows a payment folded from the log.
@@ -64,7 +67,7 @@ func NewPaymentView(s payment.State) PaymentView {
 		IdempotencyKey: s.IdempotencyKey, Description: s.Description, Metadata: Metadata(s.Metadata),
 		JournalEntryID: nonEmpty(s.JournalEntryID), Failure: s.Failure,
 		TraceNumber: s.TraceNumber, ACHFileID: s.ACHFileID, NotificationOfChange: NewChangeView(s.Change),
-		Approval: NewApprovalView(s.Approval), CancellationReason: s.CancelReason, ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
+		Approval: NewApprovalView(s.Approval), CancellationReason: s.CancelReason, ScheduledFor: s.ScheduledFor, ExpectedSettlementAt: NewTime(s.ExpectedSettlementAt), SubmittedAt: NewTimePtr(s.SubmittedAt),
 		CompletedAt: NewTimePtr(s.CompletedAt), FailedAt: NewTimePtr(s.FailedAt), CanceledAt: NewTimePtr(s.CanceledAt),
 		Environment: s.Environment.String(), CreatedAt: NewTime(s.At)}
 }
@@ -72,7 +75,7 @@ func NewPaymentView(s payment.State) PaymentView {
 const paymentColumns = `id, virtual_account_id, amount, rail, destination, status, fee, idempotency_key, description,
     metadata, failure, expected_settlement_at, submitted_at, completed_at, failed_at, canceled_at, environment, created_at,
     coalesce(trace_number, ''), coalesce(ach_file_id, ''), notification_of_change, approval, coalesce(cancel_reason, ''),
-    nullif(journal_entry_id, '')`
+    nullif(journal_entry_id, ''), coalesce(to_char(scheduled_for, 'YYYY-MM-DD'), '')`
 
 func scanPayment(row pgx.Row) (PaymentView, error) {
 	var p PaymentView
@@ -81,7 +84,7 @@ func scanPayment(row pgx.Row) (PaymentView, error) {
 	err := row.Scan(&p.ID, &p.VirtualAccountID, &p.Amount, &p.Rail, &p.Destination, &p.Status, &p.Fee,
 		&p.IdempotencyKey, &p.Description, &p.Metadata, &p.Failure, &expected, &submitted, &completed, &failed,
 		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID, &p.NotificationOfChange, &p.Approval, &p.CancellationReason,
-		&p.JournalEntryID)
+		&p.JournalEntryID, &p.ScheduledFor)
 	p.Object, p.Currency = "payment", "USD"
 	p.ExpectedSettlementAt, p.CreatedAt = NewTime(expected), NewTime(created)
 	p.SubmittedAt, p.CompletedAt, p.FailedAt, p.CanceledAt = NewTimePtr(submitted), NewTimePtr(completed), NewTimePtr(failed), NewTimePtr(canceled)
