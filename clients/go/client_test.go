@@ -675,3 +675,110 @@ func TestLinkFields(t *testing.T) {
 		t.Fatalf("requests: %+v", calls)
 	}
 }
+
+// A scheduled payment (no hold, no journal entry, its date), released, and
+// one the rules refused on its date (a rule's code, network_code null).
+func scheduledPayment(status, journalEntry, failure string) string {
+	s := paymentWith(status, `"scheduled_for":"2026-01-16"`)
+	s = strings.Replace(s, `"journal_entry_id":"je_01jh3w5f6g7h8j9k0m1n2p3q4s"`, `"journal_entry_id":`+journalEntry, 1)
+	return strings.Replace(s, `"failure":null`, `"failure":`+failure, 1)
+}
+
+// TestScheduledPaymentRoutes checks what a scheduled Create and
+// Simulations.ReleasePayment send (scheduled_for as YYYY-MM-DD only when set,
+// the release's route with no fields and an Idempotency-Key like every POST),
+// that ScheduledFor, a nil JournalEntryId and a nil Failure.NetworkCode
+// decode, and the status filter's wire form.
+func TestScheduledPaymentRoutes(t *testing.T) {
+	const id = "pay_01jh3w5f6g7h8j9k0m1n2p3q4r"
+	s, c := newStub(t,
+		answer{status: 201, body: scheduledPayment("scheduled", "null", "null")},
+		answer{status: 201, body: paymentJSON},
+		answer{status: 200, body: scheduledPayment("pending", `"je_01jh3w5f6g7h8j9k0m1n2p3q4s"`, "null")},
+		answer{status: 200, body: scheduledPayment("failed", "null",
+			`{"code":"insufficient_funds","network_code":null,"reason":"available balance too low","retry_recommendation":{"action":"retry_later"}}`)},
+		answer{status: 200, body: scheduledPayment("canceled", "null", "null")},
+		answer{status: 200, body: `{"object":"list","data":[` + scheduledPayment("scheduled", "null", "null") + `],"has_more":false,"next_cursor":null}`})
+	ctx := context.Background()
+	req := PaymentRequest{
+		VirtualAccountId: "va_01jh3v8x9q2w3e4r5t6y7v8k9m", Amount: 100, Rail: PaymentRequestRailRtp,
+		Destination: Destination{Name: "A", AccountNumber: "123456789", RoutingNumber: "021000021"},
+	}
+	scheduled := req
+	scheduled.ScheduledFor = Ptr(NewDate(2026, time.January, 16))
+	p, err := c.Payments.Create(ctx, scheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != PaymentStatusScheduled || p.ScheduledFor == nil || p.ScheduledFor.String() != "2026-01-16" ||
+		p.JournalEntryId != nil || p.Failure != nil {
+		t.Fatalf("scheduled: %+v", p)
+	}
+	plain, err := c.Payments.Create(ctx, req)
+	if err != nil || plain.ScheduledFor != nil {
+		t.Fatalf("a payment not scheduled: %+v, %v", plain, err)
+	}
+	released, err := c.Simulations.ReleasePayment(ctx, id)
+	if err != nil || released.Status != PaymentStatusPending || released.JournalEntryId == nil ||
+		released.ScheduledFor == nil || released.ScheduledFor.String() != "2026-01-16" {
+		t.Fatalf("released: %+v, %v", released, err)
+	}
+	refused, err := c.Simulations.ReleasePayment(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := refused.Failure; refused.Status != PaymentStatusFailed || f == nil || f.Code != PaymentFailureCodeInsufficientFunds ||
+		f.NetworkCode != nil || f.RetryRecommendation.Action != RetryRecommendationActionRetryLater || refused.JournalEntryId != nil {
+		t.Fatalf("released without funds: %+v, failure %+v", refused, f)
+	}
+	canceled, err := c.Payments.Cancel(ctx, id)
+	if err != nil || canceled.Status != PaymentStatusCanceled || canceled.ScheduledFor == nil {
+		t.Fatalf("canceled while scheduled: %+v, %v", canceled, err)
+	}
+	listed, err := Collect(c.Payments.List(ctx, &ListPaymentsParams{Status: Ptr(ListPaymentsParamsStatusScheduled)}))
+	if err != nil || len(listed) != 1 || listed[0].Status != PaymentStatusScheduled {
+		t.Fatalf("listed: %+v, %v", listed, err)
+	}
+
+	calls := s.snapshot()
+	if len(calls) != 6 {
+		t.Fatalf("%d requests, want 6", len(calls))
+	}
+	if calls[0].path != "/v1/payments" || calls[0].body["scheduled_for"] != "2026-01-16" {
+		t.Errorf("a scheduled create sent %s %v", calls[0].path, calls[0].body)
+	}
+	if _, ok := calls[1].body["scheduled_for"]; ok {
+		t.Errorf("a create without a date sent scheduled_for: %v", calls[1].body)
+	}
+	for _, i := range []int{2, 3} {
+		call := calls[i]
+		if call.method != http.MethodPost || call.path != "/v1/simulations/payments/"+id+"/release" ||
+			!reflect.DeepEqual(call.body, map[string]any{}) || !strings.HasPrefix(call.idempotencyKey, "idk_") {
+			t.Errorf("release %d: %s %s %v, key %q", i, call.method, call.path, call.body, call.idempotencyKey)
+		}
+	}
+	if calls[4].path != "/v1/payments/"+id+"/cancel" || calls[5].query != "status=scheduled" {
+		t.Errorf("cancel %s, list query %q", calls[4].path, calls[5].query)
+	}
+
+	// The server's refusals are typed errors: a bad date (400, param
+	// scheduled_for), a release of a payment not scheduled (409), a live key
+	// (403).
+	_, c = newStub(t,
+		answer{status: 400, body: `{"code":"invalid_request","message":"scheduled_for must be after today","request_id":"req_x","param":"scheduled_for"}`},
+		answer{status: 409, body: errorJSON("invalid_state")},
+		answer{status: 403, body: errorJSON("forbidden")})
+	_, err = c.Payments.Create(ctx, scheduled)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Kind != KindBadRequest || apiErr.Param != "scheduled_for" || !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("a 400: %v", err)
+	}
+	_, err = c.Simulations.ReleasePayment(ctx, id)
+	if !errors.As(err, &apiErr) || apiErr.Kind != KindConflict || apiErr.Code != "invalid_state" {
+		t.Fatalf("a 409: %v", err)
+	}
+	_, err = c.Simulations.ReleasePayment(ctx, id)
+	if !errors.As(err, &apiErr) || apiErr.Kind != KindPermissionDenied || apiErr.Code != "forbidden" {
+		t.Fatalf("a 403: %v", err)
+	}
+}

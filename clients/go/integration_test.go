@@ -24,6 +24,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	_ "time/tzdata" // America/New_York for the scheduled payments' dates, wherever the tests run
 
 	treasury "github.com/opentreasury/treasury/clients/go"
 	"github.com/opentreasury/treasury/clients/go/api"
@@ -614,7 +615,7 @@ func TestJourney(t *testing.T) {
 		}
 		toFail := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailAchSameDay, 4_000, goodDestination)
 		simFailed := must(c.Simulations.FailPayment(ctx, toFail.Id, treasury.SimulatePaymentFailRequest{NetworkCode: "R01"}))(t)
-		if simFailed.Status != treasury.PaymentStatusFailed || simFailed.Failure == nil || simFailed.Failure.NetworkCode != "R01" {
+		if simFailed.Status != treasury.PaymentStatusFailed || simFailed.Failure == nil || simFailed.Failure.NetworkCode == nil || *simFailed.Failure.NetworkCode != "R01" {
 			t.Fatalf("simulated failure: %+v", simFailed)
 		}
 		must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{
@@ -2579,4 +2580,303 @@ func objectAs[T any](t *testing.T, object map[string]any) T {
 		t.Fatalf("decode %T from %v: %v", v, object, err)
 	}
 	return v
+}
+
+// TestScheduledPayments schedules payments for tomorrow (Eastern) against a
+// real serve (API.md §12): created scheduled with their date, nothing held and
+// no journal entry, the balance unmoved; 400 param scheduled_for for today, a
+// past date and one over 365 days ahead; the list of scheduled payments; one
+// released by the simulation, pending and held with its journal entry, then
+// settled, and a second release refused (409 invalid_state); one canceled while
+// scheduled (nothing to release); one released on an account without funds,
+// failed with insufficient_funds and a null network_code, nothing held; 403
+// for the operator key, 404 for another platform; the payment.released and
+// payment.failed events and their verified webhook deliveries.
+func TestScheduledPayments(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	op := operator(t)
+	plat, c, _ := newPlatform(t, ctx)
+	_, stranger, _ := newPlatform(t, ctx)
+
+	// Dates are Eastern: tomorrow there is the first date a payment can be
+	// scheduled for.
+	eastern, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().In(eastern)
+	day := func(offset int) treasury.Date { return treasury.NewDate(now.Year(), now.Month(), now.Day()+offset) }
+	tomorrow := day(1)
+
+	va := newAccount(t, ctx, c, plat.Id, unique("scheduled"))
+	approveKYB(t, ctx, c, va.Id)
+	fund(t, ctx, c, va.Id, 100_000)
+	empty := newAccount(t, ctx, c, plat.Id, unique("scheduled-empty")) // KYB-approved, never funded
+	approveKYB(t, ctx, c, empty.Id)
+	// ACH settles a second after it is released.
+	must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{
+		Sandbox: &treasury.UpdateSettingsRequest_Sandbox{AchSameDayDelaySeconds: treasury.Ptr(1), AchStandardDelaySeconds: treasury.Ptr(1)},
+	}))(t)
+
+	// A webhook endpoint of payment.released and payment.failed.
+	type delivery struct {
+		body   []byte
+		header http.Header
+	}
+	received := make(chan delivery, 100)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- delivery{body: body, header: r.Header.Clone()}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	wh := must(c.Webhooks.Create(ctx, treasury.CreateWebhookRequest{
+		Url: receiver.URL + "/scheduled",
+		Events: &[]treasury.CreateWebhookRequestEvents{treasury.CreateWebhookRequestEventsPaymentReleased,
+			treasury.CreateWebhookRequestEventsPaymentFailed},
+	}))(t)
+	if !reflect.DeepEqual(wh.Events, []string{"payment.released", "payment.failed"}) || wh.Secret == nil {
+		t.Fatalf("endpoint: %+v", wh)
+	}
+
+	balance := func(t *testing.T, vaID string) *treasury.Balance {
+		t.Helper()
+		return must(c.VirtualAccounts.Balance(ctx, vaID, nil))(t)
+	}
+	requireBalance := func(t *testing.T, vaID string, posted, available int) {
+		t.Helper()
+		if b := balance(t, vaID); b.Posted != posted || b.Available != available {
+			t.Fatalf("balance: posted %d, available %d, want %d and %d", b.Posted, b.Available, posted, available)
+		}
+	}
+	request := func(vaID string, amount int, date treasury.Date) treasury.PaymentRequest {
+		return treasury.PaymentRequest{
+			VirtualAccountId: vaID, Amount: amount, Rail: treasury.PaymentRequestRailAchStandard,
+			Destination: goodDestination, Description: treasury.Ptr("scheduled"), ScheduledFor: &date,
+		}
+	}
+	// schedule creates a payment for tomorrow and checks that it waits,
+	// holding nothing.
+	schedule := func(t *testing.T, vaID string, amount int) *treasury.Payment {
+		t.Helper()
+		before := balance(t, vaID)
+		p := must(c.Payments.Create(ctx, request(vaID, amount, tomorrow)))(t)
+		if p.Status != treasury.PaymentStatusScheduled || p.ScheduledFor == nil || p.ScheduledFor.String() != tomorrow.String() ||
+			p.JournalEntryId != nil || p.Failure != nil || p.SubmittedAt != nil || p.FailedAt != nil || p.CanceledAt != nil ||
+			p.Approval != nil || p.Amount != amount || p.Fee <= 0 {
+			t.Fatalf("a payment scheduled for %s: %+v", tomorrow, p)
+		}
+		if b := balance(t, vaID); b.Posted != before.Posted || b.Available != before.Available || b.PendingOutbound != before.PendingOutbound {
+			t.Fatalf("a scheduled payment moved the balance: %+v, before %+v", b, before)
+		}
+		if got := must(c.Payments.Retrieve(ctx, p.Id))(t); !reflect.DeepEqual(got, p) {
+			t.Fatalf("retrieved %+v, created %+v", got, p)
+		}
+		return p
+	}
+
+	var toRelease, toCancel, unfunded *treasury.Payment
+	t.Run("scheduled", func(t *testing.T) {
+		toRelease = schedule(t, va.Id, 10_000)
+		// Nothing for its transactions yet.
+		txs := must(treasury.Collect(c.VirtualAccounts.Transactions(ctx, va.Id, nil)))(t)
+		for _, tx := range txs {
+			if tx.Source.Id == toRelease.Id {
+				t.Fatalf("a scheduled payment's transaction: %+v", tx)
+			}
+		}
+		// The operator key releases nothing; another platform does not see it.
+		_, err := op.Simulations.ReleasePayment(ctx, toRelease.Id)
+		requireAPIError(t, err, treasury.ErrPermissionDenied, treasury.KindPermissionDenied, 403, "forbidden")
+		_, err = stranger.Simulations.ReleasePayment(ctx, toRelease.Id)
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		if got := must(c.Payments.Retrieve(ctx, toRelease.Id))(t); got.Status != treasury.PaymentStatusScheduled {
+			t.Fatalf("after the refused releases: %+v", got)
+		}
+	})
+	if toRelease == nil {
+		t.FailNow()
+	}
+
+	t.Run("bad dates", func(t *testing.T) {
+		for name, date := range map[string]treasury.Date{"today": day(0), "yesterday": day(-1), "366 days ahead": day(366)} {
+			_, err := c.Payments.Create(ctx, request(va.Id, 10_000, date))
+			if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, ""); e.Param != "scheduled_for" {
+				t.Fatalf("%s (%s): param %q, want scheduled_for", name, date, e.Param)
+			}
+		}
+	})
+
+	t.Run("list", func(t *testing.T) {
+		toCancel = schedule(t, va.Id, 20_000)
+		unfunded = schedule(t, empty.Id, 5_000) // checks pass: the funds are not checked before its date
+		var got []string
+		for p, err := range c.Payments.List(ctx, &treasury.ListPaymentsParams{
+			Status: treasury.Ptr(treasury.ListPaymentsParamsStatusScheduled), Limit: treasury.Ptr(1),
+		}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Status != treasury.PaymentStatusScheduled || p.ScheduledFor == nil {
+				t.Fatalf("in the list of scheduled payments: %+v", p)
+			}
+			got = append(got, p.Id)
+		}
+		if want := []string{unfunded.Id, toCancel.Id, toRelease.Id}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("scheduled: %v, want %v (newest first)", got, want)
+		}
+		// Not among the pending ones.
+		pending := must(treasury.Collect(c.Payments.List(ctx, &treasury.ListPaymentsParams{
+			Status: treasury.Ptr(treasury.ListPaymentsParamsStatusPending),
+		})))(t)
+		if len(pending) != 0 {
+			t.Fatalf("pending payments: %+v", pending)
+		}
+	})
+	if toCancel == nil || unfunded == nil {
+		t.FailNow()
+	}
+
+	t.Run("released", func(t *testing.T) {
+		before := balance(t, va.Id)
+		p := must(c.Simulations.ReleasePayment(ctx, toRelease.Id))(t)
+		if p.Id != toRelease.Id || p.Status != treasury.PaymentStatusPending || p.JournalEntryId == nil ||
+			p.ScheduledFor == nil || p.ScheduledFor.String() != tomorrow.String() || p.Failure != nil || p.Fee <= 0 {
+			t.Fatalf("released: %+v", p)
+		}
+		requireBalance(t, va.Id, before.Posted, before.Available-p.Amount-p.Fee)
+		je := must(c.Ledger.JournalEntries.Retrieve(ctx, *p.JournalEntryId))(t)
+		if je.Source != (treasury.Source{Type: treasury.SourceTypePayment, Id: p.Id}) || je.Type != treasury.JournalEntryTypePayment {
+			t.Fatalf("the released payment's journal entry: %+v", je)
+		}
+		// Released once.
+		_, err := c.Simulations.ReleasePayment(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		// Then it settles like any payment, keeping its date and its link.
+		done := waitPayment(t, ctx, c, p.Id, treasury.PaymentStatusCompleted)
+		if done.ScheduledFor == nil || done.ScheduledFor.String() != tomorrow.String() ||
+			done.JournalEntryId == nil || *done.JournalEntryId != *p.JournalEntryId {
+			t.Fatalf("completed: %+v", done)
+		}
+		requireBalance(t, va.Id, before.Posted-p.Amount-p.Fee, before.Available-p.Amount-p.Fee)
+		_, err = c.Simulations.ReleasePayment(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+	})
+
+	t.Run("canceled while scheduled", func(t *testing.T) {
+		before := balance(t, va.Id)
+		gone := must(c.Payments.Cancel(ctx, toCancel.Id))(t)
+		if gone.Status != treasury.PaymentStatusCanceled || gone.CanceledAt == nil || gone.JournalEntryId != nil ||
+			gone.CancellationReason != nil || gone.ScheduledFor == nil || gone.ScheduledFor.String() != tomorrow.String() {
+			t.Fatalf("canceled: %+v", gone)
+		}
+		requireBalance(t, va.Id, before.Posted, before.Available)
+		_, err := c.Simulations.ReleasePayment(ctx, toCancel.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		_, err = c.Payments.Cancel(ctx, toCancel.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "payment_not_cancelable")
+		if got := must(c.Payments.Retrieve(ctx, toCancel.Id))(t); !reflect.DeepEqual(got, gone) {
+			t.Fatalf("retrieved %+v, canceled %+v", got, gone)
+		}
+	})
+
+	t.Run("released without funds", func(t *testing.T) {
+		requireBalance(t, empty.Id, 0, 0)
+		p := must(c.Simulations.ReleasePayment(ctx, unfunded.Id))(t)
+		f := p.Failure
+		if p.Status != treasury.PaymentStatusFailed || f == nil || f.Code != treasury.PaymentFailureCodeInsufficientFunds ||
+			f.NetworkCode != nil || f.Reason == "" || f.RetryRecommendation.Action != treasury.RetryRecommendationActionRetryLater ||
+			p.FailedAt == nil || p.JournalEntryId != nil || p.SubmittedAt != nil ||
+			p.ScheduledFor == nil || p.ScheduledFor.String() != tomorrow.String() {
+			t.Fatalf("released without funds: %+v, failure %+v", p, f)
+		}
+		requireBalance(t, empty.Id, 0, 0)
+		if got := must(c.Payments.Retrieve(ctx, p.Id))(t); !reflect.DeepEqual(got, p) {
+			t.Fatalf("retrieved %+v, released %+v", got, p)
+		}
+		_, err := c.Simulations.ReleasePayment(ctx, p.Id)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		// None is left scheduled.
+		left := must(treasury.Collect(c.Payments.List(ctx, &treasury.ListPaymentsParams{
+			Status: treasury.Ptr(treasury.ListPaymentsParamsStatusScheduled),
+		})))(t)
+		if len(left) != 0 {
+			t.Fatalf("still scheduled: %+v", left)
+		}
+	})
+
+	t.Run("events and webhook", func(t *testing.T) {
+		// payment.released for the one released (pending, as it was then),
+		// payment.failed for the one the rules refused (network_code null).
+		want := map[treasury.EventType]string{
+			treasury.EventTypePaymentReleased: toRelease.Id,
+			treasury.EventTypePaymentFailed:   unfunded.Id,
+		}
+		for typ, id := range want {
+			var events []treasury.Event
+			eventually(t, 10*time.Second, string(typ)+" events", func() (bool, error) {
+				var err error
+				events, err = treasury.Collect(c.Events.List(ctx, &treasury.ListEventsParams{Type: treasury.Ptr(treasury.ListEventsParamsType(typ))}))
+				return len(events) >= 1, err
+			})
+			if len(events) != 1 || events[0].Type != typ || events[0].Data.Object["id"] != id ||
+				events[0].Data.Object["scheduled_for"] != tomorrow.String() {
+				t.Fatalf("%s events: %+v", typ, events)
+			}
+			p := objectAs[treasury.Payment](t, events[0].Data.Object)
+			switch typ {
+			case treasury.EventTypePaymentReleased:
+				if p.Status != treasury.PaymentStatusPending || p.JournalEntryId == nil {
+					t.Fatalf("payment.released's payment: %+v", p)
+				}
+			case treasury.EventTypePaymentFailed:
+				if p.Status != treasury.PaymentStatusFailed || p.Failure == nil || p.Failure.NetworkCode != nil ||
+					p.Failure.Code != treasury.PaymentFailureCodeInsufficientFunds {
+					t.Fatalf("payment.failed's payment: %+v", p)
+				}
+				failure, _ := events[0].Data.Object["failure"].(map[string]any)
+				if v, ok := failure["network_code"]; !ok || v != nil {
+					t.Fatalf("payment.failed's failure: %+v", failure)
+				}
+			}
+		}
+
+		missing := map[string]bool{}
+		for typ, id := range want {
+			missing[string(typ)+" "+id] = true
+		}
+		timeout := time.After(20 * time.Second)
+		for len(missing) > 0 {
+			select {
+			case d := <-received:
+				ev, err := webhooks.Verify(d.body, d.header, *wh.Secret)
+				if err != nil {
+					t.Fatalf("verify a delivery: %v", err)
+				}
+				if _, ok := want[ev.Type]; !ok {
+					t.Fatalf("an endpoint of payment.released and payment.failed received %s", ev.Type)
+				}
+				delete(missing, string(ev.Type)+" "+fmt.Sprint(ev.Data.Object["id"]))
+			case <-timeout:
+				t.Fatalf("deliveries not received: %v", missing)
+			}
+		}
+		var deliveries []treasury.WebhookDelivery
+		eventually(t, 10*time.Second, "the deliveries listed", func() (bool, error) {
+			var err error
+			deliveries, err = treasury.Collect(c.Webhooks.Deliveries.List(ctx, wh.Id, nil))
+			return len(deliveries) >= 2, err
+		})
+		count := map[treasury.WebhookDeliveryEventType]int{}
+		for _, d := range deliveries {
+			count[d.EventType]++
+		}
+		if wantCount := map[treasury.WebhookDeliveryEventType]int{
+			treasury.WebhookDeliveryEventTypePaymentReleased: 1,
+			treasury.WebhookDeliveryEventTypePaymentFailed:   1,
+		}; !reflect.DeepEqual(count, wantCount) {
+			t.Fatalf("deliveries by event type: %v, want %v", count, wantCount)
+		}
+	})
 }

@@ -64,6 +64,7 @@ var operations = map[string]string{
 	"POST /simulations/kyb/{id}/decision":                "Simulations.KYBDecision",
 	"POST /simulations/payments/{id}/complete":           "Simulations.CompletePayment",
 	"POST /simulations/payments/{id}/fail":               "Simulations.FailPayment",
+	"POST /simulations/payments/{id}/release":            "Simulations.ReleasePayment",
 	"GET /events":                                        "Events.List",
 	"GET /events/{id}":                                   "Events.Retrieve",
 	"POST /webhooks":                                     "Webhooks.Create",

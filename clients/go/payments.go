@@ -23,6 +23,19 @@ type PaymentsService struct{ c *Client }
 // canceled (Cancel); unapproved 7 days after its creation it is canceled with
 // CancellationReason approval_expired.
 //
+// With body.ScheduledFor (a Date, YYYY-MM-DD in Eastern time: after today,
+// Eastern, and at most 365 days ahead, else a BadRequestError naming
+// scheduled_for in Param) the payment is created scheduled: only the account,
+// its business's KYB and the destination's screening are checked now (a 422
+// as for any payment), nothing is held, JournalEntryId is nil and no rail sees
+// it; it carries ScheduledFor (nil on payments that were not scheduled). At
+// 06:00 ET on that date it is released: the five rules run on that day's
+// balance, daily limit, fee and approval threshold, and it becomes pending
+// (held, JournalEntryId set) or requires_approval, event payment.released, or
+// failed with the rule's Failure.Code and a nil Failure.NetworkCode. Cancel
+// cancels it while it is scheduled; in the sandbox,
+// Simulations.ReleasePayment releases it at once.
+//
 // The payment's JournalEntryId names the journal entry that holds amount + fee
 // and posts them when it completes (archived if it is canceled, denied or
 // fails first): Ledger.JournalEntries.Retrieve returns it, with Source
@@ -61,7 +74,8 @@ func (s *PaymentsService) Retrieve(ctx context.Context, id string, opts ...Reque
 
 // List walks every payment, newest first (GET /payments). params.Status
 // keeps one status (ListPaymentsParamsStatusRequiresApproval lists the
-// payments waiting for a second key). params.Metadata
+// payments waiting for a second key, ListPaymentsParamsStatusScheduled those
+// waiting for their date). params.Metadata
 // filters on metadata: each pair is sent as metadata[key]=value (key and value
 // URL-encoded) on every page's request, and a payment must match them all.
 func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams, opts ...RequestOption) iter.Seq2[Payment, error] {
@@ -83,9 +97,10 @@ func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams, 
 	})
 }
 
-// Cancel cancels a payment (POST /payments/{id}/cancel): a pending one, or
-// one in requires_approval (still waiting for its second key). It becomes
-// canceled and its held amount + fee are released. A submitted, completed,
+// Cancel cancels a payment (POST /payments/{id}/cancel): a pending one, one
+// in requires_approval (still waiting for its second key), or a scheduled one
+// (not released yet; it held nothing). It becomes canceled and its held
+// amount + fee, if any, are released. A submitted, completed,
 // failed, denied or already canceled payment is a ConflictError with code
 // payment_not_cancelable.
 func (s *PaymentsService) Cancel(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {

@@ -53,3 +53,26 @@ func (s *SimulationsService) FailPayment(ctx context.Context, id string, body Si
 	}
 	return result(r.HTTPResponse, r.Body, r.JSON200)
 }
+
+// ReleasePayment releases a scheduled payment now
+// (POST /simulations/payments/{id}/release), as the service does at 06:00 ET
+// on its ScheduledFor date: the payment rules run on today's balance, daily
+// limit, fee and approval threshold. Passed, the answer is the payment held
+// (JournalEntryId set) and pending, or requires_approval at the platform's
+// payment_approval_threshold; event payment.released. Refused by a rule, it is
+// failed with Failure.Code the rule's (insufficient_funds, limit_exceeded,
+// account_not_active, kyb_not_approved, compliance_rejected) and
+// Failure.NetworkCode nil, nothing held; event payment.failed.
+//
+// A payment that is not scheduled (released already, canceled) is a
+// ConflictError with code invalid_state: a payment is released once. Another
+// platform's or a live payment is a NotFoundError; a live key or the operator
+// key gets a PermissionDeniedError.
+func (s *SimulationsService) ReleasePayment(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.SimulatePaymentReleaseWithResponse(ctx, id, &api.SimulatePaymentReleaseParams{}, api.EmptyRequest{}, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON200)
+}

@@ -350,6 +350,9 @@ type (
 	SimulatePaymentFailParams                  = api.SimulatePaymentFailParams
 	SimulatePaymentFailRequest                 = api.SimulatePaymentFailRequest
 	SimulatePaymentFailResponse200Headers      = api.SimulatePaymentFailResponse200Headers
+	SimulatePaymentReleaseJSONRequestBody      = api.SimulatePaymentReleaseJSONRequestBody
+	SimulatePaymentReleaseParams               = api.SimulatePaymentReleaseParams
+	SimulatePaymentReleaseResponse200Headers   = api.SimulatePaymentReleaseResponse200Headers
 	Source                                     = api.Source
 	SourceType                                 = api.SourceType
 	Statement                                  = api.Statement
@@ -450,6 +453,7 @@ const (
 	CreateWebhookRequestEventsPaymentDenied                   = api.CreateWebhookRequestEventsPaymentDenied
 	CreateWebhookRequestEventsPaymentFailed                   = api.CreateWebhookRequestEventsPaymentFailed
 	CreateWebhookRequestEventsPaymentNotificationOfChange     = api.CreateWebhookRequestEventsPaymentNotificationOfChange
+	CreateWebhookRequestEventsPaymentReleased                 = api.CreateWebhookRequestEventsPaymentReleased
 	CreateWebhookRequestEventsPaymentRequiresApproval         = api.CreateWebhookRequestEventsPaymentRequiresApproval
 	CreateWebhookRequestEventsPaymentSubmitted                = api.CreateWebhookRequestEventsPaymentSubmitted
 	CreateWebhookRequestEventsVirtualAccountCreated           = api.CreateWebhookRequestEventsVirtualAccountCreated
@@ -475,6 +479,7 @@ const (
 	EventTypePaymentDenied                                    = api.EventTypePaymentDenied
 	EventTypePaymentFailed                                    = api.EventTypePaymentFailed
 	EventTypePaymentNotificationOfChange                      = api.EventTypePaymentNotificationOfChange
+	EventTypePaymentReleased                                  = api.EventTypePaymentReleased
 	EventTypePaymentRequiresApproval                          = api.EventTypePaymentRequiresApproval
 	EventTypePaymentSubmitted                                 = api.EventTypePaymentSubmitted
 	EventTypeVirtualAccountCreated                            = api.EventTypeVirtualAccountCreated
@@ -765,6 +770,7 @@ const (
 	ListEventsParamsTypePaymentDenied                         = api.ListEventsParamsTypePaymentDenied
 	ListEventsParamsTypePaymentFailed                         = api.ListEventsParamsTypePaymentFailed
 	ListEventsParamsTypePaymentNotificationOfChange           = api.ListEventsParamsTypePaymentNotificationOfChange
+	ListEventsParamsTypePaymentReleased                       = api.ListEventsParamsTypePaymentReleased
 	ListEventsParamsTypePaymentRequiresApproval               = api.ListEventsParamsTypePaymentRequiresApproval
 	ListEventsParamsTypePaymentSubmitted                      = api.ListEventsParamsTypePaymentSubmitted
 	ListEventsParamsTypeVirtualAccountCreated                 = api.ListEventsParamsTypeVirtualAccountCreated
@@ -797,6 +803,7 @@ const (
 	ListPaymentsParamsStatusFailed                            = api.ListPaymentsParamsStatusFailed
 	ListPaymentsParamsStatusPending                           = api.ListPaymentsParamsStatusPending
 	ListPaymentsParamsStatusRequiresApproval                  = api.ListPaymentsParamsStatusRequiresApproval
+	ListPaymentsParamsStatusScheduled                         = api.ListPaymentsParamsStatusScheduled
 	ListPaymentsParamsStatusSubmitted                         = api.ListPaymentsParamsStatusSubmitted
 	ListTransactionsParamsStatusPending                       = api.ListTransactionsParamsStatusPending
 	ListTransactionsParamsStatusPosted                        = api.ListTransactionsParamsStatusPosted
@@ -821,9 +828,11 @@ const (
 	PaymentEnvironmentSandbox                                 = api.PaymentEnvironmentSandbox
 	PaymentFailureCodeAccountClosed                           = api.PaymentFailureCodeAccountClosed
 	PaymentFailureCodeAccountFrozen                           = api.PaymentFailureCodeAccountFrozen
+	PaymentFailureCodeAccountNotActive                        = api.PaymentFailureCodeAccountNotActive
 	PaymentFailureCodeAccountSold                             = api.PaymentFailureCodeAccountSold
 	PaymentFailureCodeAmountExceedsLimit                      = api.PaymentFailureCodeAmountExceedsLimit
 	PaymentFailureCodeAuthorizationRevoked                    = api.PaymentFailureCodeAuthorizationRevoked
+	PaymentFailureCodeComplianceRejected                      = api.PaymentFailureCodeComplianceRejected
 	PaymentFailureCodeCorporateNotAuthorized                  = api.PaymentFailureCodeCorporateNotAuthorized
 	PaymentFailureCodeCreditRefused                           = api.PaymentFailureCodeCreditRefused
 	PaymentFailureCodeDuplicateEntry                          = api.PaymentFailureCodeDuplicateEntry
@@ -834,6 +843,8 @@ const (
 	PaymentFailureCodeInvalidFormat                           = api.PaymentFailureCodeInvalidFormat
 	PaymentFailureCodeInvalidRecipient                        = api.PaymentFailureCodeInvalidRecipient
 	PaymentFailureCodeInvalidRoutingNumber                    = api.PaymentFailureCodeInvalidRoutingNumber
+	PaymentFailureCodeKybNotApproved                          = api.PaymentFailureCodeKybNotApproved
+	PaymentFailureCodeLimitExceeded                           = api.PaymentFailureCodeLimitExceeded
 	PaymentFailureCodeNetworkUnavailable                      = api.PaymentFailureCodeNetworkUnavailable
 	PaymentFailureCodeNoAccount                               = api.PaymentFailureCodeNoAccount
 	PaymentFailureCodeNonTransactionAccount                   = api.PaymentFailureCodeNonTransactionAccount
@@ -863,6 +874,7 @@ const (
 	PaymentStatusFailed                                       = api.PaymentStatusFailed
 	PaymentStatusPending                                      = api.PaymentStatusPending
 	PaymentStatusRequiresApproval                             = api.PaymentStatusRequiresApproval
+	PaymentStatusScheduled                                    = api.PaymentStatusScheduled
 	PaymentStatusSubmitted                                    = api.PaymentStatusSubmitted
 	PlatformEnvironmentLive                                   = api.PlatformEnvironmentLive
 	PlatformEnvironmentSandbox                                = api.PlatformEnvironmentSandbox
@@ -891,6 +903,7 @@ const (
 	QueuedWebhookDeliveryEventTypePaymentDenied               = api.QueuedWebhookDeliveryEventTypePaymentDenied
 	QueuedWebhookDeliveryEventTypePaymentFailed               = api.QueuedWebhookDeliveryEventTypePaymentFailed
 	QueuedWebhookDeliveryEventTypePaymentNotificationOfChange = api.QueuedWebhookDeliveryEventTypePaymentNotificationOfChange
+	QueuedWebhookDeliveryEventTypePaymentReleased             = api.QueuedWebhookDeliveryEventTypePaymentReleased
 	QueuedWebhookDeliveryEventTypePaymentRequiresApproval     = api.QueuedWebhookDeliveryEventTypePaymentRequiresApproval
 	QueuedWebhookDeliveryEventTypePaymentSubmitted            = api.QueuedWebhookDeliveryEventTypePaymentSubmitted
 	QueuedWebhookDeliveryEventTypeVirtualAccountCreated       = api.QueuedWebhookDeliveryEventTypeVirtualAccountCreated
@@ -954,6 +967,7 @@ const (
 	UpdateWebhookRequestEventsPaymentDenied                   = api.UpdateWebhookRequestEventsPaymentDenied
 	UpdateWebhookRequestEventsPaymentFailed                   = api.UpdateWebhookRequestEventsPaymentFailed
 	UpdateWebhookRequestEventsPaymentNotificationOfChange     = api.UpdateWebhookRequestEventsPaymentNotificationOfChange
+	UpdateWebhookRequestEventsPaymentReleased                 = api.UpdateWebhookRequestEventsPaymentReleased
 	UpdateWebhookRequestEventsPaymentRequiresApproval         = api.UpdateWebhookRequestEventsPaymentRequiresApproval
 	UpdateWebhookRequestEventsPaymentSubmitted                = api.UpdateWebhookRequestEventsPaymentSubmitted
 	UpdateWebhookRequestEventsVirtualAccountCreated           = api.UpdateWebhookRequestEventsVirtualAccountCreated
@@ -988,6 +1002,7 @@ const (
 	WebhookDeliveryEventTypePaymentDenied                     = api.WebhookDeliveryEventTypePaymentDenied
 	WebhookDeliveryEventTypePaymentFailed                     = api.WebhookDeliveryEventTypePaymentFailed
 	WebhookDeliveryEventTypePaymentNotificationOfChange       = api.WebhookDeliveryEventTypePaymentNotificationOfChange
+	WebhookDeliveryEventTypePaymentReleased                   = api.WebhookDeliveryEventTypePaymentReleased
 	WebhookDeliveryEventTypePaymentRequiresApproval           = api.WebhookDeliveryEventTypePaymentRequiresApproval
 	WebhookDeliveryEventTypePaymentSubmitted                  = api.WebhookDeliveryEventTypePaymentSubmitted
 	WebhookDeliveryEventTypeVirtualAccountCreated             = api.WebhookDeliveryEventTypeVirtualAccountCreated

@@ -7,7 +7,8 @@ import (
 )
 
 // Date is a calendar date (YYYY-MM-DD) in the models: KYB formation dates and
-// dates of birth, the revenue share report's period.
+// dates of birth, the revenue share report's period, a payment's
+// ScheduledFor (an Eastern date).
 type Date = openapi_types.Date
 
 // Email is an e-mail address in the models (a platform's contact_email).

@@ -271,6 +271,7 @@ const (
 	CreateWebhookRequestEventsPaymentDenied               CreateWebhookRequestEvents = "payment.denied"
 	CreateWebhookRequestEventsPaymentFailed               CreateWebhookRequestEvents = "payment.failed"
 	CreateWebhookRequestEventsPaymentNotificationOfChange CreateWebhookRequestEvents = "payment.notification_of_change"
+	CreateWebhookRequestEventsPaymentReleased             CreateWebhookRequestEvents = "payment.released"
 	CreateWebhookRequestEventsPaymentRequiresApproval     CreateWebhookRequestEvents = "payment.requires_approval"
 	CreateWebhookRequestEventsPaymentSubmitted            CreateWebhookRequestEvents = "payment.submitted"
 	CreateWebhookRequestEventsVirtualAccountCreated       CreateWebhookRequestEvents = "virtual_account.created"
@@ -307,6 +308,8 @@ func (e CreateWebhookRequestEvents) Valid() bool {
 	case CreateWebhookRequestEventsPaymentFailed:
 		return true
 	case CreateWebhookRequestEventsPaymentNotificationOfChange:
+		return true
+	case CreateWebhookRequestEventsPaymentReleased:
 		return true
 	case CreateWebhookRequestEventsPaymentRequiresApproval:
 		return true
@@ -417,6 +420,7 @@ const (
 	EventTypePaymentDenied               EventType = "payment.denied"
 	EventTypePaymentFailed               EventType = "payment.failed"
 	EventTypePaymentNotificationOfChange EventType = "payment.notification_of_change"
+	EventTypePaymentReleased             EventType = "payment.released"
 	EventTypePaymentRequiresApproval     EventType = "payment.requires_approval"
 	EventTypePaymentSubmitted            EventType = "payment.submitted"
 	EventTypeVirtualAccountCreated       EventType = "virtual_account.created"
@@ -451,6 +455,8 @@ func (e EventType) Valid() bool {
 	case EventTypePaymentFailed:
 		return true
 	case EventTypePaymentNotificationOfChange:
+		return true
+	case EventTypePaymentReleased:
 		return true
 	case EventTypePaymentRequiresApproval:
 		return true
@@ -1886,6 +1892,7 @@ const (
 	PaymentStatusFailed           PaymentStatus = "failed"
 	PaymentStatusPending          PaymentStatus = "pending"
 	PaymentStatusRequiresApproval PaymentStatus = "requires_approval"
+	PaymentStatusScheduled        PaymentStatus = "scheduled"
 	PaymentStatusSubmitted        PaymentStatus = "submitted"
 )
 
@@ -1904,6 +1911,8 @@ func (e PaymentStatus) Valid() bool {
 		return true
 	case PaymentStatusRequiresApproval:
 		return true
+	case PaymentStatusScheduled:
+		return true
 	case PaymentStatusSubmitted:
 		return true
 	default:
@@ -1915,9 +1924,11 @@ func (e PaymentStatus) Valid() bool {
 const (
 	PaymentFailureCodeAccountClosed            PaymentFailureCode = "account_closed"
 	PaymentFailureCodeAccountFrozen            PaymentFailureCode = "account_frozen"
+	PaymentFailureCodeAccountNotActive         PaymentFailureCode = "account_not_active"
 	PaymentFailureCodeAccountSold              PaymentFailureCode = "account_sold"
 	PaymentFailureCodeAmountExceedsLimit       PaymentFailureCode = "amount_exceeds_limit"
 	PaymentFailureCodeAuthorizationRevoked     PaymentFailureCode = "authorization_revoked"
+	PaymentFailureCodeComplianceRejected       PaymentFailureCode = "compliance_rejected"
 	PaymentFailureCodeCorporateNotAuthorized   PaymentFailureCode = "corporate_not_authorized"
 	PaymentFailureCodeCreditRefused            PaymentFailureCode = "credit_refused"
 	PaymentFailureCodeDuplicateEntry           PaymentFailureCode = "duplicate_entry"
@@ -1928,6 +1939,8 @@ const (
 	PaymentFailureCodeInvalidFormat            PaymentFailureCode = "invalid_format"
 	PaymentFailureCodeInvalidRecipient         PaymentFailureCode = "invalid_recipient"
 	PaymentFailureCodeInvalidRoutingNumber     PaymentFailureCode = "invalid_routing_number"
+	PaymentFailureCodeKybNotApproved           PaymentFailureCode = "kyb_not_approved"
+	PaymentFailureCodeLimitExceeded            PaymentFailureCode = "limit_exceeded"
 	PaymentFailureCodeNetworkUnavailable       PaymentFailureCode = "network_unavailable"
 	PaymentFailureCodeNoAccount                PaymentFailureCode = "no_account"
 	PaymentFailureCodeNonTransactionAccount    PaymentFailureCode = "non_transaction_account"
@@ -1950,11 +1963,15 @@ func (e PaymentFailureCode) Valid() bool {
 		return true
 	case PaymentFailureCodeAccountFrozen:
 		return true
+	case PaymentFailureCodeAccountNotActive:
+		return true
 	case PaymentFailureCodeAccountSold:
 		return true
 	case PaymentFailureCodeAmountExceedsLimit:
 		return true
 	case PaymentFailureCodeAuthorizationRevoked:
+		return true
+	case PaymentFailureCodeComplianceRejected:
 		return true
 	case PaymentFailureCodeCorporateNotAuthorized:
 		return true
@@ -1975,6 +1992,10 @@ func (e PaymentFailureCode) Valid() bool {
 	case PaymentFailureCodeInvalidRecipient:
 		return true
 	case PaymentFailureCodeInvalidRoutingNumber:
+		return true
+	case PaymentFailureCodeKybNotApproved:
+		return true
+	case PaymentFailureCodeLimitExceeded:
 		return true
 	case PaymentFailureCodeNetworkUnavailable:
 		return true
@@ -2211,6 +2232,7 @@ const (
 	QueuedWebhookDeliveryEventTypePaymentDenied               QueuedWebhookDeliveryEventType = "payment.denied"
 	QueuedWebhookDeliveryEventTypePaymentFailed               QueuedWebhookDeliveryEventType = "payment.failed"
 	QueuedWebhookDeliveryEventTypePaymentNotificationOfChange QueuedWebhookDeliveryEventType = "payment.notification_of_change"
+	QueuedWebhookDeliveryEventTypePaymentReleased             QueuedWebhookDeliveryEventType = "payment.released"
 	QueuedWebhookDeliveryEventTypePaymentRequiresApproval     QueuedWebhookDeliveryEventType = "payment.requires_approval"
 	QueuedWebhookDeliveryEventTypePaymentSubmitted            QueuedWebhookDeliveryEventType = "payment.submitted"
 	QueuedWebhookDeliveryEventTypeVirtualAccountCreated       QueuedWebhookDeliveryEventType = "virtual_account.created"
@@ -2245,6 +2267,8 @@ func (e QueuedWebhookDeliveryEventType) Valid() bool {
 	case QueuedWebhookDeliveryEventTypePaymentFailed:
 		return true
 	case QueuedWebhookDeliveryEventTypePaymentNotificationOfChange:
+		return true
+	case QueuedWebhookDeliveryEventTypePaymentReleased:
 		return true
 	case QueuedWebhookDeliveryEventTypePaymentRequiresApproval:
 		return true
@@ -2626,6 +2650,7 @@ const (
 	UpdateWebhookRequestEventsPaymentDenied               UpdateWebhookRequestEvents = "payment.denied"
 	UpdateWebhookRequestEventsPaymentFailed               UpdateWebhookRequestEvents = "payment.failed"
 	UpdateWebhookRequestEventsPaymentNotificationOfChange UpdateWebhookRequestEvents = "payment.notification_of_change"
+	UpdateWebhookRequestEventsPaymentReleased             UpdateWebhookRequestEvents = "payment.released"
 	UpdateWebhookRequestEventsPaymentRequiresApproval     UpdateWebhookRequestEvents = "payment.requires_approval"
 	UpdateWebhookRequestEventsPaymentSubmitted            UpdateWebhookRequestEvents = "payment.submitted"
 	UpdateWebhookRequestEventsVirtualAccountCreated       UpdateWebhookRequestEvents = "virtual_account.created"
@@ -2662,6 +2687,8 @@ func (e UpdateWebhookRequestEvents) Valid() bool {
 	case UpdateWebhookRequestEventsPaymentFailed:
 		return true
 	case UpdateWebhookRequestEventsPaymentNotificationOfChange:
+		return true
+	case UpdateWebhookRequestEventsPaymentReleased:
 		return true
 	case UpdateWebhookRequestEventsPaymentRequiresApproval:
 		return true
@@ -2838,6 +2865,7 @@ const (
 	WebhookDeliveryEventTypePaymentDenied               WebhookDeliveryEventType = "payment.denied"
 	WebhookDeliveryEventTypePaymentFailed               WebhookDeliveryEventType = "payment.failed"
 	WebhookDeliveryEventTypePaymentNotificationOfChange WebhookDeliveryEventType = "payment.notification_of_change"
+	WebhookDeliveryEventTypePaymentReleased             WebhookDeliveryEventType = "payment.released"
 	WebhookDeliveryEventTypePaymentRequiresApproval     WebhookDeliveryEventType = "payment.requires_approval"
 	WebhookDeliveryEventTypePaymentSubmitted            WebhookDeliveryEventType = "payment.submitted"
 	WebhookDeliveryEventTypeVirtualAccountCreated       WebhookDeliveryEventType = "virtual_account.created"
@@ -2872,6 +2900,8 @@ func (e WebhookDeliveryEventType) Valid() bool {
 	case WebhookDeliveryEventTypePaymentFailed:
 		return true
 	case WebhookDeliveryEventTypePaymentNotificationOfChange:
+		return true
+	case WebhookDeliveryEventTypePaymentReleased:
 		return true
 	case WebhookDeliveryEventTypePaymentRequiresApproval:
 		return true
@@ -3039,6 +3069,7 @@ const (
 	ListEventsParamsTypePaymentDenied               ListEventsParamsType = "payment.denied"
 	ListEventsParamsTypePaymentFailed               ListEventsParamsType = "payment.failed"
 	ListEventsParamsTypePaymentNotificationOfChange ListEventsParamsType = "payment.notification_of_change"
+	ListEventsParamsTypePaymentReleased             ListEventsParamsType = "payment.released"
 	ListEventsParamsTypePaymentRequiresApproval     ListEventsParamsType = "payment.requires_approval"
 	ListEventsParamsTypePaymentSubmitted            ListEventsParamsType = "payment.submitted"
 	ListEventsParamsTypeVirtualAccountCreated       ListEventsParamsType = "virtual_account.created"
@@ -3073,6 +3104,8 @@ func (e ListEventsParamsType) Valid() bool {
 	case ListEventsParamsTypePaymentFailed:
 		return true
 	case ListEventsParamsTypePaymentNotificationOfChange:
+		return true
+	case ListEventsParamsTypePaymentReleased:
 		return true
 	case ListEventsParamsTypePaymentRequiresApproval:
 		return true
@@ -3197,6 +3230,7 @@ const (
 	ListPaymentsParamsStatusFailed           ListPaymentsParamsStatus = "failed"
 	ListPaymentsParamsStatusPending          ListPaymentsParamsStatus = "pending"
 	ListPaymentsParamsStatusRequiresApproval ListPaymentsParamsStatus = "requires_approval"
+	ListPaymentsParamsStatusScheduled        ListPaymentsParamsStatus = "scheduled"
 	ListPaymentsParamsStatusSubmitted        ListPaymentsParamsStatus = "submitted"
 )
 
@@ -3214,6 +3248,8 @@ func (e ListPaymentsParamsStatus) Valid() bool {
 	case ListPaymentsParamsStatusPending:
 		return true
 	case ListPaymentsParamsStatusRequiresApproval:
+		return true
+	case ListPaymentsParamsStatusScheduled:
 		return true
 	case ListPaymentsParamsStatusSubmitted:
 		return true
@@ -3769,7 +3805,7 @@ type Destination struct {
 // EmptyRequest No fields: send no body, or `{}`.
 type EmptyRequest = map[string]interface{}
 
-// Event A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted it; a pending entry emits it when it posts), inbound_transfer.completed, book_transfer.completed (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and held), payment.requires_approval (at or above the approval threshold: held, waiting for a second key), payment.approved (released to its rail), payment.denied (hold released), payment.submitted (handed to the rail), payment.completed (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`.
+// Event A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted it; a pending entry emits it when it posts), inbound_transfer.completed, book_transfer.completed (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and held), payment.requires_approval (at or above the approval threshold: held, waiting for a second key), payment.approved (released to its rail), payment.denied (hold released), payment.released (a scheduled payment's date came: held and `pending`, or `requires_approval` at the threshold; one the rules refused on its date emits payment.failed instead), payment.submitted (handed to the rail), payment.completed (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`.
 type Event struct {
 	CreatedAt   time.Time        `json:"created_at"`
 	Data        Event_Data       `json:"data"`
@@ -4622,7 +4658,7 @@ type Payment struct {
 	// IdempotencyKey The key the payment was created with (body field or header).
 	IdempotencyKey string `json:"idempotency_key"`
 
-	// JournalEntryId The journal entry that holds amount + fee and posts them at completion (`GET /ledger/journal-entries/{id}`; its `source` is this payment). A reversal after a return is a journal entry of its own, whose `reverses` names this one.
+	// JournalEntryId The journal entry that holds amount + fee and posts them at completion (`GET /ledger/journal-entries/{id}`; its `source` is this payment). A reversal after a return is a journal entry of its own, whose `reverses` names this one. Null while the payment is `scheduled`, and on a scheduled payment the rules refused on its date (it never held anything).
 	//
 	// Examples: je_01jh3v9a2b3c4d5e6f7g8h9j0k
 	JournalEntryId *string `json:"journal_entry_id"`
@@ -4637,7 +4673,12 @@ type Payment struct {
 	Object               PaymentObject                 `json:"object"`
 	Rail                 PaymentRail                   `json:"rail"`
 
-	// Status `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final.
+	// ScheduledFor Present on a payment created with `scheduled_for` (absent on others): the date (Eastern) it is released on, at 06:00 ET. It stays set once released.
+	//
+	// Examples: 2026-12-01
+	ScheduledFor *openapi_types.Date `json:"scheduled_for,omitempty"`
+
+	// Status A payment created with `scheduled_for` starts `scheduled` (nothing held, no journal entry) → released on its date: then as any new payment (`pending`, or `requires_approval` at the threshold), or `failed` if a rule refuses it then; it can be `canceled` while `scheduled`. `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final.
 	Status PaymentStatus `json:"status"`
 
 	// SubmittedAt When the rail took it; null before. A payment completed straight from `pending` gets its completion time.
@@ -4684,7 +4725,7 @@ type PaymentObject string
 // PaymentRail defines model for Payment.Rail.
 type PaymentRail string
 
-// PaymentStatus `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final.
+// PaymentStatus A payment created with `scheduled_for` starts `scheduled` (nothing held, no journal entry) → released on its date: then as any new payment (`pending`, or `requires_approval` at the threshold), or `failed` if a rule refuses it then; it can be `canceled` while `scheduled`. `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final.
 type PaymentStatus string
 
 // PaymentApproval Where a payment that needed an approval stands (present only on payments created at or above the platform's `payment_approval_threshold`).
@@ -4767,15 +4808,17 @@ type PaymentApproval struct {
 // | `9912` | RTP, FedNow | `network_unavailable` | `retry_other_rail`, `suggested_rail` `ach_same_day` |
 // | `E997` | RTP, FedNow | `network_unavailable` | `retry_other_rail`, `suggested_rail` `ach_same_day` |
 //
+// A scheduled payment that a rule refuses on its date fails with that rule's code and `network_code` null: `insufficient_funds` and `limit_exceeded` (`retry_later`, no `retry_after`), `account_not_active`, `kyb_not_approved` and `compliance_rejected` (`do_not_retry`).
+//
 // Examples: {"code":"account_closed","network_code":"R02","reason":"The receiving account is closed","retry_recommendation":{"action":"update_destination"}}
 type PaymentFailure struct {
 	// Code Stable, rail-independent meaning of the failure.
 	Code PaymentFailureCode `json:"code"`
 
-	// NetworkCode The rail's code, as the rail sent it.
+	// NetworkCode The rail's code, as the rail sent it. Null when no rail saw the payment: a scheduled payment the rules refused on its date (then `code` is the rule's: `insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved` or `compliance_rejected`).
 	//
 	// Examples: R02, AC04
-	NetworkCode string `json:"network_code"`
+	NetworkCode *string `json:"network_code"`
 
 	// Reason Human-readable explanation; not stable, do not parse.
 	Reason string `json:"reason"`
@@ -4829,6 +4872,11 @@ type PaymentRequest struct {
 
 	// Rail `ach_standard` (next-day ACH), `ach_same_day`, `rtp` (RTP, instant) or `fednow` (FedNow, instant).
 	Rail PaymentRequestRail `json:"rail"`
+
+	// ScheduledFor Optional: a date (`YYYY-MM-DD`, Eastern) after today (Eastern) and at most 365 days ahead (else 400, `param` `scheduled_for`). The payment is created `scheduled`: the account, its business and the destination's screening are checked now (422 as below), nothing is held and no rail sees it. At 06:00 ET on that date it is released: the rules run again with that day's balance, limit, fee and approval threshold; it is held and goes on as a payment created then (`payment.released`), or fails with the rule's code (`failure.network_code` null; `payment.failed`). Cancel it while `scheduled` with `POST /payments/{id}/cancel`; in the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+	//
+	// Examples: 2026-12-01
+	ScheduledFor *openapi_types.Date `json:"scheduled_for,omitempty"`
 
 	// VirtualAccountId One of the caller's accounts in the key's environment (else 404); missing: 400.
 	VirtualAccountId string `json:"virtual_account_id"`
@@ -6018,6 +6066,12 @@ type SimulatePaymentFailParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// SimulatePaymentReleaseParams defines parameters for SimulatePaymentRelease.
+type SimulatePaymentReleaseParams struct {
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // ListVirtualAccountsParams defines parameters for ListVirtualAccounts.
 type ListVirtualAccountsParams struct {
 	// Metadata Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`.
@@ -6263,6 +6317,9 @@ type SimulatePaymentCompleteJSONRequestBody = EmptyRequest
 
 // SimulatePaymentFailJSONRequestBody defines body for SimulatePaymentFail for application/json ContentType.
 type SimulatePaymentFailJSONRequestBody = SimulatePaymentFailRequest
+
+// SimulatePaymentReleaseJSONRequestBody defines body for SimulatePaymentRelease for application/json ContentType.
+type SimulatePaymentReleaseJSONRequestBody = EmptyRequest
 
 // CreateVirtualAccountJSONRequestBody defines body for CreateVirtualAccount for application/json ContentType.
 type CreateVirtualAccountJSONRequestBody = CreateVirtualAccountRequest
@@ -6973,6 +7030,8 @@ type ClientInterface interface {
 	//
 	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 	//
+	// **Scheduled payments.** With `scheduled_for` (a date after today, Eastern, at most 365 days ahead; else 400 `param` `scheduled_for`), the payment is created `scheduled`, after rules 1–3 only: nothing is held, there is no journal entry yet (`journal_entry_id` null), and no rail sees it; `fee` and `expected_settlement_at` are what they would be at its release. At 06:00 ET on its date the service releases it: all five rules run on that day's balances, limit (the daily limit counts a released payment on the day of its release, not of its creation), fee and approval threshold; it is then held and `pending` (or `requires_approval`, waiting for a key other than the one that scheduled it) and settles from then on, with event `payment.released`; or, refused by a rule, `failed` with that rule's code in `failure.code` and `failure.network_code` null (event `payment.failed`). It can be canceled while `scheduled`. In the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+	//
 	// **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 	//
 	// **Fee.** `fee` is the platform's `fee_schedule` entry for the rail when the payment is created (set by the operator; defaults `ach_standard` 25, `ach_same_day` 100, `rtp` 50, `fednow` 45 cents). It is charged on top of `amount`; 0 means no fee.
@@ -7005,7 +7064,7 @@ type ClientInterface interface {
 	//
 	// **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 	//
-	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.released` (a scheduled payment, on its date), `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7026,6 +7085,8 @@ type ClientInterface interface {
 	//
 	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 	//
+	// **Scheduled payments.** With `scheduled_for` (a date after today, Eastern, at most 365 days ahead; else 400 `param` `scheduled_for`), the payment is created `scheduled`, after rules 1–3 only: nothing is held, there is no journal entry yet (`journal_entry_id` null), and no rail sees it; `fee` and `expected_settlement_at` are what they would be at its release. At 06:00 ET on its date the service releases it: all five rules run on that day's balances, limit (the daily limit counts a released payment on the day of its release, not of its creation), fee and approval threshold; it is then held and `pending` (or `requires_approval`, waiting for a key other than the one that scheduled it) and settles from then on, with event `payment.released`; or, refused by a rule, `failed` with that rule's code in `failure.code` and `failure.network_code` null (event `payment.failed`). It can be canceled while `scheduled`. In the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+	//
 	// **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 	//
 	// **Fee.** `fee` is the platform's `fee_schedule` entry for the rail when the payment is created (set by the operator; defaults `ach_standard` 25, `ach_same_day` 100, `rtp` 50, `fednow` 45 cents). It is charged on top of `amount`; 0 means no fee.
@@ -7058,7 +7119,7 @@ type ClientInterface interface {
 	//
 	// **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 	//
-	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.released` (a scheduled payment, on its date), `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7092,7 +7153,7 @@ type ClientInterface interface {
 
 	// CancelPaymentWithBody Cancel a payment
 	//
-	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body. A `scheduled` payment can be canceled too (it held nothing).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7101,7 +7162,7 @@ type ClientInterface interface {
 
 	// CancelPayment Cancel a payment
 	//
-	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body. A `scheduled` payment can be canceled too (it held nothing).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7271,7 +7332,7 @@ type ClientInterface interface {
 
 	// SimulatePaymentCompleteWithBody Simulate a payment's settlement
 	//
-	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed` or `canceled` payment is 409 `invalid_state`. Takes no body.
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed`, `canceled` or `scheduled` payment is 409 `invalid_state`. Takes no body.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7280,7 +7341,7 @@ type ClientInterface interface {
 
 	// SimulatePaymentComplete Simulate a payment's settlement
 	//
-	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed` or `canceled` payment is 409 `invalid_state`. Takes no body.
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed`, `canceled` or `scheduled` payment is 409 `invalid_state`. Takes no body.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7289,7 +7350,7 @@ type ClientInterface interface {
 
 	// SimulatePaymentFailWithBody Simulate a payment's failure
 	//
-	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` or `scheduled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7298,12 +7359,30 @@ type ClientInterface interface {
 
 	// SimulatePaymentFail Simulate a payment's failure
 	//
-	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` or `scheduled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /simulations/payments/{id}/fail (the `SimulatePaymentFail` operationId).
 	SimulatePaymentFail(ctx context.Context, id PaymentId, params *SimulatePaymentFailParams, body SimulatePaymentFailJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatePaymentReleaseWithBody Release a scheduled payment now
+	//
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Releases a `scheduled` payment at once, as the service does at 06:00 ET on its `scheduled_for` date: the payment rules run now, on today's balance, daily limit, fee and approval threshold. Passed: held (the journal entry is recorded, `journal_entry_id` set) and `pending` — the sandbox's rails then take it as any new payment — or `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule: `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` null, nothing held; event `payment.failed`. A payment that is not `scheduled` (released already, canceled) is 409 `invalid_state`: a payment is released once. Takes no body.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /simulations/payments/{id}/release (the `SimulatePaymentRelease` operationId).
+	SimulatePaymentReleaseWithBody(ctx context.Context, id PaymentId, params *SimulatePaymentReleaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatePaymentRelease Release a scheduled payment now
+	//
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Releases a `scheduled` payment at once, as the service does at 06:00 ET on its `scheduled_for` date: the payment rules run now, on today's balance, daily limit, fee and approval threshold. Passed: held (the journal entry is recorded, `journal_entry_id` set) and `pending` — the sandbox's rails then take it as any new payment — or `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule: `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` null, nothing held; event `payment.failed`. A payment that is not `scheduled` (released already, canceled) is 409 `invalid_state`: a payment is released once. Takes no body.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /simulations/payments/{id}/release (the `SimulatePaymentRelease` operationId).
+	SimulatePaymentRelease(ctx context.Context, id PaymentId, params *SimulatePaymentReleaseParams, body SimulatePaymentReleaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListVirtualAccounts List virtual accounts
 	//
@@ -8175,6 +8254,8 @@ func (c *Client) ListPayments(ctx context.Context, params *ListPaymentsParams, r
 //
 // `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 //
+// **Scheduled payments.** With `scheduled_for` (a date after today, Eastern, at most 365 days ahead; else 400 `param` `scheduled_for`), the payment is created `scheduled`, after rules 1–3 only: nothing is held, there is no journal entry yet (`journal_entry_id` null), and no rail sees it; `fee` and `expected_settlement_at` are what they would be at its release. At 06:00 ET on its date the service releases it: all five rules run on that day's balances, limit (the daily limit counts a released payment on the day of its release, not of its creation), fee and approval threshold; it is then held and `pending` (or `requires_approval`, waiting for a key other than the one that scheduled it) and settles from then on, with event `payment.released`; or, refused by a rule, `failed` with that rule's code in `failure.code` and `failure.network_code` null (event `payment.failed`). It can be canceled while `scheduled`. In the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+//
 // **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 //
 // **Fee.** `fee` is the platform's `fee_schedule` entry for the rail when the payment is created (set by the operator; defaults `ach_standard` 25, `ach_same_day` 100, `rtp` 50, `fednow` 45 cents). It is charged on top of `amount`; 0 means no fee.
@@ -8207,7 +8288,7 @@ func (c *Client) ListPayments(ctx context.Context, params *ListPaymentsParams, r
 //
 // **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 //
-// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.released` (a scheduled payment, on its date), `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8238,6 +8319,8 @@ func (c *Client) CreatePaymentWithBody(ctx context.Context, params *CreatePaymen
 //
 // `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 //
+// **Scheduled payments.** With `scheduled_for` (a date after today, Eastern, at most 365 days ahead; else 400 `param` `scheduled_for`), the payment is created `scheduled`, after rules 1–3 only: nothing is held, there is no journal entry yet (`journal_entry_id` null), and no rail sees it; `fee` and `expected_settlement_at` are what they would be at its release. At 06:00 ET on its date the service releases it: all five rules run on that day's balances, limit (the daily limit counts a released payment on the day of its release, not of its creation), fee and approval threshold; it is then held and `pending` (or `requires_approval`, waiting for a key other than the one that scheduled it) and settles from then on, with event `payment.released`; or, refused by a rule, `failed` with that rule's code in `failure.code` and `failure.network_code` null (event `payment.failed`). It can be canceled while `scheduled`. In the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+//
 // **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 //
 // **Fee.** `fee` is the platform's `fee_schedule` entry for the rail when the payment is created (set by the operator; defaults `ach_standard` 25, `ach_same_day` 100, `rtp` 50, `fednow` 45 cents). It is charged on top of `amount`; 0 means no fee.
@@ -8270,7 +8353,7 @@ func (c *Client) CreatePaymentWithBody(ctx context.Context, params *CreatePaymen
 //
 // **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 //
-// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.released` (a scheduled payment, on its date), `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8344,7 +8427,7 @@ func (c *Client) ApprovePayment(ctx context.Context, id PaymentId, params *Appro
 
 // CancelPaymentWithBody Cancel a payment
 //
-// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body. A `scheduled` payment can be canceled too (it held nothing).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8363,7 +8446,7 @@ func (c *Client) CancelPaymentWithBody(ctx context.Context, id PaymentId, params
 
 // CancelPayment Cancel a payment
 //
-// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body. A `scheduled` payment can be canceled too (it held nothing).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8733,7 +8816,7 @@ func (c *Client) SimulateKYBDecision(ctx context.Context, id KYBVerificationId, 
 
 // SimulatePaymentCompleteWithBody Simulate a payment's settlement
 //
-// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed` or `canceled` payment is 409 `invalid_state`. Takes no body.
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed`, `canceled` or `scheduled` payment is 409 `invalid_state`. Takes no body.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8752,7 +8835,7 @@ func (c *Client) SimulatePaymentCompleteWithBody(ctx context.Context, id Payment
 
 // SimulatePaymentComplete Simulate a payment's settlement
 //
-// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed` or `canceled` payment is 409 `invalid_state`. Takes no body.
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed`, `canceled` or `scheduled` payment is 409 `invalid_state`. Takes no body.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8771,7 +8854,7 @@ func (c *Client) SimulatePaymentComplete(ctx context.Context, id PaymentId, para
 
 // SimulatePaymentFailWithBody Simulate a payment's failure
 //
-// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` or `scheduled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8790,13 +8873,51 @@ func (c *Client) SimulatePaymentFailWithBody(ctx context.Context, id PaymentId, 
 
 // SimulatePaymentFail Simulate a payment's failure
 //
-// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` or `scheduled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /simulations/payments/{id}/fail (the `SimulatePaymentFail` operationId).
 func (c *Client) SimulatePaymentFail(ctx context.Context, id PaymentId, params *SimulatePaymentFailParams, body SimulatePaymentFailJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSimulatePaymentFailRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatePaymentReleaseWithBody Release a scheduled payment now
+//
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Releases a `scheduled` payment at once, as the service does at 06:00 ET on its `scheduled_for` date: the payment rules run now, on today's balance, daily limit, fee and approval threshold. Passed: held (the journal entry is recorded, `journal_entry_id` set) and `pending` — the sandbox's rails then take it as any new payment — or `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule: `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` null, nothing held; event `payment.failed`. A payment that is not `scheduled` (released already, canceled) is 409 `invalid_state`: a payment is released once. Takes no body.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /simulations/payments/{id}/release (the `SimulatePaymentRelease` operationId).
+func (c *Client) SimulatePaymentReleaseWithBody(ctx context.Context, id PaymentId, params *SimulatePaymentReleaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatePaymentReleaseRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatePaymentRelease Release a scheduled payment now
+//
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Releases a `scheduled` payment at once, as the service does at 06:00 ET on its `scheduled_for` date: the payment rules run now, on today's balance, daily limit, fee and approval threshold. Passed: held (the journal entry is recorded, `journal_entry_id` set) and `pending` — the sandbox's rails then take it as any new payment — or `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule: `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` null, nothing held; event `payment.failed`. A payment that is not `scheduled` (released already, canceled) is 409 `invalid_state`: a payment is released once. Takes no body.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /simulations/payments/{id}/release (the `SimulatePaymentRelease` operationId).
+func (c *Client) SimulatePaymentRelease(ctx context.Context, id PaymentId, params *SimulatePaymentReleaseParams, body SimulatePaymentReleaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatePaymentReleaseRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -12227,6 +12348,68 @@ func NewSimulatePaymentFailRequestWithBody(server string, id PaymentId, params *
 	return req, nil
 }
 
+// NewSimulatePaymentReleaseRequest calls the generic SimulatePaymentRelease builder with application/json body
+func NewSimulatePaymentReleaseRequest(server string, id PaymentId, params *SimulatePaymentReleaseParams, body SimulatePaymentReleaseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSimulatePaymentReleaseRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewSimulatePaymentReleaseRequestWithBody constructs an http.Request for the SimulatePaymentRelease method, with any body, and a specified content type
+func NewSimulatePaymentReleaseRequestWithBody(server string, id PaymentId, params *SimulatePaymentReleaseParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/simulations/payments/%s/release", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListVirtualAccountsRequest constructs an http.Request for the ListVirtualAccounts method
 func NewListVirtualAccountsRequest(server string, params *ListVirtualAccountsParams) (*http.Request, error) {
 	var err error
@@ -13936,6 +14119,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 	//
+	// **Scheduled payments.** With `scheduled_for` (a date after today, Eastern, at most 365 days ahead; else 400 `param` `scheduled_for`), the payment is created `scheduled`, after rules 1–3 only: nothing is held, there is no journal entry yet (`journal_entry_id` null), and no rail sees it; `fee` and `expected_settlement_at` are what they would be at its release. At 06:00 ET on its date the service releases it: all five rules run on that day's balances, limit (the daily limit counts a released payment on the day of its release, not of its creation), fee and approval threshold; it is then held and `pending` (or `requires_approval`, waiting for a key other than the one that scheduled it) and settles from then on, with event `payment.released`; or, refused by a rule, `failed` with that rule's code in `failure.code` and `failure.network_code` null (event `payment.failed`). It can be canceled while `scheduled`. In the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+	//
 	// **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 	//
 	// **Fee.** `fee` is the platform's `fee_schedule` entry for the rail when the payment is created (set by the operator; defaults `ach_standard` 25, `ach_same_day` 100, `rtp` 50, `fednow` 45 cents). It is charged on top of `amount`; 0 means no fee.
@@ -13968,7 +14153,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 	//
-	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.released` (a scheduled payment, on its date), `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13989,6 +14174,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 	//
+	// **Scheduled payments.** With `scheduled_for` (a date after today, Eastern, at most 365 days ahead; else 400 `param` `scheduled_for`), the payment is created `scheduled`, after rules 1–3 only: nothing is held, there is no journal entry yet (`journal_entry_id` null), and no rail sees it; `fee` and `expected_settlement_at` are what they would be at its release. At 06:00 ET on its date the service releases it: all five rules run on that day's balances, limit (the daily limit counts a released payment on the day of its release, not of its creation), fee and approval threshold; it is then held and `pending` (or `requires_approval`, waiting for a key other than the one that scheduled it) and settles from then on, with event `payment.released`; or, refused by a rule, `failed` with that rule's code in `failure.code` and `failure.network_code` null (event `payment.failed`). It can be canceled while `scheduled`. In the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+	//
 	// **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 	//
 	// **Fee.** `fee` is the platform's `fee_schedule` entry for the rail when the payment is created (set by the operator; defaults `ach_standard` 25, `ach_same_day` 100, `rtp` 50, `fednow` 45 cents). It is charged on top of `amount`; 0 means no fee.
@@ -14021,7 +14208,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 	//
-	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+	// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.released` (a scheduled payment, on its date), `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14057,7 +14244,7 @@ type ClientWithResponsesInterface interface {
 
 	// CancelPaymentWithBodyWithResponse Cancel a payment
 	//
-	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body. A `scheduled` payment can be canceled too (it held nothing).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14066,7 +14253,7 @@ type ClientWithResponsesInterface interface {
 
 	// CancelPaymentWithResponse Cancel a payment
 	//
-	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+	// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body. A `scheduled` payment can be canceled too (it held nothing).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14246,7 +14433,7 @@ type ClientWithResponsesInterface interface {
 
 	// SimulatePaymentCompleteWithBodyWithResponse Simulate a payment's settlement
 	//
-	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed` or `canceled` payment is 409 `invalid_state`. Takes no body.
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed`, `canceled` or `scheduled` payment is 409 `invalid_state`. Takes no body.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14255,7 +14442,7 @@ type ClientWithResponsesInterface interface {
 
 	// SimulatePaymentCompleteWithResponse Simulate a payment's settlement
 	//
-	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed` or `canceled` payment is 409 `invalid_state`. Takes no body.
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed`, `canceled` or `scheduled` payment is 409 `invalid_state`. Takes no body.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14264,7 +14451,7 @@ type ClientWithResponsesInterface interface {
 
 	// SimulatePaymentFailWithBodyWithResponse Simulate a payment's failure
 	//
-	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` or `scheduled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14273,12 +14460,30 @@ type ClientWithResponsesInterface interface {
 
 	// SimulatePaymentFailWithResponse Simulate a payment's failure
 	//
-	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` or `scheduled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /simulations/payments/{id}/fail (the `SimulatePaymentFail` operationId).
 	SimulatePaymentFailWithResponse(ctx context.Context, id PaymentId, params *SimulatePaymentFailParams, body SimulatePaymentFailJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatePaymentFailResponse, error)
+
+	// SimulatePaymentReleaseWithBodyWithResponse Release a scheduled payment now
+	//
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Releases a `scheduled` payment at once, as the service does at 06:00 ET on its `scheduled_for` date: the payment rules run now, on today's balance, daily limit, fee and approval threshold. Passed: held (the journal entry is recorded, `journal_entry_id` set) and `pending` — the sandbox's rails then take it as any new payment — or `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule: `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` null, nothing held; event `payment.failed`. A payment that is not `scheduled` (released already, canceled) is 409 `invalid_state`: a payment is released once. Takes no body.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /simulations/payments/{id}/release (the `SimulatePaymentRelease` operationId).
+	SimulatePaymentReleaseWithBodyWithResponse(ctx context.Context, id PaymentId, params *SimulatePaymentReleaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatePaymentReleaseResponse, error)
+
+	// SimulatePaymentReleaseWithResponse Release a scheduled payment now
+	//
+	// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Releases a `scheduled` payment at once, as the service does at 06:00 ET on its `scheduled_for` date: the payment rules run now, on today's balance, daily limit, fee and approval threshold. Passed: held (the journal entry is recorded, `journal_entry_id` set) and `pending` — the sandbox's rails then take it as any new payment — or `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule: `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` null, nothing held; event `payment.failed`. A payment that is not `scheduled` (released already, canceled) is 409 `invalid_state`: a payment is released once. Takes no body.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /simulations/payments/{id}/release (the `SimulatePaymentRelease` operationId).
+	SimulatePaymentReleaseWithResponse(ctx context.Context, id PaymentId, params *SimulatePaymentReleaseParams, body SimulatePaymentReleaseJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatePaymentReleaseResponse, error)
 
 	// ListVirtualAccountsWithResponse List virtual accounts
 	//
@@ -16272,6 +16477,47 @@ func (r SimulatePaymentFailResponse) ContentType() string {
 	return ""
 }
 
+// SimulatePaymentReleaseResponse200Headers the declared response headers of an HTTP 200 response for SimulatePaymentRelease
+type SimulatePaymentReleaseResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type SimulatePaymentReleaseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Payment
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SimulatePaymentReleaseResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r SimulatePaymentReleaseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SimulatePaymentReleaseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SimulatePaymentReleaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListVirtualAccountsResponse200Headers the declared response headers of an HTTP 200 response for ListVirtualAccounts
 type ListVirtualAccountsResponse200Headers struct {
 	RateLimitLimit     *int
@@ -17581,6 +17827,8 @@ func (c *ClientWithResponses) ListPaymentsWithResponse(ctx context.Context, para
 //
 // `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 //
+// **Scheduled payments.** With `scheduled_for` (a date after today, Eastern, at most 365 days ahead; else 400 `param` `scheduled_for`), the payment is created `scheduled`, after rules 1–3 only: nothing is held, there is no journal entry yet (`journal_entry_id` null), and no rail sees it; `fee` and `expected_settlement_at` are what they would be at its release. At 06:00 ET on its date the service releases it: all five rules run on that day's balances, limit (the daily limit counts a released payment on the day of its release, not of its creation), fee and approval threshold; it is then held and `pending` (or `requires_approval`, waiting for a key other than the one that scheduled it) and settles from then on, with event `payment.released`; or, refused by a rule, `failed` with that rule's code in `failure.code` and `failure.network_code` null (event `payment.failed`). It can be canceled while `scheduled`. In the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+//
 // **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 //
 // **Fee.** `fee` is the platform's `fee_schedule` entry for the rail when the payment is created (set by the operator; defaults `ach_standard` 25, `ach_same_day` 100, `rtp` 50, `fednow` 45 cents). It is charged on top of `amount`; 0 means no fee.
@@ -17613,7 +17861,7 @@ func (c *ClientWithResponses) ListPaymentsWithResponse(ctx context.Context, para
 //
 // **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 //
-// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.released` (a scheduled payment, on its date), `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17640,6 +17888,8 @@ func (c *ClientWithResponses) CreatePaymentWithBodyWithResponse(ctx context.Cont
 //
 // `resource_id` names the virtual account for `account_not_active`, `kyb_not_approved`, `limit_exceeded` and `insufficient_funds`. A refused request records nothing and does not take its idempotency key. **Approvals.** When the platform's `payment_approval_threshold` (settings of the key's environment) is set, a payment whose `amount` is at or above it passes the same rules and is held the same way, but is created `requires_approval` with an `approval` object: no rail sees it until a key of the platform other than the one that created it approves it (`POST /payments/{id}/approve`; it is then `pending`, and its `expected_settlement_at` counts from the approval). It can be denied (`POST /payments/{id}/deny`) or canceled meanwhile, and is canceled (`cancellation_reason` `approval_expired`) if still unapproved 7 days after its creation. Events `payment.created` then `payment.requires_approval`.
 //
+// **Scheduled payments.** With `scheduled_for` (a date after today, Eastern, at most 365 days ahead; else 400 `param` `scheduled_for`), the payment is created `scheduled`, after rules 1–3 only: nothing is held, there is no journal entry yet (`journal_entry_id` null), and no rail sees it; `fee` and `expected_settlement_at` are what they would be at its release. At 06:00 ET on its date the service releases it: all five rules run on that day's balances, limit (the daily limit counts a released payment on the day of its release, not of its creation), fee and approval threshold; it is then held and `pending` (or `requires_approval`, waiting for a key other than the one that scheduled it) and settles from then on, with event `payment.released`; or, refused by a rule, `failed` with that rule's code in `failure.code` and `failure.network_code` null (event `payment.failed`). It can be canceled while `scheduled`. In the sandbox, `POST /simulations/payments/{id}/release` releases it at once.
+//
 // **Idempotency.** Keys are scoped to the platform and the key's environment and kept for good (a key a journal entry used is a conflict here). The same key with the same body (key order, white space, and whether the key came in the body or the header do not matter) answers 200 with the payment as it is now and `Idempotent-Replayed: true`, before any business rule: a replay succeeds even after the account was frozen or emptied. The same key with a different body is 409 `idempotency_conflict`, the payment's id in `resource_id`. Concurrent duplicates never make two payments: the others wait for the first and replay it (or get 409 `idempotency_in_progress` and may retry).
 //
 // **Fee.** `fee` is the platform's `fee_schedule` entry for the rail when the payment is created (set by the operator; defaults `ach_standard` 25, `ach_same_day` 100, `rtp` 50, `fednow` 45 cents). It is charged on top of `amount`; 0 means no fee.
@@ -17672,7 +17922,7 @@ func (c *ClientWithResponses) CreatePaymentWithBodyWithResponse(ctx context.Cont
 //
 // **Live.** Live payments are checked, held and shown exactly like sandbox ones. With live ACH configured (`TREASURY_ACH_OUTBOX`), `ach_standard` and `ach_same_day` payments leave in a NACHA file cut 15 minutes before each same-day window (10:30, 14:45, 16:45 ET; standard ones at the day's last) or by the operator: they become `submitted` with `trace_number` and `ach_file_id`, their `expected_settlement_at` becomes their file entry's, they complete once it has passed, and a return from the bank fails them (reversing one that had completed). Until their file is cut they stay `pending` and can be canceled. Live `rtp` and `fednow` payments, with the bank's instant-payments API configured (`TREASURY_INSTANT_URL`), are recorded `submitted` as they are handed to the bank (from then on they cannot be canceled) and sent as an ISO 20022 `pacs.008`, under the payment's id as message id; the bank's `pacs.002` completes them (`ACSC`) or fails them (`RJCT`, its reason code in `failure.network_code`, e.g. `AC03`); while it says `ACSP` or `PDNG` they stay `submitted` and it is asked again (`pacs.028`). A timeout is retried with the same message id: the bank deduplicates on it, so a payment is never sent twice. Live payments on a rail whose connection is not configured stay `pending` (`GET /readyz` lists the live rails and why one is not connected). Magic numbers mean nothing in live.
 //
-// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
+// **Events.** `payment.created` (and `payment.requires_approval`), then `payment.released` (a scheduled payment, on its date), `payment.approved`, `payment.denied`, `payment.submitted`, `payment.completed`, `payment.failed` or `payment.canceled` as the payment moves; each event's `data.object` is the payment as it was at that event.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17732,7 +17982,7 @@ func (c *ClientWithResponses) ApprovePaymentWithResponse(ctx context.Context, id
 
 // CancelPaymentWithBodyWithResponse Cancel a payment
 //
-// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body. A `scheduled` payment can be canceled too (it held nothing).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17747,7 +17997,7 @@ func (c *ClientWithResponses) CancelPaymentWithBodyWithResponse(ctx context.Cont
 
 // CancelPaymentWithResponse Cancel a payment
 //
-// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body.
+// Cancels a `pending` payment, or one in `requires_approval`: `status` becomes `canceled` and `canceled_at` is set, the held amount + fee are released (the journal entry is archived and the account's transactions become `void`), and `payment.canceled` is emitted. Only a `pending` or `requires_approval` payment can be canceled: a `submitted`, `completed`, `failed`, `denied` or already `canceled` one is 409 `payment_not_cancelable`. In the sandbox an ACH payment is `pending` for 1 s after its creation and RTP and FedNow settle at once; a live ACH payment is `pending` until its file is cut, a live RTP or FedNow payment until the connector hands it to the bank (within a second when the rail is connected), and live payments stay `pending` while their rail is not connected (`GET /readyz`). Takes no body. A `scheduled` payment can be canceled too (it held nothing).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18047,7 +18297,7 @@ func (c *ClientWithResponses) SimulateKYBDecisionWithResponse(ctx context.Contex
 
 // SimulatePaymentCompleteWithBodyWithResponse Simulate a payment's settlement
 //
-// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed` or `canceled` payment is 409 `invalid_state`. Takes no body.
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed`, `canceled` or `scheduled` payment is 409 `invalid_state`. Takes no body.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18062,7 +18312,7 @@ func (c *ClientWithResponses) SimulatePaymentCompleteWithBodyWithResponse(ctx co
 
 // SimulatePaymentCompleteWithResponse Simulate a payment's settlement
 //
-// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed` or `canceled` payment is 409 `invalid_state`. Takes no body.
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Settles the payment as the rail would, whatever its destination account number (magic numbers included) and whether `sandbox.auto_settle` is on: `pending` → `submitted` → `completed` (both events are emitted), or `submitted` → `completed`. The journal entry posts: amount + fee leave the account's `posted` balance and `pending_outbound`. Completing a `completed` payment changes nothing (200). A `failed`, `canceled` or `scheduled` payment is 409 `invalid_state`. Takes no body.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18077,7 +18327,7 @@ func (c *ClientWithResponses) SimulatePaymentCompleteWithResponse(ctx context.Co
 
 // SimulatePaymentFailWithBodyWithResponse Simulate a payment's failure
 //
-// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` or `scheduled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18092,7 +18342,7 @@ func (c *ClientWithResponses) SimulatePaymentFailWithBodyWithResponse(ctx contex
 
 // SimulatePaymentFailWithResponse Simulate a payment's failure
 //
-// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Fails the payment with a rail's code, as the rail would: `network_code` must be a code of the payment's rail's table (a NACHA return code for ACH, an ISO 20022 reason code or `9912`/`E997` for RTP and FedNow: see `PaymentFailure`), which `failure` then explains; a code of the other rails, or of none, is 400 (`param` `network_code`). `pending` or `submitted` → `failed`: the hold is released (the journal entry is archived). An ACH payment `completed` → `failed` is a return after settlement: a posted `payment_reversal` journal entry gives amount and fee back to the account (to the platform's `platform_operating` ledger account if the virtual account has been closed since); `completed_at` stays set. RTP and FedNow payments are final once `completed`: failing one is 409 `invalid_state`. Failing a `failed` payment changes nothing (200; the first failure stays). A `canceled` or `scheduled` payment is 409 `invalid_state`. Emits `payment.failed`. The body's form is checked before the payment is looked up (a malformed id is 404 first), whether the code belongs to the payment's rail after (an unknown payment is 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18103,6 +18353,36 @@ func (c *ClientWithResponses) SimulatePaymentFailWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseSimulatePaymentFailResponse(rsp)
+}
+
+// SimulatePaymentReleaseWithBodyWithResponse Release a scheduled payment now
+//
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Releases a `scheduled` payment at once, as the service does at 06:00 ET on its `scheduled_for` date: the payment rules run now, on today's balance, daily limit, fee and approval threshold. Passed: held (the journal entry is recorded, `journal_entry_id` set) and `pending` — the sandbox's rails then take it as any new payment — or `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule: `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` null, nothing held; event `payment.failed`. A payment that is not `scheduled` (released already, canceled) is 409 `invalid_state`: a payment is released once. Takes no body.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /simulations/payments/{id}/release (the `SimulatePaymentRelease` operationId).
+func (c *ClientWithResponses) SimulatePaymentReleaseWithBodyWithResponse(ctx context.Context, id PaymentId, params *SimulatePaymentReleaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatePaymentReleaseResponse, error) {
+	rsp, err := c.SimulatePaymentReleaseWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatePaymentReleaseResponse(rsp)
+}
+
+// SimulatePaymentReleaseWithResponse Release a scheduled payment now
+//
+// Sandbox keys only (a live key or the operator key: 403), for the caller's own sandbox payments (another platform's, or a live one: 404). Releases a `scheduled` payment at once, as the service does at 06:00 ET on its `scheduled_for` date: the payment rules run now, on today's balance, daily limit, fee and approval threshold. Passed: held (the journal entry is recorded, `journal_entry_id` set) and `pending` — the sandbox's rails then take it as any new payment — or `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule: `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` null, nothing held; event `payment.failed`. A payment that is not `scheduled` (released already, canceled) is 409 `invalid_state`: a payment is released once. Takes no body.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /simulations/payments/{id}/release (the `SimulatePaymentRelease` operationId).
+func (c *ClientWithResponses) SimulatePaymentReleaseWithResponse(ctx context.Context, id PaymentId, params *SimulatePaymentReleaseParams, body SimulatePaymentReleaseJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatePaymentReleaseResponse, error) {
+	rsp, err := c.SimulatePaymentRelease(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatePaymentReleaseResponse(rsp)
 }
 
 // ListVirtualAccountsWithResponse List virtual accounts
@@ -21041,6 +21321,66 @@ func ParseSimulatePaymentFailResponse(rsp *http.Response) (*SimulatePaymentFailR
 	switch {
 	case rsp.StatusCode == 200:
 		var headers SimulatePaymentFailResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSimulatePaymentReleaseResponse parses an HTTP response from a SimulatePaymentReleaseWithResponse call
+func ParseSimulatePaymentReleaseResponse(rsp *http.Response) (*SimulatePaymentReleaseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SimulatePaymentReleaseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Payment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SimulatePaymentReleaseResponse200Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

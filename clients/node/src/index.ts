@@ -60,7 +60,7 @@ export class Treasury extends APIClient {
   readonly platform: CurrentPlatform;
   /** Virtual accounts, with `transactions`, `balance`, `statements`, `freeze`/`unfreeze`/`close`. */
   readonly virtualAccounts: VirtualAccounts;
-  /** Payments, with `cancel`, and `approve`/`deny` for those awaiting an approval. */
+  /** Payments (created now or `scheduled_for` a date), with `cancel`, and `approve`/`deny` for those awaiting an approval. */
   readonly payments: Payments;
   /** Book transfers between two of the platform's virtual accounts: `create`, `retrieve`, `list`. */
   readonly bookTransfers: BookTransfers;
@@ -72,7 +72,7 @@ export class Treasury extends APIClient {
   readonly webhooks: Webhooks;
   /** Events. */
   readonly events: Events;
-  /** Sandbox simulations: `inboundTransfers`, `kyb`, `payments`. */
+  /** Sandbox simulations: `inboundTransfers`, `kyb`, `payments` (`complete`, `fail`, `release`). */
   readonly simulations: Simulations;
 
   /**

@@ -649,12 +649,14 @@ export interface RetryRecommendation {
  * | `RC01` | RTP, FedNow | `invalid_routing_number` | `update_destination` |
  * | `9912` | RTP, FedNow | `network_unavailable` | `retry_other_rail`, `suggested_rail` `ach_same_day` |
  * | `E997` | RTP, FedNow | `network_unavailable` | `retry_other_rail`, `suggested_rail` `ach_same_day` |
+ *
+ * A scheduled payment that a rule refuses on its date fails with that rule's code and `network_code` null: `insufficient_funds` and `limit_exceeded` (`retry_later`, no `retry_after`), `account_not_active`, `kyb_not_approved` and `compliance_rejected` (`do_not_retry`).
  */
 export interface PaymentFailure {
   /** Stable, rail-independent meaning of the failure. */
-  code: "insufficient_funds" | "account_closed" | "no_account" | "invalid_account_number" | "unauthorized_debit" | "returned_by_odfi" | "authorization_revoked" | "payment_stopped" | "uncollected_funds" | "unauthorized" | "entry_not_per_authorization" | "account_sold" | "invalid_routing_number" | "recipient_deceased" | "account_frozen" | "file_record_edit_criteria" | "non_transaction_account" | "credit_refused" | "duplicate_entry" | "corporate_not_authorized" | "transaction_forbidden" | "transaction_not_supported" | "amount_exceeds_limit" | "invalid_recipient" | "invalid_format" | "not_specified" | "network_unavailable" | "unknown";
-  /** The rail's code, as the rail sent it. */
-  network_code: string;
+  code: "insufficient_funds" | "account_closed" | "no_account" | "invalid_account_number" | "unauthorized_debit" | "returned_by_odfi" | "authorization_revoked" | "payment_stopped" | "uncollected_funds" | "unauthorized" | "entry_not_per_authorization" | "account_sold" | "invalid_routing_number" | "recipient_deceased" | "account_frozen" | "file_record_edit_criteria" | "non_transaction_account" | "credit_refused" | "duplicate_entry" | "corporate_not_authorized" | "transaction_forbidden" | "transaction_not_supported" | "amount_exceeds_limit" | "invalid_recipient" | "invalid_format" | "not_specified" | "network_unavailable" | "unknown" | "account_not_active" | "kyb_not_approved" | "compliance_rejected" | "limit_exceeded";
+  /** The rail's code, as the rail sent it. Null when no rail saw the payment: a scheduled payment the rules refused on its date (then `code` is the rule's: `insufficient_funds`, `limit_exceeded`, `account_not_active`, `kyb_not_approved` or `compliance_rejected`). */
+  network_code: string | null;
   /** Human-readable explanation; not stable, do not parse. */
   reason: string;
   retry_recommendation: RetryRecommendation;
@@ -671,8 +673,8 @@ export interface Payment {
   currency: "USD";
   rail: "ach_standard" | "ach_same_day" | "rtp" | "fednow";
   destination: Destination;
-  /** `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final. */
-  status: "requires_approval" | "pending" | "submitted" | "completed" | "failed" | "canceled" | "denied";
+  /** A payment created with `scheduled_for` starts `scheduled` (nothing held, no journal entry) → released on its date: then as any new payment (`pending`, or `requires_approval` at the threshold), or `failed` if a rule refuses it then; it can be `canceled` while `scheduled`. `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed` (settled: amount and fee posted) or `failed` (hold released; or, if it had completed, reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at or above the platform's `payment_approval_threshold` starts `requires_approval` (held, not sent to any rail) → `pending` when another key approves it (`POST /payments/{id}/approve`), `denied` (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final. */
+  status: "scheduled" | "requires_approval" | "pending" | "submitted" | "completed" | "failed" | "canceled" | "denied";
   /** Cents charged on top of `amount`: the platform's `fee_schedule` for the rail when the payment was created. Held with the amount, posted with it, released or reversed with it. */
   fee: number;
   /** The key the payment was created with (body field or header). */
@@ -680,7 +682,7 @@ export interface Payment {
   /** The request's description; "" when none was given (the ledger entries then say `Payment to <destination name>`). */
   description: string;
   metadata: Metadata;
-  /** The journal entry that holds amount + fee and posts them at completion (`GET /ledger/journal-entries/{id}`; its `source` is this payment). A reversal after a return is a journal entry of its own, whose `reverses` names this one. */
+  /** The journal entry that holds amount + fee and posts them at completion (`GET /ledger/journal-entries/{id}`; its `source` is this payment). A reversal after a return is a journal entry of its own, whose `reverses` names this one. Null while the payment is `scheduled`, and on a scheduled payment the rules refused on its date (it never held anything). */
   journal_entry_id: string | null;
   /** Why it failed; null unless `status` is `failed`. */
   failure: PaymentFailure | null;
@@ -694,6 +696,8 @@ export interface Payment {
   approval?: PaymentApproval;
   /** Present on a `canceled` payment that the platform did not cancel: `approval_expired` (unapproved for 7 days). Absent otherwise. */
   cancellation_reason?: "approval_expired";
+  /** Present on a payment created with `scheduled_for` (absent on others): the date (Eastern) it is released on, at 06:00 ET. It stays set once released. */
+  scheduled_for?: string;
   /** When it is expected to settle, set at creation; a live ACH payment's becomes its NACHA file entry's settlement when its file is cut (it completes once that has passed). Live: the real calendars (RTP and FedNow at once; same-day ACH at the next window 10:30, 14:45 or 16:45 ET of a business day; standard ACH at 08:30 ET on the next business day; weekends and Federal Reserve holidays skipped). Sandbox: the creation time for RTP and FedNow, creation + the platform's `sandbox.ach_same_day_delay_seconds` or `ach_standard_delay_seconds` for ACH. */
   expected_settlement_at: string;
   /** When the rail took it; null before. A payment completed straight from `pending` gets its completion time. */
@@ -742,6 +746,8 @@ export interface PaymentRequest {
   /** Optional, at most 140 characters; the ledger entries' description (default `Payment to <destination name>`). */
   description?: string;
   metadata?: Metadata;
+  /** Optional: a date (`YYYY-MM-DD`, Eastern) after today (Eastern) and at most 365 days ahead (else 400, `param` `scheduled_for`). The payment is created `scheduled`: the account, its business and the destination's screening are checked now (422 as below), nothing is held and no rail sees it. At 06:00 ET on that date it is released: the rules run again with that day's balance, limit, fee and approval threshold; it is held and goes on as a payment created then (`payment.released`), or fails with the rule's code (`failure.network_code` null; `payment.failed`). Cancel it while `scheduled` with `POST /payments/{id}/cancel`; in the sandbox, `POST /simulations/payments/{id}/release` releases it at once. */
+  scheduled_for?: string;
 }
 
 /** The rail's code to fail the payment with. */
@@ -750,11 +756,11 @@ export interface SimulatePaymentFailRequest {
   network_code: string;
 }
 
-/** A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted it; a pending entry emits it when it posts), inbound_transfer.completed, book_transfer.completed (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and held), payment.requires_approval (at or above the approval threshold: held, waiting for a second key), payment.approved (released to its rail), payment.denied (hold released), payment.submitted (handed to the rail), payment.completed (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`. */
+/** A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted it; a pending entry emits it when it posts), inbound_transfer.completed, book_transfer.completed (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and held), payment.requires_approval (at or above the approval threshold: held, waiting for a second key), payment.approved (released to its rail), payment.denied (hold released), payment.released (a scheduled payment's date came: held and `pending`, or `requires_approval` at the threshold; one the rules refused on its date emits payment.failed instead), payment.submitted (handed to the rail), payment.completed (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`. */
 export interface Event {
   id: string;
   object: "event";
-  type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   platform_id: string;
   environment: "sandbox" | "live";
   created_at: string;
@@ -1008,7 +1014,7 @@ export interface WebhookDelivery {
   object: "webhook_delivery";
   webhook_endpoint_id: string;
   event_id: string;
-  event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   status: "pending" | "succeeded" | "failed";
   attempts: WebhookAttempt[];
   /** When the next attempt is due; null unless pending. */
@@ -1027,7 +1033,7 @@ export interface WebhookDeliveryList {
 export interface QueuedWebhookDelivery {
   id: string;
   object: "webhook_delivery";
-  event_type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  event_type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   status: "pending";
 }
 
@@ -1042,7 +1048,7 @@ export interface CreateWebhookRequest {
   /** Where deliveries are POSTed: an absolute http(s) URL without credentials, at most 2048 characters. Live: `https` only, and the host must resolve to public addresses (checked when connecting; redirects are not followed). Sandbox: `http` allowed; private and loopback addresses only when the server runs with `TREASURY_WEBHOOK_ALLOW_PRIVATE=true`. */
   url: string;
   /** Event types to deliver, or `["*"]` for all (alone). Default `["*"]`. */
-  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
+  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
   /** Free text, at most 500 characters. */
   description?: string;
   /** A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically. */
@@ -1055,7 +1061,7 @@ export interface UpdateWebhookRequest {
   /** Where deliveries are POSTed: an absolute http(s) URL without credentials, at most 2048 characters. Live: `https` only, and the host must resolve to public addresses (checked when connecting; redirects are not followed). Sandbox: `http` allowed; private and loopback addresses only when the server runs with `TREASURY_WEBHOOK_ALLOW_PRIVATE=true`. */
   url?: string;
   /** Event types to deliver, or `["*"]` for all (alone). Default `["*"]`. */
-  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
+  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
   /** Free text, at most 500 characters. */
   description?: string;
   /** A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically. */
@@ -1325,7 +1331,7 @@ export interface ListPaymentsParams {
   /** Only the payments out of this account (exact match; an unknown id gives an empty list). */
   virtual_account_id?: string;
   /** Only payments in this status; another value is 400. */
-  status?: "requires_approval" | "pending" | "submitted" | "completed" | "failed" | "canceled" | "denied";
+  status?: "scheduled" | "requires_approval" | "pending" | "submitted" | "completed" | "failed" | "canceled" | "denied";
   /** Only payments over this rail; another value is 400. */
   rail?: "ach_standard" | "ach_same_day" | "rtp" | "fednow";
   /** Only the payment created with this idempotency key (exact match): how to find a payment whose creation timed out. */
@@ -1371,7 +1377,7 @@ export interface ListEventsParams {
   /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */
   cursor?: string;
   /** Only events of this type; another value is 400. */
-  type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
   /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
   created_after?: string;
   /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */

@@ -291,6 +291,11 @@ export class Payments extends APIResource {
    * `Idempotency-Key` header, the same on the client's retries. Sending the same key and body
    * again returns the original payment (`lastResponse.idempotentReplayed`); the same key with
    * another body throws {@link ConflictError} `idempotency_conflict`.
+   *
+   * With `scheduled_for` (`YYYY-MM-DD`, Eastern; after today and at most 365 days ahead, else
+   * {@link BadRequestError} `param` `scheduled_for`) the payment is created `scheduled`: nothing
+   * held, `journal_entry_id` null, no rail sees it until 06:00 ET on that date, when the rules run
+   * again and it is held (`pending`, or `requires_approval`) or `failed` with the rule's code.
    */
   create(body: PaymentCreateParams, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
     const key = body.idempotency_key ?? options?.idempotencyKey ?? randomUUID();
@@ -308,8 +313,9 @@ export class Payments extends APIResource {
   }
 
   /**
-   * Cancels a `pending` payment, or one in `requires_approval` (`POST /payments/{id}/cancel`): it
-   * becomes `canceled` and its hold is released. Any other status (a `denied` payment included):
+   * Cancels a `pending` payment, one in `requires_approval`, or a `scheduled` one
+   * (`POST /payments/{id}/cancel`): it becomes `canceled` and its hold, if any, is released (a
+   * scheduled payment holds nothing). Any other status (a `denied` payment included):
    * {@link ConflictError} `payment_not_cancelable`.
    */
   cancel(id: string, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
@@ -590,7 +596,7 @@ export class SimulatedKYB extends APIResource {
   }
 }
 
-/** Simulated rail outcomes of payments. */
+/** Simulated rail outcomes of payments, and the release of scheduled ones. */
 export class SimulatedPayments extends APIResource {
   /** Settles a submitted sandbox payment now (`POST /simulations/payments/{id}/complete`). */
   complete(id: string, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
@@ -601,6 +607,19 @@ export class SimulatedPayments extends APIResource {
   fail(id: string, body: M.SimulatePaymentFailRequest, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
     return this._client.post(`/simulations/payments/${seg(id)}/fail`, body, options);
   }
+
+  /**
+   * Releases a `scheduled` sandbox payment now, as its `scheduled_for` date would
+   * (`POST /simulations/payments/{id}/release`, no body): the rules run on today's balance, daily
+   * limit, fee and approval threshold. Passed: held, `journal_entry_id` set, `pending` (or
+   * `requires_approval` at the threshold), event `payment.released`. Refused: `failed`,
+   * `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`, `account_not_active`,
+   * `kyb_not_approved`, `compliance_rejected`) and `failure.network_code` null. A payment that is
+   * not `scheduled`: {@link ConflictError} `invalid_state` (a payment is released once).
+   */
+  release(id: string, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
+    return this._client.post(`/simulations/payments/${seg(id)}/release`, undefined, options);
+  }
 }
 
 /** The sandbox's simulations (sandbox keys only; a live key gets {@link PermissionDeniedError}). */
@@ -609,7 +628,7 @@ export class Simulations {
   readonly inboundTransfers: SimulatedInboundTransfers;
   /** KYB decisions. */
   readonly kyb: SimulatedKYB;
-  /** Payment outcomes. */
+  /** Payment outcomes, and releases of scheduled payments. */
   readonly payments: SimulatedPayments;
   constructor(client: APIClient) {
     this.inboundTransfers = new SimulatedInboundTransfers(client);

@@ -68,6 +68,7 @@ export const ROUTES: Record<string, string> = {
   'POST /simulations/kyb/{id}/decision': 'simulations.kyb.decide',
   'POST /simulations/payments/{id}/complete': 'simulations.payments.complete',
   'POST /simulations/payments/{id}/fail': 'simulations.payments.fail',
+  'POST /simulations/payments/{id}/release': 'simulations.payments.release',
 };
 
 /** Routes of the document the client deliberately has no method for. */

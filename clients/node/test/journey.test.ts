@@ -1506,6 +1506,219 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     await sb.webhooks.delete(aprEndpoint.id);
   });
 
+  test('scheduled payments: nothing held until released, listed, bad dates refused, released by the simulation, canceled, failed without funds; the event', async (ctx) => {
+    // An account of its own (KYB approved, funded with $1,000.00), so that its balances are this test's alone.
+    const sch = await sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-sch-${RUN}`, type: 'checking' });
+    const k = await sb.kyb.create(kybBody(sch.id, `Scheduled Co ${RUN}`, '12-3450004'));
+    assert.equal((await poll(() => sb.kyb.retrieve(k.id), (x) => x.status !== 'pending')).status, 'approved');
+    await sb.simulations.inboundTransfers.create({ virtual_account_id: sch.id, amount: 100_000, rail: 'rtp', originator: ORIGINATOR });
+    await poll(() => sb.virtualAccounts.retrieve(sch.id), (a) => a.balance.available === 100_000);
+    // Another platform's key: it cannot release this platform's payments.
+    const other = await op.platforms.register({ name: `node client sch ${RUN}`, contact_email: 'ops@example.com' });
+    const foreign = newClient((await op.platforms.approve(other.id)).sandbox_api_key.secret);
+
+    // An endpoint subscribed to payment.released alone, on a receiver of its own.
+    const onlyReleased: Delivery[] = [];
+    const schReceiver = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        onlyReleased.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+        res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+      });
+    });
+    await new Promise<void>((r) => schReceiver.listen(0, '127.0.0.1', r));
+    ctx.after(async () => {
+      schReceiver.closeAllConnections?.();
+      await new Promise<void>((r) => schReceiver.close(() => r()));
+    });
+    const schEndpoint = await sb.webhooks.create({
+      url: `http://127.0.0.1:${(schReceiver.address() as AddressInfo).port}/scheduled`,
+      events: ['payment.released'],
+      description: `scheduled payments only ${RUN}`,
+    });
+    assert.deepEqual(schEndpoint.events, ['payment.released']);
+
+    /** The Eastern date `days` from today (Eastern), as `YYYY-MM-DD`: what the server counts from. */
+    const easternDate = (days: number) => {
+      const todayET = new Intl.DateTimeFormat('en-CA', { timeZone: 'America/New_York' }).format(new Date());
+      const d = new Date(`${todayET}T00:00:00Z`);
+      d.setUTCDate(d.getUTCDate() + days);
+      return d.toISOString().slice(0, 10);
+    };
+    const schedule = (amount: number, rail: Payment['rail'], leg: string, scheduled_for = easternDate(1)) =>
+      sb.payments.create({
+        virtual_account_id: sch.id,
+        amount,
+        rail,
+        destination: DEST,
+        description: `scheduled ${leg} ${RUN}`,
+        metadata: { run: RUN, leg },
+        scheduled_for,
+      });
+    const balance = async () => {
+      const b = (await sb.virtualAccounts.retrieve(sch.id)).balance;
+      return { posted: b.posted, available: b.available };
+    };
+    const assertScheduled = (p: WithResponse<Payment>, date: string) => {
+      assert.equal(p.lastResponse.status, 201);
+      assert.equal(p.status, 'scheduled');
+      assert.equal(p.scheduled_for, date);
+      assert.equal(p.journal_entry_id, null, 'nothing held: no journal entry yet');
+      assert.equal(p.submitted_at, null);
+      assert.equal(p.failure, null);
+      assert.ok(!('approval' in p));
+      assert.ok(!('cancellation_reason' in p));
+    };
+    let expected = await balance();
+    assert.deepEqual(expected, { posted: 100_000, available: 100_000 });
+    // A payment that was not scheduled has no scheduled_for at all.
+    assert.ok(completed.length > 0 && completed.every((p) => !('scheduled_for' in p)));
+
+    // Scheduled for tomorrow (Eastern): 201 `scheduled`, nothing held, no journal entry, no transaction.
+    const tomorrowET = easternDate(1);
+    const p1 = await schedule(30_000, 'ach_standard', 'released');
+    assertScheduled(p1, tomorrowET);
+    assert.match(p1.id, /^pay_[0-9a-hjkmnp-tv-z]{26}$/);
+    assert.equal(p1.lastResponse.idempotencyKey, p1.idempotency_key);
+    assert.deepEqual(await balance(), expected, 'a scheduled payment moves no balance');
+    // No rail sees it (the sandbox's ACH takes a payment 1 s after creation, but not this one), nor
+    // will the simulations complete or fail it.
+    await sleep(1_500);
+    const still = await sb.payments.retrieve(p1.id);
+    assert.equal(still.status, 'scheduled');
+    assert.equal(still.journal_entry_id, null);
+    assert.equal(still.scheduled_for, tomorrowET);
+    await expectError(sb.simulations.payments.complete(p1.id), ConflictError, 'invalid_state');
+    await expectError(sb.simulations.payments.fail(p1.id, { network_code: 'R01' }), ConflictError, 'invalid_state');
+    assert.deepEqual(
+      (await sb.virtualAccounts.transactions.list(sch.id).toArray()).filter((t) => t.source.id === p1.id),
+      [],
+      'no transaction until it is released',
+    );
+    assert.deepEqual(await balance(), expected);
+
+    // The date: after today (Eastern) and at most 365 days ahead; else 400, param scheduled_for, not retried.
+    for (const date of [easternDate(0), easternDate(-1), easternDate(366), '2026-02-30', 'tomorrow', `${tomorrowET}T06:00:00Z`]) {
+      const mark = statuses.length;
+      const e = await expectError(schedule(10_000, 'rtp', 'bad-date', date), BadRequestError, 'invalid_request');
+      assert.equal(e.param, 'scheduled_for', date);
+      assert.deepEqual(answeredSince(mark), [400], 'a 400 is not retried');
+    }
+    const p2 = await schedule(20_000, 'ach_same_day', 'canceled', easternDate(365));
+    assertScheduled(p2, easternDate(365));
+    assert.deepEqual(await balance(), expected, 'refused dates and the second schedule moved nothing');
+
+    // Lists filter on the status `scheduled`, newest first.
+    const listed = await sb.payments.list({ virtual_account_id: sch.id, status: 'scheduled' }).toArray();
+    assert.deepEqual(listed.map((p) => p.id), [p2.id, p1.id]);
+    assert.deepEqual(listed.map((p) => p.scheduled_for), [p2.scheduled_for, tomorrowET]);
+    assert.ok(listed.every((p) => p.status === 'scheduled' && p.journal_entry_id === null));
+
+    // Another platform's key, an unknown id: 404; the operator key: 403. None releases it.
+    await expectError(foreign.simulations.payments.release(p1.id), NotFoundError, 'not_found');
+    await expectError(sb.simulations.payments.release('pay_0000000000000000000000000a'), NotFoundError, 'not_found');
+    await expectError(op.simulations.payments.release(p1.id), PermissionDeniedError);
+    assert.equal((await sb.payments.retrieve(p1.id)).status, 'scheduled');
+
+    // Released by the simulation, as its date would: held now (amount + fee leave `available`),
+    // `pending`, its journal entry recorded; `scheduled_for` stays.
+    const released = await sb.simulations.payments.release(p1.id);
+    assert.equal(released.lastResponse.status, 200);
+    assert.equal(released.id, p1.id);
+    assert.equal(released.status, 'pending');
+    assert.equal(released.scheduled_for, tomorrowET);
+    assert.match(released.journal_entry_id ?? 'null', /^je_/, 'held by a journal entry from its release');
+    assert.equal(released.failure, null);
+    expected.available -= released.amount + released.fee;
+    assert.deepEqual(await balance(), expected, 'held: available falls, posted does not');
+    const je = await sb.ledger.journalEntries.retrieve(released.journal_entry_id!);
+    assert.deepEqual(je.source, { type: 'payment', id: p1.id });
+    assert.ok(['pending', 'posted'].includes(je.status), je.status);
+    // A payment is released once: again, 409 invalid_state, not retried.
+    const mark = statuses.length;
+    await expectError(sb.simulations.payments.release(p1.id), ConflictError, 'invalid_state');
+    assert.deepEqual(answeredSince(mark), [409], 'invalid_state is not retried');
+    // From then on the sandbox's rail takes it as any new payment: it completes and posts.
+    const done = await poll(() => sb.payments.retrieve(p1.id), (x) => ['completed', 'failed'].includes(x.status), 15_000);
+    assert.equal(done.status, 'completed', JSON.stringify(done.failure));
+    assert.equal(done.journal_entry_id, released.journal_entry_id);
+    assert.equal(done.scheduled_for, tomorrowET);
+    assert.equal((await sb.ledger.journalEntries.retrieve(done.journal_entry_id!)).status, 'posted');
+    expected.posted -= released.amount + released.fee;
+    assert.deepEqual(await balance(), expected);
+
+    // Canceled while scheduled: canceled, nothing to release, nothing held; then neither releasable nor cancelable.
+    const canceled = await sb.payments.cancel(p2.id);
+    assert.equal(canceled.status, 'canceled');
+    assert.ok(canceled.canceled_at);
+    assert.equal(canceled.journal_entry_id, null);
+    assert.equal(canceled.scheduled_for, p2.scheduled_for);
+    assert.ok(!('cancellation_reason' in canceled));
+    await expectError(sb.simulations.payments.release(p2.id), ConflictError, 'invalid_state');
+    await expectError(sb.payments.cancel(p2.id), ConflictError, 'payment_not_cancelable');
+    assert.deepEqual(await balance(), expected);
+
+    // Released without the funds: `failed` with the rule's code and no network code; nothing held, no entry.
+    const p3 = await schedule(expected.available, 'ach_same_day', 'no-funds');
+    assertScheduled(p3, tomorrowET);
+    const failed = await sb.simulations.payments.release(p3.id);
+    assert.equal(failed.lastResponse.status, 200);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.failure?.code, 'insufficient_funds');
+    assert.equal(failed.failure?.network_code, null);
+    assert.ok(failed.failure?.reason);
+    assert.equal(failed.failure?.retry_recommendation.action, 'retry_later');
+    assert.equal(failed.journal_entry_id, null, 'it never held anything');
+    assert.ok(failed.failed_at);
+    assert.equal(failed.scheduled_for, tomorrowET);
+    const again = await sb.payments.retrieve(p3.id);
+    assert.equal(again.status, 'failed');
+    assert.deepEqual(again.failure, failed.failure);
+    await expectError(sb.simulations.payments.release(p3.id), ConflictError, 'invalid_state');
+    assert.deepEqual(await balance(), expected, 'nothing moved');
+    assert.deepEqual(await sb.payments.list({ virtual_account_id: sch.id, status: 'scheduled' }).toArray(), []);
+
+    // The events: payment.created shows each scheduled, payment.released the released one pending
+    // (held), payment.failed the refused one with its rule's code.
+    const eventsOf = async (type: 'payment.created' | 'payment.released' | 'payment.failed', want: Payment[]) => {
+      const list = await poll(
+        () => sb.events.list({ type, created_after: today }).toArray(),
+        (l) => want.every((p) => l.some((e) => (e.data.object as Payment).id === p.id)),
+      );
+      assert.ok(list.every((e) => e.type === type));
+      const mine = list.filter((e) => (e.data.object as Payment).virtual_account_id === sch.id).map((e) => e.data.object as Payment);
+      assert.deepEqual(mine.map((p) => p.id).sort(), want.map((p) => p.id).sort(), type);
+      return mine;
+    };
+    for (const p of await eventsOf('payment.created', [p1, p2, p3])) {
+      assert.equal(p.status, 'scheduled');
+      assert.equal(p.journal_entry_id, null);
+    }
+    const [releasedEvent] = await eventsOf('payment.released', [p1]);
+    assert.equal(releasedEvent!.status, 'pending');
+    assert.equal(releasedEvent!.journal_entry_id, released.journal_entry_id);
+    assert.equal(releasedEvent!.scheduled_for, tomorrowET);
+    const [failedEvent] = await eventsOf('payment.failed', [p3]);
+    assert.equal(failedEvent!.failure?.code, 'insufficient_funds');
+    assert.equal(failedEvent!.failure?.network_code, null);
+
+    // The subscribed endpoint got exactly the one payment.released, signed, and lists it as its delivery.
+    const records = await poll(
+      () => sb.webhooks.deliveries.list(schEndpoint.id, { status: 'succeeded' }).toArray(),
+      (list) => list.length >= 1 && onlyReleased.length >= 1,
+    );
+    await sleep(500); // nothing more arrives
+    assert.equal(records.length, 1);
+    assert.equal(onlyReleased.length, 1);
+    const event = Treasury.webhooks.verify(onlyReleased[0]!.body, onlyReleased[0]!.headers, schEndpoint.secret);
+    assert.equal(event.type, 'payment.released');
+    assert.equal(records[0]!.event_type, 'payment.released');
+    assert.equal(records[0]!.event_id, event.id);
+    assert.equal((event.data.object as Payment).id, p1.id);
+    await sb.webhooks.delete(schEndpoint.id);
+  });
+
   test('webhooks: deliveries verified by the helper, a tampered one refused, test, retry, rotation, delete', async () => {
     // The journey's events arrived, each signed: all verify.
     const paymentDone = await waitForDelivery((d) => eventOf(d).type === 'payment.completed');

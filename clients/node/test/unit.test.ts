@@ -541,6 +541,95 @@ describe('payment approvals (unit)', () => {
   });
 });
 
+describe('scheduled payments (unit)', () => {
+  const scheduled = { ...payment, status: 'scheduled', scheduled_for: '2026-12-01', journal_entry_id: null };
+
+  test('create sends scheduled_for in the body with the idempotency key; the answer keeps it', async () => {
+    const s = await stub([{ status: 201, body: scheduled }]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const p = await client.payments.create({ ...paymentBody, scheduled_for: '2026-12-01' }, { idempotencyKey: 'sched-1' });
+      assert.equal(p.status, 'scheduled');
+      assert.equal(p.scheduled_for, '2026-12-01');
+      assert.equal(p.journal_entry_id, null);
+      assert.equal(s.seen[0]!.url, '/v1/payments');
+      assert.deepEqual(JSON.parse(s.seen[0]!.body), { ...paymentBody, scheduled_for: '2026-12-01', idempotency_key: 'sched-1' });
+      assert.equal(s.seen[0]!.headers['idempotency-key'], 'sched-1');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('release POSTs no body to /simulations/payments/{id}/release; a failed release has a null network_code', async () => {
+    const failed = {
+      ...scheduled,
+      status: 'failed',
+      failure: { code: 'insufficient_funds', network_code: null, reason: 'short', retry_recommendation: { action: 'retry_later', suggested_rail: null, retry_after: null } },
+    };
+    const s = await stub([
+      { status: 200, body: { ...scheduled, status: 'pending', journal_entry_id: 'je_01' } },
+      { status: 200, body: failed },
+      { status: 200, body: { object: 'list', data: [scheduled], has_more: false, next_cursor: null } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const released = await client.simulations.payments.release('pay_01/x', { requestId: 'rel-1' });
+      assert.equal(released.status, 'pending');
+      assert.equal(released.journal_entry_id, 'je_01');
+      assert.equal(s.seen[0]!.method, 'POST');
+      assert.equal(s.seen[0]!.url, '/v1/simulations/payments/pay_01%2Fx/release', 'the id is one path segment');
+      assert.equal(s.seen[0]!.body, '');
+      assert.equal(s.seen[0]!.headers['content-type'], undefined);
+      assert.equal(s.seen[0]!.headers['x-request-id'], 'rel-1');
+      assert.ok(s.seen[0]!.headers['idempotency-key'], 'a POST sends an Idempotency-Key');
+
+      const f = await client.simulations.payments.release('pay_02');
+      assert.equal(f.status, 'failed');
+      assert.equal(f.failure?.code, 'insufficient_funds');
+      assert.equal(f.failure?.network_code, null);
+
+      const waiting = await client.payments.list({ status: 'scheduled', virtual_account_id: 'va_01' }).toArray();
+      assert.deepEqual(waiting.map((p) => p.scheduled_for), ['2026-12-01']);
+      assert.equal(s.seen[2]!.url, '/v1/payments?status=scheduled&virtual_account_id=va_01');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("a bad date's 400, a second release's 409 and a 404 are thrown at once, not retried; a 503 is", async () => {
+    const s = await stub([
+      { status: 400, body: { ...err('invalid_request', 'scheduled_for must be after today (Eastern)'), param: 'scheduled_for' } },
+      { status: 409, body: err('invalid_state', 'only a scheduled payment can be released; this one is pending') },
+      { status: 404, body: err('not_found') },
+      { status: 503, headers: { 'Retry-After': '0' }, body: err('unavailable') },
+      { status: 200, body: { ...scheduled, status: 'canceled' } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await assert.rejects(client.payments.create({ ...paymentBody, scheduled_for: '2020-01-01' }), (e: unknown) => {
+        assert.ok(e instanceof BadRequestError);
+        assert.equal(e.param, 'scheduled_for');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      await assert.rejects(client.simulations.payments.release('pay_01'), (e: unknown) => {
+        assert.ok(e instanceof ConflictError);
+        assert.equal(e.code, 'invalid_state');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      await assert.rejects(client.simulations.payments.release('pay_03'), NotFoundError);
+      assert.equal(s.seen.length, 3);
+      const canceled = await client.payments.cancel('pay_04');
+      assert.equal(canceled.status, 'canceled');
+      assert.equal(canceled.lastResponse.attempts, 2);
+      assert.deepEqual(s.seen.slice(3).map((r) => r.url), ['/v1/payments/pay_04/cancel', '/v1/payments/pay_04/cancel']);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('webhook verification (unit)', () => {
   const secret = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64');
   const other = 'whsec_' + Buffer.from('another secret of thirty-two byt').toString('base64');

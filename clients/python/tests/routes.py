@@ -69,6 +69,7 @@ ROUTES: Dict[str, Callable[[Treasury], Callable[..., Any]]] = {
     "POST /simulations/kyb/{id}/decision": lambda c: c.simulations.kyb.decide,
     "POST /simulations/payments/{id}/complete": lambda c: c.simulations.payments.complete,
     "POST /simulations/payments/{id}/fail": lambda c: c.simulations.payments.fail,
+    "POST /simulations/payments/{id}/release": lambda c: c.simulations.payments.release,
     # events
     "GET /events": lambda c: c.events.list,
     "GET /events/{id}": lambda c: c.events.retrieve,

@@ -76,6 +76,42 @@ def today() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
 
 
+def eastern_now() -> dt.datetime:
+    """Now in New York, where the dates of scheduled payments are (America/New_York;
+    without a time zone database, the US rule: EDT from the second Sunday of March
+    at 2:00 to the first Sunday of November at 2:00, else EST)."""
+    try:
+        from zoneinfo import ZoneInfo
+        return dt.datetime.now(ZoneInfo("America/New_York"))
+    except Exception:  # no tz database
+        utc = dt.datetime.now(dt.timezone.utc)
+
+        def sunday(year: int, month: int, nth: int) -> dt.date:
+            first = dt.date(year, month, 1)
+            return first + dt.timedelta(days=(6 - first.weekday()) % 7 + 7 * (nth - 1))
+
+        y = utc.year
+        dst_on = dt.datetime.combine(sunday(y, 3, 2), dt.time(7), dt.timezone.utc)   # 2:00 EST
+        dst_off = dt.datetime.combine(sunday(y, 11, 1), dt.time(6), dt.timezone.utc)  # 2:00 EDT
+        hours = -4 if dst_on <= utc < dst_off else -5
+        return utc.astimezone(dt.timezone(dt.timedelta(hours=hours)))
+
+
+def eastern_date(days: int) -> str:
+    """The Eastern date ``days`` from today (``YYYY-MM-DD``)."""
+    return (eastern_now().date() + dt.timedelta(days=days)).isoformat()
+
+
+def not_before_midnight_eastern(margin: float = 60.0) -> None:
+    """Wait past midnight (Eastern) if it is less than ``margin`` seconds away, so
+    that "today" does not change between the test's dates and the server's check."""
+    now = eastern_now()
+    midnight = dt.datetime.combine(now.date() + dt.timedelta(days=1), dt.time(), now.tzinfo)
+    left = (midnight - now).total_seconds()
+    if left < margin:
+        time.sleep(left + 1)
+
+
 def deliveries(predicate, timeout: float = 10.0) -> support.Received:  # type: ignore[no-untyped-def]
     """The first delivery the receiver got (or gets) matching ``predicate``."""
     for r in list(RECEIVER.all):
@@ -1237,6 +1273,165 @@ class Journey(unittest.TestCase):
             self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
             with self.assertRaises(NotFoundError):
                 stranger.payments.retrieve(pay["id"])
+
+    # -- scheduled payments (issue #18) -----------------------------------------------------
+
+    def test_25_scheduled_payments(self) -> None:
+        c: RecordingTreasury = S["client"]
+        main = S["va"]["main"]
+        not_before_midnight_eastern()  # "today" is the same date here and on the server
+        tomorrow = eastern_date(1)
+        # an endpoint subscribed to the new event type alone
+        wh = c.webhooks.create(url=f"{RECEIVER.url}/scheduled/{RUN}", events=["payment.released"])
+        self.assertEqual(wh["events"], ["payment.released"])
+        poll(lambda: c.virtual_accounts.balance(main), lambda b: b["pending_outbound"] == b["pending_inbound"] == 0,
+             what="nothing in flight on the account, so that only this test's payments move it")
+
+        def balance() -> Any:
+            b = c.virtual_accounts.balance(main)
+            return (b["posted"], b["pending_outbound"], b["available"])
+
+        def refused(call: Any, error: type, status: int, code: str) -> APIError:
+            with self.assertRaises(error) as cm:
+                call()
+            e = cm.exception
+            self.assertIsInstance(e, APIError)
+            self.assertEqual((e.status, e.code), (status, code))
+            return e
+
+        def schedule(amount: int, date: str = tomorrow) -> treasury.types.Payment:
+            """A payment for ``date``: 201 scheduled, nothing held, no journal entry."""
+            before = balance()
+            mark = exchange_mark()
+            p = c.payments.create(virtual_account_id=main, amount=amount, rail="ach_standard", destination=DEST,
+                                  scheduled_for=date, metadata={"scheduled": RUN})
+            sent = answered_since(mark)
+            self.assertEqual([x.status for x in sent], [201])
+            self.assertEqual(json.loads(sent[0].body or b"{}")["scheduled_for"], date)
+            self.assertEqual((p["status"], p["scheduled_for"], p["journal_entry_id"], p["amount"]),
+                             ("scheduled", date, None, amount))
+            self.assertEqual((p["failure"], p["submitted_at"], p["completed_at"], p["failed_at"], p["canceled_at"]),
+                             (None, None, None, None, None))
+            self.assertNotIn("approval", p)
+            self.assertNotIn("cancellation_reason", p)
+            self.assertEqual(p["fee"], 25, "the ach_standard fee")
+            self.assertEqual(balance(), before, "a scheduled payment holds nothing")
+            self.assertEqual(c.payments.retrieve(p["id"]), p)
+            return p
+
+        # scheduled for tomorrow (Eastern): nothing held, nothing in the account's transactions
+        before = balance()
+        to_release = schedule(10_000)
+        self.assertFalse([t for t in c.virtual_accounts.transactions(main)
+                          if t["source"] == {"type": "payment", "id": to_release["id"]}])
+        # the one limit on the date: after today, at most 365 days ahead; else 400 scheduled_for
+        for date in (eastern_date(0), eastern_date(-1), eastern_date(366), "2026-02-30", "tomorrow",
+                     f"{tomorrow}T06:00:00Z"):
+            e = refused(lambda: c.payments.create(virtual_account_id=main, amount=10_000, rail="ach_standard",
+                                                  destination=DEST, scheduled_for=date),
+                        BadRequestError, 400, "invalid_request")
+            self.assertEqual(e.param, "scheduled_for", date)
+        far = schedule(1_000, eastern_date(365))
+        to_cancel = schedule(20_000)
+        # without the funds: the funds are the release's to check, on its date
+        unfunded = schedule(before[2] + 1)
+        # an ordinary payment has no scheduled_for
+        now = c.payments.create(virtual_account_id=main, amount=500, rail="rtp", destination=DEST)
+        self.assertNotIn("scheduled_for", now)
+        self.assertNotEqual(now["status"], "scheduled")
+        poll(lambda: c.payments.retrieve(now["id"]), lambda p: p["status"] == "completed", timeout=20,
+             what="the payment sent now")
+        posted = before[0] - 500 - now["fee"]
+        self.assertEqual(balance(), (posted, 0, posted))
+
+        # the list by the new status, newest first, over pages; none of them pending
+        self.assertEqual([p["id"] for p in c.payments.list(status="scheduled", limit=2)],
+                         [unfunded["id"], to_cancel["id"], far["id"], to_release["id"]])
+        self.assertEqual([p["id"] for p in c.payments.list(virtual_account_id=main, status="pending")], [])
+        # the simulated rail left them alone
+        self.assertEqual(c.payments.retrieve(to_release["id"])["status"], "scheduled")
+
+        # another platform's key does not find it (404); a live key may not simulate (403)
+        other = RecordingTreasury(api_key=S["other_platform_key"], base_url=BASE_URL)
+        refused(lambda: other.simulations.payments.release(to_release["id"]), NotFoundError, 404, "not_found")
+        refused(lambda: S["live_client"].simulations.payments.release(to_release["id"]), PermissionDeniedError, 403,
+                "forbidden")
+        self.assertEqual(c.payments.retrieve(to_release["id"])["status"], "scheduled")
+
+        # released by the simulation, as its date would: held and pending, with its journal entry
+        released = c.simulations.payments.release(to_release["id"])
+        self.assertEqual((released["id"], released["status"], released["scheduled_for"], released["failure"]),
+                         (to_release["id"], "pending", tomorrow, None))
+        self.assertRegex(released["journal_entry_id"] or "", r"^je_[0-9a-hjkmnp-tv-z]{26}$")
+        fee = released["fee"]
+        held = c.ledger.journal_entries.retrieve(released["journal_entry_id"])
+        self.assertEqual((held["type"], held["source"]), ("payment", {"type": "payment", "id": to_release["id"]}))
+        self.assertIn(held["status"], ("pending", "posted"), "posted if the simulated rail was quick")
+        # released once: 409 invalid_state
+        refused(lambda: c.simulations.payments.release(to_release["id"]), ConflictError, 409, "invalid_state")
+        # then it settles like any payment, keeping its date and its entry
+        done = poll(lambda: c.payments.retrieve(to_release["id"]), lambda p: p["status"] in ("completed", "failed"),
+                    timeout=20, what="the released ACH payment")
+        self.assertEqual((done["status"], done["scheduled_for"], done["journal_entry_id"]),
+                         ("completed", tomorrow, released["journal_entry_id"]))
+        self.assertEqual(c.ledger.journal_entries.retrieve(released["journal_entry_id"])["status"], "posted")
+        posted -= 10_000 + fee
+        self.assertEqual(balance(), (posted, 0, posted))
+        refused(lambda: c.simulations.payments.release(to_release["id"]), ConflictError, 409, "invalid_state")
+
+        # canceled while scheduled: nothing was held, nothing to release after
+        for p in (to_cancel, far):
+            canceled = c.payments.cancel(p["id"])
+            self.assertEqual((canceled["status"], canceled["journal_entry_id"], canceled["scheduled_for"]),
+                             ("canceled", None, p["scheduled_for"]))
+            self.assertIsNotNone(canceled["canceled_at"])
+            self.assertNotIn("cancellation_reason", canceled)
+            refused(lambda: c.simulations.payments.release(p["id"]), ConflictError, 409, "invalid_state")
+            refused(lambda: c.payments.cancel(p["id"]), ConflictError, 409, "payment_not_cancelable")
+        self.assertEqual(balance(), (posted, 0, posted))
+
+        # released without the funds: failed with the rule's code, no network code, nothing held
+        failed = c.simulations.payments.release(unfunded["id"])
+        failure = failed["failure"]
+        assert failure is not None
+        self.assertEqual((failed["status"], failure["code"], failure["network_code"], failed["journal_entry_id"],
+                          failed["scheduled_for"], failed["submitted_at"]),
+                         ("failed", "insufficient_funds", None, None, tomorrow, None))
+        self.assertTrue(failure["reason"])
+        self.assertEqual(failure["retry_recommendation"]["action"], "retry_later")
+        self.assertIsNotNone(failed["failed_at"])
+        self.assertEqual(c.payments.retrieve(unfunded["id"]), failed)
+        self.assertEqual(balance(), (posted, 0, posted))
+        refused(lambda: c.simulations.payments.release(unfunded["id"]), ConflictError, 409, "invalid_state")
+        self.assertEqual(list(c.payments.list(status="scheduled")), [], "none left scheduled")
+
+        # the events: payment.created shows it scheduled, payment.released pending and held,
+        # payment.failed the refused one with its null network code
+        def event_of(kind: str, pid: str) -> Dict[str, Any]:
+            [ev] = poll(lambda: [e for e in c.events.list(type=kind, limit=100) if e["data"]["object"]["id"] == pid],
+                        lambda es: len(es) == 1, what=f"the {kind} event of {pid}")
+            return ev["data"]["object"]
+
+        created = event_of("payment.created", to_release["id"])
+        self.assertEqual((created["status"], created["scheduled_for"], created["journal_entry_id"]),
+                         ("scheduled", tomorrow, None))
+        released_event = event_of("payment.released", to_release["id"])
+        self.assertEqual((released_event["status"], released_event["journal_entry_id"]),
+                         ("pending", released["journal_entry_id"]))
+        self.assertEqual([e["data"]["object"]["id"] for e in c.events.list(type="payment.released")],
+                         [to_release["id"]], "one release; the failed and canceled ones were not released")
+        refused_event = event_of("payment.failed", unfunded["id"])
+        self.assertEqual((refused_event["failure"]["code"], refused_event["failure"]["network_code"]),
+                         ("insufficient_funds", None))
+        # and its verified delivery to the endpoint that asked for it alone
+        delivered = deliveries(lambda r: r.path == f"/scheduled/{RUN}" and event_type_is("payment.released")(r))
+        event = treasury.webhooks.verify(delivered.body, delivered.headers, wh["secret"])
+        self.assertEqual((event["type"], event["data"]["object"]["id"], event["data"]["object"]["status"]),
+                         ("payment.released", to_release["id"], "pending"))
+        listed = poll(lambda: list(c.webhooks.deliveries.list(wh["id"])), lambda ds: len(ds) >= 1,
+                      what="the endpoint's deliveries")
+        self.assertEqual([d["event_type"] for d in listed], ["payment.released"])
+        self.assertTrue(c.webhooks.delete(wh["id"])["deleted"])
 
     # -- every route was exercised ----------------------------------------------------------
 

@@ -140,6 +140,45 @@ class StubTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, "invalid_state")
             self.assertEqual(len(server.all), 1)
 
+    def test_a_scheduled_payment_and_its_release(self) -> None:
+        # scheduled_for goes in the body only when given; release is a POST without
+        # fields, a key each, the id one quoted path segment.
+        scheduled = dict(PAYMENT, status="scheduled", scheduled_for="2026-12-01", journal_entry_id=None)
+        with LocalServer(scripted(json_answer(201, scheduled))) as server:
+            c = self.client(server)
+            got = c.payments.create(virtual_account_id="va_1", amount=100, rail="ach_standard", destination=DEST,
+                                    scheduled_for="2026-12-01")
+            self.assertEqual((got["status"], got["scheduled_for"], got["journal_entry_id"]),
+                             ("scheduled", "2026-12-01", None))
+            c.payments.create(virtual_account_id="va_1", amount=100, rail="rtp", destination=DEST)
+            bodies = [json.loads(r.body) for r in server.all]
+            self.assertEqual(bodies[0]["scheduled_for"], "2026-12-01")
+            self.assertNotIn("scheduled_for", bodies[1])
+        refused = dict(PAYMENT, status="failed", scheduled_for="2026-12-01", journal_entry_id=None,
+                       failure={"code": "insufficient_funds", "network_code": None, "reason": "Insufficient funds",
+                                "retry_recommendation": {"action": "retry_later"}})
+        with LocalServer(scripted(json_answer(200, refused))) as server:
+            c = self.client(server)
+            got = c.simulations.payments.release("pay_1")
+            failure = got["failure"]
+            assert failure is not None
+            self.assertEqual((got["status"], failure["code"], failure["network_code"]),
+                             ("failed", "insufficient_funds", None))
+            c.simulations.payments.release("pay/../1", idempotency_key="release-1")
+            self.assertEqual([(r.method, r.path) for r in server.all],
+                             [("POST", "/v1/simulations/payments/pay_1/release"),
+                              ("POST", "/v1/simulations/payments/pay%2F..%2F1/release")])
+            self.assertEqual([json.loads(r.body) for r in server.all], [{}, {}])
+            keys = [r.header("Idempotency-Key") for r in server.all]
+            self.assertTrue(keys[0])
+            self.assertEqual(keys[1], "release-1")
+        # a 409 invalid_state (the payment is not scheduled) is not retried
+        with LocalServer(scripted(json_answer(409, error_body("invalid_state")))) as server:
+            with self.assertRaises(ConflictError) as cm:
+                self.client(server).simulations.payments.release("pay_1")
+            self.assertEqual(cm.exception.code, "invalid_state")
+            self.assertEqual(len(server.all), 1)
+
     def test_the_callers_idempotency_key_is_sent(self) -> None:
         with LocalServer(scripted(json_answer(201, PAYMENT))) as server:
             self.client(server).payments.create(virtual_account_id="va_1", amount=100, rail="rtp", destination=DEST,

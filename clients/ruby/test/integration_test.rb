@@ -1207,6 +1207,142 @@ class IntegrationTest < Minitest::Test
     receiver&.close
   end
 
+  # Today's date in New York (the server's calendar for scheduled payments), by the US rule: EDT
+  # (UTC-4) from 02:00 on March's second Sunday to 02:00 on November's first Sunday, else EST (UTC-5).
+  def eastern_today(now = Time.now.utc)
+    march = Date.new(now.year, 3, 1)
+    november = Date.new(now.year, 11, 1)
+    dst_from = march + ((7 - march.wday) % 7) + 7
+    dst_to = november + ((7 - november.wday) % 7)
+    summer = now >= Time.utc(now.year, 3, dst_from.day, 7) && now < Time.utc(now.year, 11, dst_to.day, 6)
+    (now + ((summer ? -4 : -5) * 3600)).to_date
+  end
+
+  # Scheduled payments: `scheduled_for` creates the payment `scheduled` (nothing held, no journal
+  # entry) until its date, when the rules run again; the sandbox's simulation releases it at once:
+  # held and `pending` (`payment.released`), or `failed` with the rule's code and a null
+  # network_code. It can be canceled while scheduled. After test_13e (no later step counts payments,
+  # balances or events).
+  def test_13f_scheduled_payments
+    tomorrow = eastern_today + 1
+    receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
+    endpoint = client.webhooks.create(url: receiver.url("/hooks/scheduled"), events: ["payment.released"])
+    live = Treasury::Client.new(api_key: S.fetch(:live_key), base_url: BASE_URL)
+    foreign = Treasury::Client.new(api_key: S.fetch(:foreign_key), base_url: BASE_URL)
+    balance = ->(id) { client.virtual_accounts.balance(id) }
+
+    # Scheduled for tomorrow (a Date is sent as YYYY-MM-DD): 201 `scheduled`, nothing held.
+    before = balance.call(S[:a])
+    key = "ruby-#{RUN}-scheduled-1"
+    scheduled = pay("ach_same_day", 3_100, idempotency_key: key, scheduled_for: tomorrow,
+                                           description: "rent, due tomorrow")
+    assert_equal ["scheduled", tomorrow.strftime("%Y-%m-%d"), nil],
+                 [scheduled.status, scheduled.scheduled_for, scheduled.journal_entry_id]
+    assert scheduled.key?(:journal_entry_id), "journal_entry_id is null, not absent"
+    assert_nil scheduled.failure
+    assert_nil scheduled.submitted_at
+    statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
+    assert_equal [201], statuses.reject { |st| [429, 503].include?(st) }
+    now = balance.call(S[:a])
+    assert_equal [before.available, before.pending_outbound], [now.available, now.pending_outbound], "nothing held"
+    assert_equal scheduled.to_h, client.payments.retrieve(scheduled.id).to_h
+    replay = pay("ach_same_day", 3_100, idempotency_key: key, scheduled_for: tomorrow,
+                                        description: "rent, due tomorrow")
+    assert_equal [scheduled.id, "scheduled"], [replay.id, replay.status]
+    # A payment made without one has no scheduled_for key at all.
+    ordinary = client.payments.retrieve(S.fetch(:completed).first)
+    refute ordinary.key?(:scheduled_for), ordinary.keys.inspect
+    assert_nil ordinary.scheduled_for
+
+    # Two more (the date as a string): one to cancel, one on b for more than b has (the funds are
+    # the release's to check, not the schedule's).
+    to_cancel = pay("rtp", 3_200, scheduled_for: tomorrow.strftime("%Y-%m-%d"))
+    b_before = balance.call(S[:b])
+    too_much = pay("rtp", b_before.available + 1, account: S[:b], scheduled_for: tomorrow)
+    assert_equal %w[scheduled scheduled], [to_cancel.status, too_much.status]
+    assert_equal b_before.available, balance.call(S[:b]).available
+
+    # The status filter takes `scheduled` (newest first).
+    listed = client.payments.list(status: "scheduled").to_a
+    assert_equal [too_much.id, to_cancel.id, scheduled.id], listed.map(&:id)
+    assert(listed.all? { |p| p.scheduled_for == tomorrow.strftime("%Y-%m-%d") && p.journal_entry_id.nil? })
+
+    # A bad date: 400, param scheduled_for, nothing made.
+    [eastern_today, eastern_today + 366, eastern_today - 1, "tomorrow", "2027-02-30"].each do |bad|
+      error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+        pay("rtp", 100, scheduled_for: bad)
+      end
+      assert_equal "scheduled_for", error.param, bad.to_s
+    end
+    assert_equal 3, client.payments.list(status: "scheduled").count
+
+    # Released by the simulation: held and pending, with its journal entry.
+    assert_api_error(Treasury::PermissionDeniedError, status: 403) { live.simulations.payments.release(scheduled.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      foreign.simulations.payments.release(scheduled.id)
+    end
+    released = client.simulations.payments.release(scheduled.id)
+    assert_equal ["pending", scheduled.id, tomorrow.strftime("%Y-%m-%d")],
+                 [released.status, released.id, released.scheduled_for]
+    refute_nil released.journal_entry_id
+    assert_equal before.available - released.amount - released.fee, balance.call(S[:a]).available, "amount + fee held"
+    # Released once: again, 409 invalid_state; and an ordinary payment never was scheduled.
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) do
+      client.simulations.payments.release(scheduled.id)
+    end
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) do
+      client.simulations.payments.release(ordinary.id)
+    end
+    settled = poll_payment(scheduled.id, "completed", "failed")
+    assert_equal ["completed", released.journal_entry_id], [settled.status, settled.journal_entry_id]
+    entry = assert_journal_entry(released.journal_entry_id, { type: "payment", id: scheduled.id }, "posted")
+    assert_equal payment_lines(settled), own_lines(entry, settled)
+
+    # Canceled while scheduled: nothing to release, and nothing more to release.
+    canceled = client.payments.cancel(to_cancel.id)
+    assert_equal ["canceled", nil, tomorrow.strftime("%Y-%m-%d")],
+                 [canceled.status, canceled.journal_entry_id, canceled.scheduled_for]
+    refute_nil canceled.canceled_at
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) do
+      client.simulations.payments.release(to_cancel.id)
+    end
+    assert_equal before.available - released.amount - released.fee, balance.call(S[:a]).available
+
+    # Released without the funds: failed with the rule's code, no rail's code, nothing held.
+    failed = client.simulations.payments.release(too_much.id)
+    assert_equal "failed", failed.status
+    assert_kind_of Treasury::Models::PaymentFailure, failed.failure
+    assert_equal ["insufficient_funds", nil], [failed.failure.code, failed.failure.network_code]
+    assert failed.failure.key?(:network_code), "network_code is null, not absent"
+    assert_equal "retry_later", failed.failure.retry_recommendation.action
+    assert_nil failed.journal_entry_id
+    refute_nil failed.failed_at
+    assert_equal b_before.available, balance.call(S[:b]).available
+    assert_equal failed.to_h, client.payments.retrieve(too_much.id).to_h
+    assert_empty client.payments.list(status: "scheduled").to_a
+
+    # The events: payment.released for the released one (pending, with its entry), payment.failed
+    # for the refused one; and the webhook that asked for payment.released.
+    released_events = wait_until("payment.released of #{scheduled.id}") do
+      list = client.events.list(type: "payment.released").to_a
+      list.any? { |e| e.data.resource.id == scheduled.id } ? list : nil
+    end
+    assert_equal [[scheduled.id, "pending", released.journal_entry_id]],
+                 released_events.map { |e| [e.data.resource.id, e.data.resource.status, e.data.resource.journal_entry_id] }
+    failed_event = wait_until("payment.failed of #{too_much.id}") do
+      client.events.list(type: "payment.failed").find { |e| e.data.resource.id == too_much.id }
+    end
+    assert_equal ["insufficient_funds", nil],
+                 [failed_event.data.resource.failure.code, failed_event.data.resource.failure.network_code]
+    delivery = receiver.wait_for(timeout: 10) { |r| JSON.parse(r.body)["type"] == "payment.released" }
+    refute_nil delivery, "payment.released was not delivered"
+    event = Treasury::Models::Event.construct(Treasury::Webhooks.verify(delivery.body, delivery.headers, endpoint.secret))
+    assert_equal [scheduled.id, tomorrow.strftime("%Y-%m-%d")], [event.data.resource.id, event.data.resource.scheduled_for]
+  ensure
+    client.webhooks.delete(endpoint.id) if endpoint
+    receiver&.close
+  end
+
   def test_14_operator_rails
     files = operator.rails.ach_files.list(limit: 10)
     assert_kind_of Treasury::Page, files

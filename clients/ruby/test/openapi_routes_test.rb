@@ -61,6 +61,7 @@ class OpenAPIRoutesTest < Minitest::Test
     "POST /simulations/kyb/{id}/decision" => ->(c) { c.simulations.kyb.decide("kyb_1", outcome: "approved") },
     "POST /simulations/payments/{id}/complete" => ->(c) { c.simulations.payments.complete("pay_1") },
     "POST /simulations/payments/{id}/fail" => ->(c) { c.simulations.payments.fail("pay_1", network_code: "R01") },
+    "POST /simulations/payments/{id}/release" => ->(c) { c.simulations.payments.release("pay_1") },
     "GET /events" => ->(c) { c.events.list },
     "GET /events/{id}" => ->(c) { c.events.retrieve("evt_1") },
     "POST /webhooks" => ->(c) { c.webhooks.create(url: "http://127.0.0.1/hook") },

@@ -153,6 +153,41 @@ class TransportTest < Minitest::Test
     assert_equal approval, denied.to_h[:approval]
   end
 
+  # scheduled_for goes in the body only when given (a Date as YYYY-MM-DD); release takes no body. A
+  # scheduled payment carries scheduled_for and a null journal_entry_id, an unscheduled one has no
+  # scheduled_for key at all; a failure a rule decided has a null network_code.
+  def test_scheduled_for_release_and_the_null_network_code
+    stub do |req, _|
+      body = { id: "pay_01", object: "payment", status: "scheduled", scheduled_for: "2026-12-01",
+               journal_entry_id: nil, failure: nil }
+      if req.path.end_with?("/release")
+        body = body.merge(status: "failed", failure: { code: "insufficient_funds", network_code: nil, reason: "r",
+                                                       retry_recommendation: { action: "retry_later" } })
+      elsif !req.body.include?("scheduled_for")
+        body = { id: "pay_02", object: "payment", status: "pending", journal_entry_id: "je_01" }
+      end
+      [req.path.end_with?("/release") ? 200 : 201, JSON_TYPE, JSON.generate(body)]
+    end
+    c = client
+    scheduled = c.payments.create(**PAYMENT, scheduled_for: Date.new(2026, 12, 1))
+    c.payments.create(**PAYMENT, scheduled_for: "2026-12-01")
+    plain = c.payments.create(**PAYMENT)
+    failed = c.simulations.payments.release("pay/01")
+    with_date, with_string, without, release = @stub.requests
+    assert_equal "2026-12-01", JSON.parse(with_date.body)["scheduled_for"]
+    assert_equal "2026-12-01", JSON.parse(with_string.body)["scheduled_for"]
+    refute JSON.parse(without.body).key?("scheduled_for")
+    assert_equal ["POST", "/v1/simulations/payments/pay%2F01/release", "{}"], [release.method, release.path, release.body]
+    refute_nil release.headers["idempotency-key"]
+    assert_equal ["scheduled", "2026-12-01", nil], [scheduled.status, scheduled.scheduled_for, scheduled.journal_entry_id]
+    assert scheduled.key?(:journal_entry_id)
+    refute plain.key?(:scheduled_for)
+    assert_nil plain.scheduled_for
+    assert_kind_of Treasury::Models::PaymentFailure, failed.failure
+    assert_equal ["failed", "insufficient_funds", nil], [failed.status, failed.failure.code, failed.failure.network_code]
+    assert failed.failure.key?(:network_code)
+  end
+
   def test_every_post_sends_an_idempotency_key_and_other_methods_none
     stub { |req, _| [200, JSON_TYPE, req.method == "GET" ? '{"id":"va_01"}' : '{"id":"va_01","status":"frozen"}'] }
     c = client

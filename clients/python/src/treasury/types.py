@@ -68,7 +68,7 @@ ErrorCode = Literal[
 EventType = Literal[
     "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
     "payment.failed", "payment.canceled", "payment.requires_approval", "payment.approved",
-    "payment.denied", "payment.notification_of_change",
+    "payment.denied", "payment.released", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
     "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
 ]
@@ -76,7 +76,7 @@ EventType = Literal[
 WebhookEventSelector = Literal[
     "*", "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
     "payment.failed", "payment.canceled", "payment.requires_approval", "payment.approved",
-    "payment.denied", "payment.notification_of_change",
+    "payment.denied", "payment.released", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
     "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
 ]
@@ -115,11 +115,16 @@ LedgerEntryStatus = Literal["pending", "posted", "archived"]
 ManualEntryType = Literal["adjustment", "fee", "correction"]
 """The types of a manual journal entry (``client.ledger.entries.create``)."""
 InboundTransferStatus = Literal["pending", "completed"]
-PaymentStatus = Literal["requires_approval", "pending", "submitted", "completed", "failed", "canceled", "denied"]
+PaymentStatus = Literal[
+    "scheduled", "requires_approval", "pending", "submitted", "completed", "failed", "canceled", "denied",
+]
 """``pending`` → ``submitted`` → ``completed`` or ``failed``; ``pending`` → ``canceled``.
 A payment at or above the platform's ``payment_approval_threshold`` starts
 ``requires_approval`` → ``pending`` (approved by another key), ``denied`` or
-``canceled``. ``failed``, ``canceled`` and ``denied`` are final."""
+``canceled``. A payment created with ``scheduled_for`` starts ``scheduled`` (nothing
+held, no journal entry) → on its date ``pending`` or ``requires_approval`` (as a
+payment created then), or ``failed`` when a rule refuses it; it can be ``canceled``
+while ``scheduled``. ``failed``, ``canceled`` and ``denied`` are final."""
 CancellationReason = Literal["approval_expired"]
 """Why the platform did not cancel a ``canceled`` payment itself
 (``Payment["cancellation_reason"]``)."""
@@ -131,7 +136,12 @@ FailureCode = Literal[
     "non_transaction_account", "credit_refused", "duplicate_entry", "corporate_not_authorized",
     "transaction_forbidden", "transaction_not_supported", "amount_exceeds_limit",
     "invalid_recipient", "invalid_format", "not_specified", "network_unavailable", "unknown",
+    "account_not_active", "kyb_not_approved", "compliance_rejected", "limit_exceeded",
 ]
+"""The meaning of a failure (``PaymentFailure["code"]``): the rail's, or, for a
+scheduled payment refused on its date, the rule's (``insufficient_funds``,
+``limit_exceeded``: retry later; ``account_not_active``, ``kyb_not_approved``,
+``compliance_rejected``: do not retry), with ``network_code`` ``None``."""
 RetryAction = Literal[
     "retry_later", "retry_other_rail", "update_destination", "contact_recipient", "do_not_retry",
 ]
@@ -455,7 +465,10 @@ class PaymentFailure(TypedDict):
     """Why a payment failed."""
 
     code: FailureCode
-    network_code: str
+    network_code: Optional[str]
+    """The rail's code as it sent it (``R03``, ``AC04``); ``None`` when no rail saw the
+    payment: a scheduled payment the rules refused on its date (``code`` is then the
+    rule's, e.g. ``insufficient_funds``)."""
     reason: str
     retry_recommendation: RetryRecommendation
 
@@ -508,8 +521,10 @@ class _PaymentRequired(TypedDict):
     canceled or denied): ``client.ledger.journal_entries.retrieve(journal_entry_id)``,
     whose ``source`` is ``{"type": "payment", "id": <this payment's id>}``. A return
     after completion is a ``payment_reversal`` journal entry of its own (its
-    ``reverses`` is this one, this one's ``reversed_by`` it). Typed ``Optional`` as
-    the API document allows ``null``; every payment the server makes has one."""
+    ``reverses`` is this one, this one's ``reversed_by`` it). ``None`` while the
+    payment is ``scheduled`` (nothing is held before its date), and on a scheduled
+    payment the rules refused on its date (it never held anything); set from its
+    release on."""
     failure: Optional[PaymentFailure]
     expected_settlement_at: str
     submitted_at: Optional[str]
@@ -526,8 +541,8 @@ class Payment(_PaymentRequired, total=False):
     ``trace_number``, ``ach_file_id`` and ``notification_of_change`` appear on
     live ACH payments only. ``approval`` appears only on payments that needed one
     (created at or above the platform's ``payment_approval_threshold``), and
-    ``cancellation_reason`` only on payments canceled by expiry: read them with
-    ``payment.get("approval")``.
+    ``cancellation_reason`` only on payments canceled by expiry, ``scheduled_for``
+    only on payments created with one: read them with ``payment.get("approval")``.
     """
 
     trace_number: str
@@ -538,6 +553,9 @@ class Payment(_PaymentRequired, total=False):
     cancellation_reason: CancellationReason
     """``"approval_expired"`` on a payment canceled because no other key approved it
     within 7 days; absent on every other payment."""
+    scheduled_for: str
+    """The date (``YYYY-MM-DD``, Eastern) a payment created with ``scheduled_for`` is
+    released on, at 06:00 ET; it stays set once released. Absent on other payments."""
 
 
 class BookTransfer(TypedDict):
@@ -593,7 +611,8 @@ class Event(TypedDict):
     ``data["object"]`` is the resource as ``GET`` returned it at the moment of the
     event: a ``Payment`` for the ``payment.*`` types (``payment.requires_approval``
     when one is held for a second key, ``payment.approved`` when released to its
-    rail, ``payment.denied`` when its hold is released), a ``BookTransfer`` for
+    rail, ``payment.denied`` when its hold is released, ``payment.released`` when a
+    scheduled payment's date came and it was held), a ``BookTransfer`` for
     ``book_transfer.completed``, a ``KYBVerification`` (masked) for ``kyb.*``.
     """
 

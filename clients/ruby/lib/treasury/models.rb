@@ -875,7 +875,10 @@ module Treasury
     # `retry_later`, `retry_after` 300 | | `NARR` | RTP, FedNow | `not_specified` | `contact_recipient` |
     # | `RC01` | RTP, FedNow | `invalid_routing_number` | `update_destination` | | `9912` | RTP, FedNow |
     # `network_unavailable` | `retry_other_rail`, `suggested_rail` `ach_same_day` | | `E997` | RTP, FedNow
-    # | `network_unavailable` | `retry_other_rail`, `suggested_rail` `ach_same_day` |
+    # | `network_unavailable` | `retry_other_rail`, `suggested_rail` `ach_same_day` |  A scheduled
+    # payment that a rule refuses on its date fails with that rule's code and `network_code` null:
+    # `insufficient_funds` and `limit_exceeded` (`retry_later`, no `retry_after`), `account_not_active`,
+    # `kyb_not_approved` and `compliance_rejected` (`do_not_retry`).
     #
     # Schema: `PaymentFailure`.
     class PaymentFailure < Model
@@ -888,12 +891,15 @@ module Treasury
       #   `recipient_deceased`, `account_frozen`, `file_record_edit_criteria`,
       #   `non_transaction_account`, `credit_refused`, `duplicate_entry`, `corporate_not_authorized`,
       #   `transaction_forbidden`, `transaction_not_supported`, `amount_exceeds_limit`,
-      #   `invalid_recipient`, `invalid_format`, `not_specified`, `network_unavailable`, `unknown`.
+      #   `invalid_recipient`, `invalid_format`, `not_specified`, `network_unavailable`, `unknown`,
+      #   `account_not_active`, `kyb_not_approved`, `compliance_rejected`, `limit_exceeded`.
       #   @return [String]
       field :code
       # @!attribute [r] network_code
-      #   The rail's code, as the rail sent it.
-      #   @return [String]
+      #   The rail's code, as the rail sent it. Null when no rail saw the payment: a scheduled payment
+      #   the rules refused on its date (then `code` is the rule's: `insufficient_funds`,
+      #   `limit_exceeded`, `account_not_active`, `kyb_not_approved` or `compliance_rejected`).
+      #   @return [String, nil]
       field :network_code
       # @!attribute [r] reason
       #   Human-readable explanation; not stable, do not parse.
@@ -963,7 +969,7 @@ module Treasury
     # A payment out of a virtual account over a rail. Current the moment a command returns (not an
     # asynchronous projection). `approval` is present only on payments that needed one (created at or
     # above the platform's `payment_approval_threshold`); `cancellation_reason` only on payments
-    # canceled by expiry.
+    # canceled by expiry; `scheduled_for` only on payments created with one.
     #
     # Schema: `Payment`.
     class Payment < Model
@@ -995,6 +1001,9 @@ module Treasury
       #   @return [Destination]
       field :destination, Destination
       # @!attribute [r] status
+      #   A payment created with `scheduled_for` starts `scheduled` (nothing held, no journal entry) →
+      #   released on its date: then as any new payment (`pending`, or `requires_approval` at the
+      #   threshold), or `failed` if a rule refuses it then; it can be `canceled` while `scheduled`.
       #   `pending` (accepted; amount + fee held) → `submitted` (handed to the rail) → `completed`
       #   (settled: amount and fee posted) or `failed` (hold released; or, if it had completed,
       #   reversed); `pending` → `canceled` (`POST /payments/{id}/cancel`; hold released). A payment at
@@ -1003,7 +1012,8 @@ module Treasury
       #   (`POST /payments/{id}/deny`; final, hold released), or `canceled` (by the platform, or
       #   unapproved after 7 days). An ACH payment `completed` may still become `failed` (a return), RTP
       #   and FedNow ones are final once `completed`; `failed`, `canceled` and `denied` are final. One
-      #   of: `requires_approval`, `pending`, `submitted`, `completed`, `failed`, `canceled`, `denied`.
+      #   of: `scheduled`, `requires_approval`, `pending`, `submitted`, `completed`, `failed`,
+      #   `canceled`, `denied`.
       #   @return [String]
       field :status
       # @!attribute [r] fee
@@ -1027,7 +1037,8 @@ module Treasury
       #   The journal entry that holds amount + fee and posts them at completion
       #   (`client.ledger.journal_entries.retrieve(id)`; its `source` is this payment), from the
       #   payment's creation on. A reversal after a return is a journal entry of its own, whose
-      #   `reverses` names this one. Null only for a payment without one.
+      #   `reverses` names this one. Null while the payment is `scheduled`, and on a scheduled payment
+      #   the rules refused on its date (it never held anything).
       #   @return [String, nil]
       field :journal_entry_id
       # @!attribute [r] failure
@@ -1063,6 +1074,11 @@ module Treasury
       #   (unapproved for 7 days). Absent otherwise. One of: `approval_expired`.
       #   @return [String, nil]
       field :cancellation_reason
+      # @!attribute [r] scheduled_for
+      #   Present on a payment created with `scheduled_for` (absent on others): the date (Eastern,
+      #   `YYYY-MM-DD`) it is released on, at 06:00 ET. It stays set once released.
+      #   @return [String, nil]
+      field :scheduled_for
       # @!attribute [r] expected_settlement_at
       #   When it is expected to settle, set at creation; a live ACH payment's becomes its NACHA file
       #   entry's settlement when its file is cut (it completes once that has passed). Live: the real
@@ -1189,13 +1205,15 @@ module Treasury
     # (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that
     # event): payment.created (accepted and held), payment.requires_approval (at or above the approval
     # threshold: held, waiting for a second key), payment.approved (released to its rail),
-    # payment.denied (hold released), payment.submitted (handed to the rail), payment.completed
-    # (settled), payment.failed (`failure` is set), payment.canceled and payment.notification_of_change
-    # (live ACH: the receiving bank's notice of changed details, in `notification_of_change`); and for
-    # KYB verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the
-    # verification went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the
-    # automatic decision, a screening hit at submission, or a manual decision; `decision` is set). A
-    # submission itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`.
+    # payment.denied (hold released), payment.released (a scheduled payment's date came: held and
+    # `pending`, or `requires_approval` at the threshold; one the rules refused on its date emits
+    # payment.failed instead), payment.submitted (handed to the rail), payment.completed (settled),
+    # payment.failed (`failure` is set), payment.canceled and payment.notification_of_change (live ACH:
+    # the receiving bank's notice of changed details, in `notification_of_change`); and for KYB
+    # verifications (`data.object` a `KYBVerification`, masked): kyb.pending_review (the verification
+    # went to manual review; `review.eta` is set), kyb.approved and kyb.rejected (the automatic
+    # decision, a screening hit at submission, or a manual decision; `decision` is set). A submission
+    # itself emits no event. webhook.test is sent by `POST /webhooks/{id}/test`.
     #
     # Schema: `Event`.
     class Event < Model
@@ -1210,9 +1228,9 @@ module Treasury
       # @!attribute [r] type
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
-      #   `payment.approved`, `payment.denied`, `payment.notification_of_change`, `kyb.pending_review`,
-      #   `kyb.approved`, `kyb.rejected`, `ledger.entry.created`, `inbound_transfer.completed`,
-      #   `book_transfer.completed`, `webhook.test`.
+      #   `payment.approved`, `payment.denied`, `payment.released`, `payment.notification_of_change`,
+      #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :type
       # @!attribute [r] platform_id
@@ -1602,9 +1620,9 @@ module Treasury
       # @!attribute [r] event_type
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
-      #   `payment.approved`, `payment.denied`, `payment.notification_of_change`, `kyb.pending_review`,
-      #   `kyb.approved`, `kyb.rejected`, `ledger.entry.created`, `inbound_transfer.completed`,
-      #   `book_transfer.completed`, `webhook.test`.
+      #   `payment.approved`, `payment.denied`, `payment.released`, `payment.notification_of_change`,
+      #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :event_type
       # @!attribute [r] status
@@ -1638,9 +1656,9 @@ module Treasury
       # @!attribute [r] event_type
       #   One of: `virtual_account.created`, `payment.created`, `payment.submitted`,
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
-      #   `payment.approved`, `payment.denied`, `payment.notification_of_change`, `kyb.pending_review`,
-      #   `kyb.approved`, `kyb.rejected`, `ledger.entry.created`, `inbound_transfer.completed`,
-      #   `book_transfer.completed`, `webhook.test`.
+      #   `payment.approved`, `payment.denied`, `payment.released`, `payment.notification_of_change`,
+      #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :event_type
       # @!attribute [r] status

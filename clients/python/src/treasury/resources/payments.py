@@ -14,8 +14,8 @@ __all__ = ["Payments"]
 
 
 class Payments(APIResource):
-    """Send payments over ACH (standard, same day), RTP and FedNow; follow, cancel,
-    approve and deny them."""
+    """Send payments over ACH (standard, same day), RTP and FedNow, now or on a later
+    date; follow, cancel, approve and deny them."""
 
     def create(
         self,
@@ -27,6 +27,7 @@ class Payments(APIResource):
         idempotency_key: Optional[str] = None,
         description: Union[str, NotGiven] = NOT_GIVEN,
         metadata: Union[Metadata, NotGiven] = NOT_GIVEN,
+        scheduled_for: Union[str, NotGiven] = NOT_GIVEN,
         request_options: Optional[RequestOptions] = None,
     ) -> Payment:
         """Send a payment (``POST /payments``).
@@ -49,6 +50,18 @@ class Payments(APIResource):
         payment): posted at completion, archived if the payment fails before, is
         canceled or denied.
 
+        With ``scheduled_for`` (a date ``"YYYY-MM-DD"``, Eastern, after today and at
+        most 365 days ahead, else :class:`~treasury.BadRequestError` ``param``
+        ``"scheduled_for"``) the payment is created ``scheduled``: the account, its
+        business and the destination's screening are checked now, but nothing is
+        held (``journal_entry_id`` is ``None``) and no rail sees it. At 06:00 ET on
+        that date it is released: the rules run again on that day's balance, limit,
+        fee and approval threshold, and it is held and ``pending`` (or
+        ``requires_approval``; event ``payment.released``), or ``failed`` with the
+        rule's code in ``failure["code"]`` and ``failure["network_code"]`` ``None``.
+        Cancel it meanwhile with :meth:`cancel`; in the sandbox,
+        ``client.simulations.payments.release`` releases it at once.
+
         Args:
             virtual_account_id: The account the money leaves.
             amount: Cents to send (the fee comes on top).
@@ -57,11 +70,12 @@ class Payments(APIResource):
             idempotency_key: Makes the call safe to repeat (1 to 255 characters).
             description: At most 140 characters.
             metadata: Free-form string pairs.
+            scheduled_for: The date (``"2026-12-01"``, Eastern) to release it on.
         """
         key = idempotency_key or self._client._new_idempotency_key()
         body = strip_not_given(virtual_account_id=virtual_account_id, amount=amount, rail=rail,
                                destination=destination, idempotency_key=key, description=description,
-                               metadata=metadata)
+                               metadata=metadata, scheduled_for=scheduled_for)
         return self._post("/payments", body=body, idempotency_key=key, request_options=request_options)
 
     def retrieve(self, id: str, *, request_options: Optional[RequestOptions] = None) -> Payment:
@@ -85,9 +99,10 @@ class Payments(APIResource):
         """List payments, newest first (``GET /payments``). Iterate to walk all pages.
 
         Args:
-            status: One of ``"requires_approval"``, ``"pending"``, ``"submitted"``,
-                ``"completed"``, ``"failed"``, ``"canceled"``, ``"denied"``:
-                ``status="requires_approval"`` lists the payments waiting for a second key.
+            status: One of ``"scheduled"``, ``"requires_approval"``, ``"pending"``,
+                ``"submitted"``, ``"completed"``, ``"failed"``, ``"canceled"``, ``"denied"``:
+                ``status="requires_approval"`` lists the payments waiting for a second key,
+                ``status="scheduled"`` those waiting for their date.
             metadata: Only the payments whose metadata holds every one of these pairs
                 (``{"invoice": "42", "region": "east"}``), sent as ``metadata[invoice]=42``
                 and kept on every page's request.
@@ -102,9 +117,9 @@ class Payments(APIResource):
 
     def cancel(self, id: str, *, idempotency_key: Optional[str] = None,
                request_options: Optional[RequestOptions] = None) -> Payment:
-        """Cancel a ``pending`` payment, or one in ``requires_approval``
-        (``POST /payments/{id}/cancel``): it becomes ``canceled`` and its hold
-        (amount + fee) is released. Any other status (``submitted``, ``completed``,
+        """Cancel a ``pending`` payment, or one in ``requires_approval`` or
+        ``scheduled`` (``POST /payments/{id}/cancel``): it becomes ``canceled`` and its
+        hold (amount + fee) is released (a ``scheduled`` one held nothing). Any other status (``submitted``, ``completed``,
         ``failed``, ``denied``, ``canceled``) raises :class:`~treasury.ConflictError`
         ``payment_not_cancelable``."""
         return self._post(f"/payments/{_seg(id)}/cancel", idempotency_key=idempotency_key,

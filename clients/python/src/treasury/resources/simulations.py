@@ -85,6 +85,24 @@ class SimulatedPayments(APIResource):
         return self._post(f"/simulations/payments/{_seg(id)}/fail", body={"network_code": network_code},
                           idempotency_key=idempotency_key, request_options=request_options)
 
+    def release(self, id: str, *, idempotency_key: Optional[str] = None,
+                request_options: Optional[RequestOptions] = None) -> Payment:
+        """Release a ``scheduled`` payment now, as its date would
+        (``POST /simulations/payments/{id}/release``, no body).
+
+        The rules run on today's balance, limit, fee and approval threshold: the
+        payment is held and ``pending`` (``journal_entry_id`` set; event
+        ``payment.released``), or ``requires_approval`` at the platform's threshold,
+        or ``failed`` when a rule refuses it, with the rule's code in
+        ``failure["code"]`` (``insufficient_funds``, ``limit_exceeded``,
+        ``account_not_active``, ``kyb_not_approved``, ``compliance_rejected``) and
+        ``failure["network_code"]`` ``None`` (event ``payment.failed``). A payment
+        that is not ``scheduled`` raises :class:`~treasury.ConflictError`
+        ``invalid_state``.
+        """
+        return self._post(f"/simulations/payments/{_seg(id)}/release", idempotency_key=idempotency_key,
+                          request_options=request_options)
+
 
 class Simulations(APIResource):
     """``client.simulations``: ``inbound_transfers``, ``kyb``, ``payments``."""

@@ -16,23 +16,33 @@ module Treasury
       # @param description [String] up to 140 characters
       # @param metadata [Hash{String=>String}]
       # @param idempotency_key [String, nil] 1..255 characters; a random one when nil
+      # @param scheduled_for [Date, String] a date (Eastern) after today and at most 365 days ahead
+      #   (a `Date` is sent as `YYYY-MM-DD`): the payment is created `scheduled`, with nothing held and
+      #   no journal entry, and released at 06:00 ET on that date (the rules run again then: held and
+      #   `pending`, or `requires_approval`, event `payment.released`; or `failed` with the rule's code
+      #   and a null `failure.network_code`). Cancel it meanwhile with {#cancel}; in the sandbox,
+      #   `client.simulations.payments.release` releases it at once
       # @return [Models::Payment] `pending` (new; `requires_approval`, with an `approval`, when `amount`
-      #   is at or above the platform's `payment_approval_threshold`) or the original payment (a replay).
+      #   is at or above the platform's `payment_approval_threshold`; `scheduled`, with `scheduled_for`
+      #   and a null `journal_entry_id`, when scheduled) or the original payment (a replay).
       #   Its `journal_entry_id` names the journal entry holding amount + fee from now on
       #   (`client.ledger.journal_entries.retrieve`: pending, posted at completion, archived if released).
+      # @raise [BadRequestError] `param` `scheduled_for`: not a date, today or before, or over 365 days ahead
       def create(virtual_account_id:, amount:, rail:, destination:, description: NOT_GIVEN, metadata: NOT_GIVEN,
-                 idempotency_key: nil)
+                 idempotency_key: nil, scheduled_for: NOT_GIVEN)
         key = idempotency_key || SecureRandom.uuid
+        scheduled_for = scheduled_for.strftime("%Y-%m-%d") if scheduled_for.is_a?(Date)
         body = compact(virtual_account_id: virtual_account_id, amount: amount, rail: rail, destination: destination,
-                       idempotency_key: key, description: description, metadata: metadata)
+                       idempotency_key: key, description: description, metadata: metadata,
+                       scheduled_for: scheduled_for)
         call(:post, "/payments", model: Models::Payment, body: body, idempotency_key: key)
       end
 
       # `GET /payments`
       #
       # @param virtual_account_id [String]
-      # @param status [String] `requires_approval`, `pending`, `submitted`, `completed`, `failed`,
-      #   `canceled` or `denied`
+      # @param status [String] `scheduled`, `requires_approval`, `pending`, `submitted`, `completed`,
+      #   `failed`, `canceled` or `denied`
       # @param rail [String]
       # @param idempotency_key [String] the payment made with this key
       # @param created_after [Time, String] inclusive
@@ -59,8 +69,9 @@ module Treasury
         call(:get, "/payments/#{seg(id)}", model: Models::Payment)
       end
 
-      # Cancels a `pending` payment, or one in `requires_approval`: its hold is released (409
-      # `payment_not_cancelable` otherwise, e.g. a `submitted` or `denied` one).
+      # Cancels a `pending` payment, or one in `requires_approval`: its hold is released; or a
+      # `scheduled` one, which held nothing (409 `payment_not_cancelable` otherwise, e.g. a `submitted`
+      # or `denied` one).
       # `POST /payments/{id}/cancel`
       # @param id [String] `pay_...`
       # @return [Models::Payment]

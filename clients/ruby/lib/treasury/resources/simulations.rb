@@ -76,6 +76,23 @@ module Treasury
         call(:post, "/simulations/payments/#{seg(id)}/fail", model: Models::Payment,
                                                              body: { network_code: network_code })
       end
+
+      # Releases a `scheduled` payment now, as the service does at 06:00 ET on its `scheduled_for`
+      # date: the payment rules run on today's balance, daily limit, fee and approval threshold.
+      # Passed: held (`journal_entry_id` set) and `pending` (the sandbox's rails then take it), or
+      # `requires_approval` at the platform's threshold; event `payment.released`. Refused by a rule:
+      # `failed`, `failure.code` the rule's (`insufficient_funds`, `limit_exceeded`,
+      # `account_not_active`, `kyb_not_approved`, `compliance_rejected`), `failure.network_code` nil,
+      # nothing held; event `payment.failed`. Takes no body.
+      # `POST /simulations/payments/{id}/release`
+      # @param id [String] `pay_...`
+      # @return [Models::Payment] `pending` (or later, on an instant rail), `requires_approval` or `failed`
+      # @raise [ConflictError] `invalid_state`: the payment is not `scheduled` (released already, or
+      #   canceled): a payment is released once
+      # @raise [NotFoundError] another platform's payment, or a live one
+      def release(id)
+        call(:post, "/simulations/payments/#{seg(id)}/release", model: Models::Payment, body: empty_body)
+      end
     end
   end
 end
