@@ -260,23 +260,23 @@ func (s *Sender) claim(ctx context.Context) ([]job, error) {
 	//
 	// Two lanes, each on its own partial index: the fan-out's deliveries
 	// (and retries, and test webhooks) first, then replays' (replay_id
-	// set) in what room the round has left. The replay lane is read only
-	// when the first runs short (UNION ALL under a LIMIT stops pulling,
-	// and locking, once the round is full), so a replay of 10,000 events
+	// set) in what room the round has left (a full round reads and locks
+	// none of them), so a replay of 10,000 events
 	// never stands in front of a new event; it drains in the sender's
 	// spare rounds.
-	rows, err := s.Pool.Query(ctx, `WITH claimed AS (
+	rows, err := s.Pool.Query(ctx, `WITH fresh AS (
+            SELECT d2.id FROM webhook_deliveries d2
+            WHERE d2.status = 'pending' AND d2.replay_id IS NULL AND d2.next_attempt_at <= now() AND d2.endpoint_id <> ALL($3)
+              AND (SELECT e.status = 'enabled' AND NOT e.deleted FROM webhook_endpoints e WHERE e.id = d2.endpoint_id)
+            ORDER BY d2.next_attempt_at LIMIT $2 FOR UPDATE OF d2 SKIP LOCKED),
+        replayed AS (
+            SELECT d3.id FROM webhook_deliveries d3
+            WHERE d3.status = 'pending' AND d3.replay_id IS NOT NULL AND d3.next_attempt_at <= now() AND d3.endpoint_id <> ALL($3)
+              AND (SELECT e.status = 'enabled' AND NOT e.deleted FROM webhook_endpoints e WHERE e.id = d3.endpoint_id)
+            ORDER BY d3.next_attempt_at LIMIT $2 - (SELECT count(*) FROM fresh) FOR UPDATE OF d3 SKIP LOCKED),
+        claimed AS (
             UPDATE webhook_deliveries d SET next_attempt_at = now() + $1::interval
-            WHERE d.id IN (SELECT lanes.id FROM (
-                (SELECT d2.id FROM webhook_deliveries d2
-                WHERE d2.status = 'pending' AND d2.replay_id IS NULL AND d2.next_attempt_at <= now() AND d2.endpoint_id <> ALL($3)
-                  AND (SELECT e.status = 'enabled' AND NOT e.deleted FROM webhook_endpoints e WHERE e.id = d2.endpoint_id)
-                ORDER BY d2.next_attempt_at LIMIT $2 FOR UPDATE OF d2 SKIP LOCKED)
-                UNION ALL
-                (SELECT d3.id FROM webhook_deliveries d3
-                WHERE d3.status = 'pending' AND d3.replay_id IS NOT NULL AND d3.next_attempt_at <= now() AND d3.endpoint_id <> ALL($3)
-                  AND (SELECT e.status = 'enabled' AND NOT e.deleted FROM webhook_endpoints e WHERE e.id = d3.endpoint_id)
-                ORDER BY d3.next_attempt_at LIMIT $2 FOR UPDATE OF d3 SKIP LOCKED)) lanes LIMIT $2)
+            WHERE d.id IN (SELECT id FROM fresh UNION ALL SELECT id FROM replayed)
             RETURNING d.id, d.endpoint_id, d.event_type, d.payload, d.attempt_count)
         SELECT c.id, c.endpoint_id, c.event_type, c.payload, c.attempt_count, e.url, e.platform_id, e.environment, e.retry_policy,
             ARRAY(SELECT secret FROM webhook_secrets w WHERE w.endpoint_id = c.endpoint_id
