@@ -193,6 +193,26 @@ type webhookReplayRequest struct {
 	Types         []string `json:"types"`
 }
 
+// request reads the window (RFC 3339 times) and checks the request.
+func (req webhookReplayRequest) request() (webhook.ReplayRequest, error) {
+	var r webhook.ReplayRequest
+	var err error
+	if req.CreatedAfter == nil {
+		return r, domain.Invalid("created_after", "created_after is required (an RFC 3339 time)")
+	}
+	if r.CreatedAfter, err = parseTime("created_after", *req.CreatedAfter); err != nil {
+		return r, err
+	}
+	if req.CreatedBefore == nil {
+		return r, domain.Invalid("created_before", "created_before is required (an RFC 3339 time)")
+	}
+	if r.CreatedBefore, err = parseTime("created_before", *req.CreatedBefore); err != nil {
+		return r, err
+	}
+	r.Types = req.Types
+	return r, r.Validate()
+}
+
 // POST /v1/webhooks/:id/replay
 func (s *Server) replayWebhook(c echo.Context) error {
 	id, err := webhookID(c)
@@ -204,20 +224,10 @@ func (s *Server) replayWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var r webhook.ReplayRequest
-	if req.CreatedAfter == nil {
-		return domain.Invalid("created_after", "created_after is required (an RFC 3339 time)")
-	}
-	if r.CreatedAfter, err = parseTime("created_after", *req.CreatedAfter); err != nil {
+	r, err := req.request()
+	if err != nil {
 		return err
 	}
-	if req.CreatedBefore == nil {
-		return domain.Invalid("created_before", "created_before is required (an RFC 3339 time)")
-	}
-	if r.CreatedBefore, err = parseTime("created_before", *req.CreatedBefore); err != nil {
-		return err
-	}
-	r.Types = req.Types
 	// The key covers the endpoint too: the same body replayed to another
 	// endpoint is another request.
 	idem, err := platformIdempotency(c, "replay_webhook:"+id, body)
