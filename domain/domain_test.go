@@ -68,12 +68,12 @@ func TestErrorCodes(t *testing.T) {
 		domain.CodeKYBAlreadyApproved, domain.CodeInvalidState, domain.CodeRequestTooLarge,
 		domain.CodeKYBNotApproved, domain.CodeComplianceRejected, domain.CodeInsufficientFunds,
 		domain.CodeAccountNotActive, domain.CodeLimitExceeded, domain.CodeLiveNotEnabled,
-		domain.CodeRateLimited, domain.CodeInternal, domain.CodeUnavailable,
+		domain.CodeRateLimited, domain.CodeInternal, domain.CodeUnavailable, domain.CodeReplayTooLarge,
 	}
 	want := "invalid_request unbalanced_entry amount_exceeds_rail_limit unauthorized forbidden not_found " +
 		"idempotency_conflict idempotency_in_progress payment_not_cancelable kyb_in_progress " +
 		"kyb_already_approved invalid_state request_too_large kyb_not_approved compliance_rejected " +
-		"insufficient_funds account_not_active limit_exceeded live_not_enabled rate_limited internal_error unavailable"
+		"insufficient_funds account_not_active limit_exceeded live_not_enabled rate_limited internal_error unavailable replay_too_large"
 	var got []string
 	for _, c := range codes {
 		got = append(got, string(c))

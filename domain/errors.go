@@ -36,6 +36,7 @@ const (
 	CodeRateLimited            Code = "rate_limited"
 	CodeInternal               Code = "internal_error"
 	CodeUnavailable            Code = "unavailable"
+	CodeReplayTooLarge         Code = "replay_too_large"
 )
 
 // Error is a business error with a public code. Param names the offending

@@ -26,6 +26,7 @@ const (
 	PrefixWebhook        = "wh_"
 	PrefixEvent          = "evt_"
 	PrefixDelivery       = "msg_"
+	PrefixReplay         = "rpl_"
 	PrefixACHFile        = "achf_"
 	PrefixACHReturn      = "achr_"
 )

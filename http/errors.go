@@ -38,6 +38,7 @@ var statusOf = map[domain.Code]int{
 	domain.CodeRateLimited:            http.StatusTooManyRequests,
 	domain.CodeInternal:               http.StatusInternalServerError,
 	domain.CodeUnavailable:            http.StatusServiceUnavailable,
+	domain.CodeReplayTooLarge:         http.StatusBadRequest,
 }
 
 // HeaderShouldRetry tells a client whether sending the same request again

@@ -155,8 +155,16 @@ var bodyRoutes = map[string]bodyRoute{
 		decodeInto: func() any { return &webhookRequest{} },
 		valid:      `{"status":"disabled","description":null}`,
 	},
-	"POST /v1/webhooks/:id/rotate-secret":                 empty,
-	"POST /v1/webhooks/:id/test":                          empty,
+	"POST /v1/webhooks/:id/rotate-secret": empty,
+	"POST /v1/webhooks/:id/test":          empty,
+	"POST /v1/webhooks/:id/replay": {
+		decodeInto: func() any { return &webhookReplayRequest{} },
+		then: func(_ echo.Context, v any, _ []byte) error {
+			_, err := v.(*webhookReplayRequest).request()
+			return err
+		},
+		valid: `{"created_after":"2026-03-02T15:00:00Z","created_before":"2026-03-02T16:00:00Z","types":["payment.completed"]}`,
+	},
 	"POST /v1/webhooks/:id/deliveries/:delivery_id/retry": empty,
 	"POST /v1/simulations/payments/:id/complete":          empty,
 	"POST /v1/simulations/payments/:id/release":           empty,

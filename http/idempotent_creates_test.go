@@ -30,6 +30,8 @@ func TestIdempotentCreates(t *testing.T) {
 	}
 	// A funded account of an approved business sends book transfers to va.
 	funded := payAccount(t, api, key, platform, "funded", 100_000, true)
+	// An endpoint to replay the platform's events to (its virtual account's, say).
+	replayed := api.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/replayed"}).Str("id")
 	cases := []struct {
 		path         string
 		body, other  map[string]any
@@ -50,6 +52,9 @@ func TestIdempotentCreates(t *testing.T) {
 				"originator": map[string]any{"name": "Globex", "account_number": "123456789", "routing_number": "021000021"}}, "", "", false},
 		{"/v1/book-transfers", map[string]any{"from_virtual_account_id": funded, "to_virtual_account_id": va, "amount": 100},
 			map[string]any{"from_virtual_account_id": funded, "to_virtual_account_id": va, "amount": 200}, "", "/v1/book-transfers?limit=100", false},
+		{"/v1/webhooks/" + replayed + "/replay", map[string]any{"created_after": "2020-01-01T00:00:00Z", "created_before": "2100-01-01T00:00:00Z"},
+			map[string]any{"created_after": "2020-01-01T00:00:00Z", "created_before": "2100-01-01T00:00:00Z", "types": []string{"payment.created"}},
+			"", "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {

@@ -90,8 +90,11 @@ var mfTemplates = map[string]func(ids mfIDs) []map[string]any{
 		return []map[string]any{{"url": "https://sweep.example/hook", "events": []any{"payment.completed"}, "description": "sweep",
 			"status": "enabled", "retry_policy": map[string]any{"max_attempts": 3, "initial_delay_seconds": 5, "max_delay_seconds": 60}}}
 	},
-	"/v1/webhooks/:id/rotate-secret":                 mfNone,
-	"/v1/webhooks/:id/test":                          mfNone,
+	"/v1/webhooks/:id/rotate-secret": mfNone,
+	"/v1/webhooks/:id/test":          mfNone,
+	"/v1/webhooks/:id/replay": func(mfIDs) []map[string]any {
+		return []map[string]any{{"created_after": "2026-03-02T15:00:00Z", "created_before": "2026-03-02T16:00:00Z", "types": []any{"payment.completed"}}}
+	},
 	"/v1/webhooks/:id/deliveries/:delivery_id/retry": mfNone,
 	"/v1/simulations/inbound-transfers": func(ids mfIDs) []map[string]any {
 		return []map[string]any{{"virtual_account_id": ids.accountID, "amount": 100, "rail": "ach_standard",

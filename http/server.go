@@ -204,6 +204,7 @@ func (s *Server) routes() {
 	v1.DELETE("/webhooks/:id", s.deleteWebhook, platform...)
 	v1.POST("/webhooks/:id/rotate-secret", s.rotateWebhookSecret, platform...)
 	v1.POST("/webhooks/:id/test", s.testWebhook, platform...)
+	v1.POST("/webhooks/:id/replay", s.replayWebhook, platform...)
 	v1.GET("/webhooks/:id/deliveries", s.listDeliveries, platform...)
 	v1.POST("/webhooks/:id/deliveries/:delivery_id/retry", s.retryDelivery, platform...)
 

@@ -8,6 +8,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
+	"github.com/opentreasury/treasury/domain/webhook"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -184,4 +185,62 @@ func (s *Server) retryDelivery(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]any{"id": deliveryID, "object": "webhook_delivery", "status": "pending"})
+}
+
+type webhookReplayRequest struct {
+	CreatedAfter  *string  `json:"created_after"`
+	CreatedBefore *string  `json:"created_before"`
+	Types         []string `json:"types"`
+}
+
+// request reads the window (RFC 3339 times) and checks the request.
+func (req webhookReplayRequest) request() (webhook.ReplayRequest, error) {
+	var r webhook.ReplayRequest
+	var err error
+	if req.CreatedAfter == nil {
+		return r, domain.Invalid("created_after", "created_after is required (an RFC 3339 time)")
+	}
+	if r.CreatedAfter, err = parseTime("created_after", *req.CreatedAfter); err != nil {
+		return r, err
+	}
+	if req.CreatedBefore == nil {
+		return r, domain.Invalid("created_before", "created_before is required (an RFC 3339 time)")
+	}
+	if r.CreatedBefore, err = parseTime("created_before", *req.CreatedBefore); err != nil {
+		return r, err
+	}
+	r.Types = req.Types
+	return r, r.Validate()
+}
+
+// POST /v1/webhooks/:id/replay
+func (s *Server) replayWebhook(c echo.Context) error {
+	id, err := webhookID(c)
+	if err != nil {
+		return err
+	}
+	var req webhookReplayRequest
+	body, err := bind(c, &req)
+	if err != nil {
+		return err
+	}
+	r, err := req.request()
+	if err != nil {
+		return err
+	}
+	// The key covers the endpoint too: the same body replayed to another
+	// endpoint is another request.
+	idem, err := platformIdempotency(c, "replay_webhook:"+id, body)
+	if err != nil {
+		return err
+	}
+	res, err := s.app.ReplayWebhook(c.Request().Context(), meta(c), idem, callerOf(c), id, r)
+	if err != nil {
+		return err
+	}
+	v, err := queries.GetWebhookReplay(c.Request().Context(), s.pool, scopeOf(c), res.ID)
+	if err != nil {
+		return err
+	}
+	return created(c, res, v)
 }

@@ -7,11 +7,12 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 )
 
-// Webhooks projects endpoint streams into webhook_endpoints.
+// Webhooks projects endpoint streams into webhook_endpoints and their
+// replays into webhook_replays.
 type Webhooks struct{}
 
 func (Webhooks) Name() string     { return "webhooks" }
-func (Webhooks) Tables() []string { return []string{"webhook_endpoints"} }
+func (Webhooks) Tables() []string { return []string{"webhook_endpoints", "webhook_replays"} }
 
 func (p Webhooks) Project(b *Batch) error { return eachEvent(b, p.apply) }
 
@@ -34,6 +35,10 @@ func (Webhooks) apply(b *Batch, r *eventstore.RecordedEvent) error {
 		c := e.Config
 		b.Queue(`UPDATE webhook_endpoints SET url = $2, events = $3, description = $4, status = $5,
             retry_policy = $6, updated_at = $7 WHERE id = $1`, id, c.URL, c.Events, c.Description, c.Status, c.RetryPolicy, e.At)
+	case webhook.ReplayRequested:
+		b.Queue(`INSERT INTO webhook_replays (id, endpoint_id, platform_id, environment, created_after, created_before, types,
+            replayed, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			e.ReplayID, id, r.PlatformID, r.Environment, e.CreatedAfter, e.CreatedBefore, e.Types, e.Count, e.At)
 	case webhook.Deleted:
 		b.Queue(`UPDATE webhook_endpoints SET deleted = true, status = 'disabled', updated_at = $2 WHERE id = $1`, id, e.At)
 	}

@@ -381,7 +381,8 @@ type stored struct{ id, payload string }
 
 // insert stores the deliveries (leased: already claimed by this process's
 // sender) and returns those it inserted. One statement for the
-// batch; the unique (endpoint_id, event_id) makes a second handling of the
+// batch; the unique (endpoint_id, event_id) of the fan-out's deliveries
+// (replay_id null: a replay's are unique by replay) makes a second handling of the
 // batch insert nothing. Rows go in (seq, endpoint id) order, so two
 // fan-outs of overlapping batches at once (say two processes on one
 // database) take the unique index's locks in the same order and cannot
@@ -402,7 +403,7 @@ func (h *Fanout) insert(ctx context.Context, flush bool, ids, endpointIDs, event
             CASE WHEN d.leased THEN now() + $8::interval ELSE now() END, d.committed_at, now()
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::bool[])
             AS d (id, endpoint_id, event_id, event_type, payload, committed_at, leased)
-        ON CONFLICT (endpoint_id, event_id) DO NOTHING
+        ON CONFLICT (endpoint_id, event_id) WHERE replay_id IS NULL DO NOTHING
         RETURNING id, payload::text`
 	args := []any{ids, endpointIDs, eventIDs, types, payloads, committed, leased, Lease.String()}
 	var made []stored

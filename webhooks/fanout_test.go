@@ -506,7 +506,7 @@ type claimTracer struct{ claims, claimed atomic.Int64 }
 type claimKey struct{}
 
 func (c *claimTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	claim := strings.Contains(d.SQL, "WITH claimed AS")
+	claim := strings.Contains(d.SQL, "claimed AS (") // the sender's claim
 	if claim {
 		c.claims.Add(1)
 	}

@@ -257,12 +257,26 @@ func (s *Sender) claim(ctx context.Context) ([]job, error) {
 	// every delivery of the endpoint at each claim (10,781 sequential
 	// scans in a 20 s window right after a load) and put seconds on every
 	// webhook.
-	rows, err := s.Pool.Query(ctx, `WITH claimed AS (
+	//
+	// Two lanes, each on its own partial index: the fan-out's deliveries
+	// (and retries, and test webhooks) first, then replays' (replay_id
+	// set) in what room the round has left (a full round reads and locks
+	// none of them), so a replay of 10,000 events
+	// never stands in front of a new event; it drains in the sender's
+	// spare rounds.
+	rows, err := s.Pool.Query(ctx, `WITH fresh AS (
+            SELECT d2.id FROM webhook_deliveries d2
+            WHERE d2.status = 'pending' AND d2.replay_id IS NULL AND d2.next_attempt_at <= now() AND d2.endpoint_id <> ALL($3)
+              AND (SELECT e.status = 'enabled' AND NOT e.deleted FROM webhook_endpoints e WHERE e.id = d2.endpoint_id)
+            ORDER BY d2.next_attempt_at LIMIT $2 FOR UPDATE OF d2 SKIP LOCKED),
+        replayed AS (
+            SELECT d3.id FROM webhook_deliveries d3
+            WHERE d3.status = 'pending' AND d3.replay_id IS NOT NULL AND d3.next_attempt_at <= now() AND d3.endpoint_id <> ALL($3)
+              AND (SELECT e.status = 'enabled' AND NOT e.deleted FROM webhook_endpoints e WHERE e.id = d3.endpoint_id)
+            ORDER BY d3.next_attempt_at LIMIT $2 - (SELECT count(*) FROM fresh) FOR UPDATE OF d3 SKIP LOCKED),
+        claimed AS (
             UPDATE webhook_deliveries d SET next_attempt_at = now() + $1::interval
-            WHERE d.id IN (SELECT d2.id FROM webhook_deliveries d2
-                WHERE d2.status = 'pending' AND d2.next_attempt_at <= now() AND d2.endpoint_id <> ALL($3)
-                  AND (SELECT e.status = 'enabled' AND NOT e.deleted FROM webhook_endpoints e WHERE e.id = d2.endpoint_id)
-                ORDER BY d2.next_attempt_at LIMIT $2 FOR UPDATE OF d2 SKIP LOCKED)
+            WHERE d.id IN (SELECT id FROM fresh UNION ALL SELECT id FROM replayed)
             RETURNING d.id, d.endpoint_id, d.event_type, d.payload, d.attempt_count)
         SELECT c.id, c.endpoint_id, c.event_type, c.payload, c.attempt_count, e.url, e.platform_id, e.environment, e.retry_policy,
             ARRAY(SELECT secret FROM webhook_secrets w WHERE w.endpoint_id = c.endpoint_id

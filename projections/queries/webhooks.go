@@ -113,6 +113,7 @@ type DeliveryView struct {
 	EndpointID    string        `json:"webhook_endpoint_id"`
 	EventID       string        `json:"event_id"`
 	EventType     string        `json:"event_type"`
+	ReplayID      *string       `json:"replay_id"` // the replay that made it; null for the fan-out's
 	Status        string        `json:"status"`
 	Attempts      []AttemptView `json:"attempts"`
 	NextAttemptAt *Time         `json:"next_attempt_at"`
@@ -124,7 +125,7 @@ func ListDeliveries(ctx context.Context, db eventstore.DB, s Scope, endpointID, 
 	if _, err := GetWebhook(ctx, db, s, endpointID); err != nil {
 		return List[DeliveryView]{}, err
 	}
-	rows, err := db.Query(ctx, `SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.next_attempt_at, d.created_at,
+	rows, err := db.Query(ctx, `SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.replay_id, d.status, d.next_attempt_at, d.created_at,
             coalesce((SELECT json_agg(json_build_object('attempted_at', a.attempted_at, 'status_code', a.status_code,
                 'duration_ms', a.duration_ms, 'error', a.error, 'response_body', a.response_body) ORDER BY a.attempted_at)
                 FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]')
@@ -144,7 +145,7 @@ func ListDeliveries(ctx context.Context, db eventstore.DB, s Scope, endpointID, 
 			Error        *string   `json:"error"`
 			ResponseBody *string   `json:"response_body"`
 		}
-		err := r.Scan(&d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &next, &created, &attempts)
+		err := r.Scan(&d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.ReplayID, &d.Status, &next, &created, &attempts)
 		d.Object, d.NextAttemptAt, d.CreatedAt = "webhook_delivery", NewTimePtr(next), NewTime(created)
 		d.Attempts = []AttemptView{}
 		for _, a := range attempts {
@@ -157,4 +158,31 @@ func ListDeliveries(ctx context.Context, db eventstore.DB, s Scope, endpointID, 
 		return List[DeliveryView]{}, err
 	}
 	return NewList(items, page, func(d DeliveryView) string { return d.ID }), nil
+}
+
+// WebhookReplayView is a replay of past events to an endpoint (POST
+// /webhooks/:id/replay).
+type WebhookReplayView struct {
+	ID            string   `json:"id"`
+	Object        string   `json:"object"`
+	WebhookID     string   `json:"webhook_id"`
+	CreatedAfter  Time     `json:"created_after"`
+	CreatedBefore Time     `json:"created_before"`
+	Types         []string `json:"types"` // null: the endpoint's subscriptions
+	Replayed      int      `json:"replayed"`
+	CreatedAt     Time     `json:"created_at"`
+}
+
+// GetWebhookReplay returns one of the scope's replays.
+func GetWebhookReplay(ctx context.Context, db eventstore.DB, s Scope, id string) (WebhookReplayView, error) {
+	v := WebhookReplayView{Object: "webhook_replay"}
+	var after, before, created time.Time
+	err := db.QueryRow(ctx, `SELECT id, endpoint_id, created_after, created_before, types, replayed, created_at
+        FROM webhook_replays WHERE id = $1 AND platform_id = $2 AND environment = $3`, id, s.PlatformID, s.Environment.String()).
+		Scan(&v.ID, &v.WebhookID, &after, &before, &v.Types, &v.Replayed, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, domain.NotFound("webhook_replay", id)
+	}
+	v.CreatedAfter, v.CreatedBefore, v.CreatedAt = NewTime(after), NewTime(before), NewTime(created)
+	return v, err
 }
