@@ -1,14 +1,18 @@
 package http_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/projections"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -56,7 +60,10 @@ func jeSetup(t *testing.T) *jeFixture {
 		add(vaRequire(t, vaEntry(api, key, body), http.StatusCreated)["id"])
 	}
 	manual(map[string]any{"type": "adjustment", "description": "Goodwill", "virtual_account_id": f.va1, "direction": "credit",
-		"amount": 1_000, "metadata": map[string]string{"region": "east", "tier": "gold"}})
+		"amount": 1_000, "metadata": map[string]string{"region": "east", "tier": "gold"},
+		// Nanoseconds, which PostgreSQL rounds to the microsecond: the list
+		// must still show the instant GET shows.
+		"effective_at": "2026-01-01T00:00:00.1239996Z"})
 	manual(map[string]any{"type": "fee", "description": "Monthly fee", "virtual_account_id": f.va1, "direction": "debit",
 		"amount": 200, "metadata": map[string]string{"region": "east", "tier": "silver"}})
 	manual(map[string]any{"type": "correction", "description": "Misposted", "metadata": map[string]string{"region": "west"},
@@ -272,4 +279,72 @@ func TestListJournalEntriesBadFilters(t *testing.T) {
 // never give.
 func jeCursor(after string) string {
 	return queries.EncodeCursor(after)
+}
+
+// A walk by cursor while entries are posted and projected concurrently
+// sees every entry that was there when it began exactly once, in order,
+// and nothing twice: new entries take a higher seq, above the cursor.
+func TestListJournalEntriesWalkWhileEntriesArrive(t *testing.T) {
+	api, platformID, key := vaAPI(t)
+	va := vaOpenID(t, api, key, platformID, "biz")
+	var before []string
+	for i := 0; i < 15; i++ {
+		before = append(before, vaAdjust(t, api, key, va, "adjustment", "credit", 1)["id"].(string))
+	}
+	slices.Reverse(before)
+	api.sync()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				if r := vaEntry(api, key, map[string]any{"type": "adjustment", "description": "more", "virtual_account_id": va,
+					"direction": "credit", "amount": 1}); r.Status != http.StatusCreated {
+					t.Errorf("post: %d %s", r.Status, r.Body)
+				}
+			}
+		}()
+	}
+	projected := make(chan error, 1)
+	go func() { // the projector, catching up as the entries come
+		for ctx.Err() == nil {
+			head, err := eventstore.Head(ctx, api.Pool)
+			if err == nil {
+				err = projections.CatchUp(ctx, api.Pool, head, nil)
+			}
+			if err != nil && ctx.Err() == nil {
+				projected <- err
+				return
+			}
+		}
+		projected <- nil
+	}()
+	for range 5 {
+		got := vaFlatten(vaWalk(t, api, key, "/v1/ledger/journal-entries?virtual_account_id="+va, 2))
+		seen := map[string]bool{}
+		var old []string
+		for _, id := range got {
+			if seen[id] {
+				t.Fatalf("%s twice in one walk", id)
+			}
+			seen[id] = true
+			if slices.Contains(before, id) {
+				old = append(old, id)
+			}
+		}
+		if !slices.Equal(old, before) {
+			t.Fatalf("the walk saw the first entries as\n %v\nwant\n %v", old, before)
+		}
+	}
+	wg.Wait()
+	cancel()
+	if err := <-projected; err != nil {
+		t.Fatal(err)
+	}
+	api.sync()
+	if n := len(vaFlatten(vaWalk(t, api, key, "/v1/ledger/journal-entries", 7))); n != 55 {
+		t.Errorf("%d entries, want 55", n)
+	}
 }
