@@ -179,6 +179,7 @@ func (s *Server) routes() {
 	v1.GET("/ledger/entries", s.listLedgerEntries, checkedRead...)
 	v1.POST("/ledger/entries", s.postJournalEntry, platform...)
 	v1.GET("/ledger/exports", s.exportLedger, platform...)
+	v1.GET("/ledger/journal-entries", s.listJournalEntries, platform...)
 	v1.GET("/ledger/journal-entries/:id", s.getJournalEntry, platform...)
 
 	// The payment's command checks the key itself (the hot path's round trips).

@@ -5,6 +5,7 @@ package ledger
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -99,6 +100,24 @@ const (
 	// account (POST /operator/platforms/:id/fund).
 	TypeFunding = "funding"
 )
+
+// JournalTypes are the types a journal entry can have: the manual ones and
+// those the service posts. payment_fee is only ever a line's type (a
+// payment's entry is of type payment, with a payment_fee line).
+var JournalTypes = []string{TypeAdjustment, TypeFee, TypeCorrection, TypeInboundTransfer, TypePayment,
+	TypePaymentReversal, TypeBookTransfer, TypeFunding}
+
+// IsJournalType reports whether t is one of JournalTypes.
+func IsJournalType(t string) bool { return slices.Contains(JournalTypes, t) }
+
+// Statuses are a journal entry's (and its lines') statuses.
+var Statuses = []string{StatusPending, StatusPosted, StatusArchived}
+
+// SourceTypes name what a journal entry can record (Source.Type): a
+// payment (its hold and post, or its return's reversal), an inbound
+// transfer, a book transfer, or the entry itself (a manual entry, a
+// funding).
+var SourceTypes = []string{"payment", "inbound_transfer", "book_transfer", "journal_entry"}
 
 // IsManualType reports whether a platform may post this type by hand.
 func IsManualType(t string) bool {

@@ -280,6 +280,7 @@ type JournalEntryView struct {
 	Environment string            `json:"environment"`
 	EffectiveAt Time              `json:"effective_at"`
 	CreatedAt   Time              `json:"created_at"`
+	seq         int64             // its place in the ledger order (lists only)
 }
 
 // JournalEntryFromLog folds a journal entry's stream into its view; it
