@@ -78,7 +78,7 @@ export class APIError extends TreasuryError {
   }
 }
 
-/** 400: the request is malformed (`invalid_request` with `param`, `unbalanced_entry`, `amount_exceeds_rail_limit`). */
+/** 400: the request is malformed (`invalid_request` with `param`, `unbalanced_entry`, `amount_exceeds_rail_limit`), or a webhook replay's window holds more than 10,000 events (`replay_too_large`). */
 export class BadRequestError extends APIError {}
 /** 401: the key is missing, malformed, unknown, revoked or expired. */
 export class AuthenticationError extends APIError {}

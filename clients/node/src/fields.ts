@@ -49,6 +49,7 @@ export const MODEL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   "LedgerEntry": fields<M.LedgerEntry>()(["id", "object", "journal_entry_id", "ledger_account_id", "virtual_account_id", "direction", "amount", "currency", "type", "status", "description", "environment", "effective_at", "created_at", "source"]),
   "LedgerEntryList": fields<M.LedgerEntryList>()(["object", "data", "has_more", "next_cursor"]),
   "JournalEntry": fields<M.JournalEntry>()(["id", "object", "type", "description", "status", "reverses", "reversed_by", "entries", "metadata", "environment", "effective_at", "created_at", "source"]),
+  "JournalEntryList": fields<M.JournalEntryList>()(["object", "data", "has_more", "next_cursor"]),
   "JournalLine": fields<M.JournalLine>()(["ledger_account_id", "virtual_account_id", "direction", "amount"]),
   "JournalEntryShorthandRequest": fields<M.JournalEntryShorthandRequest>()(["type", "description", "effective_at", "idempotency_key", "metadata", "virtual_account_id", "direction", "amount"]),
   "JournalEntryLinesRequest": fields<M.JournalEntryLinesRequest>()(["type", "description", "effective_at", "idempotency_key", "metadata", "lines"]),
@@ -85,7 +86,7 @@ export const MODEL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   "WebhookEndpointList": fields<M.WebhookEndpointList>()(["object", "data", "has_more", "next_cursor"]),
   "DeletedWebhookEndpoint": fields<M.DeletedWebhookEndpoint>()(["id", "object", "deleted"]),
   "WebhookAttempt": fields<M.WebhookAttempt>()(["attempted_at", "status_code", "duration_ms", "error", "response_body"]),
-  "WebhookDelivery": fields<M.WebhookDelivery>()(["id", "object", "webhook_endpoint_id", "event_id", "event_type", "status", "attempts", "next_attempt_at", "created_at"]),
+  "WebhookDelivery": fields<M.WebhookDelivery>()(["id", "object", "webhook_endpoint_id", "event_id", "event_type", "replay_id", "status", "attempts", "next_attempt_at", "created_at"]),
   "WebhookDeliveryList": fields<M.WebhookDeliveryList>()(["object", "data", "has_more", "next_cursor"]),
   "QueuedWebhookDelivery": fields<M.QueuedWebhookDelivery>()(["id", "object", "event_type", "status"]),
   "WebhookRetryPolicyRequest": fields<M.WebhookRetryPolicyRequest>()(["max_attempts", "initial_delay_seconds", "max_delay_seconds"]),
@@ -103,6 +104,8 @@ export const MODEL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   "BookTransferList": fields<M.BookTransferList>()(["object", "data", "has_more", "next_cursor"]),
   "PaymentApproval": fields<M.PaymentApproval>()(["created_by", "expires_at", "approved_at", "approved_by", "denied_at", "denied_by", "denial_reason"]),
   "DenyPaymentRequest": fields<M.DenyPaymentRequest>()(["reason"]),
+  "WebhookReplayRequest": fields<M.WebhookReplayRequest>()(["created_after", "created_before", "types"]),
+  "WebhookReplay": fields<M.WebhookReplay>()(["id", "object", "webhook_id", "created_after", "created_before", "types", "replayed", "created_at"]),
 };
 
 /** Each operation with query parameters (by operationId) → its parameter names. */
@@ -116,6 +119,7 @@ export const QUERY_PARAMS: Readonly<Record<string, readonly string[]>> = {
   "listLedgerAccounts": fields<M.ListLedgerAccountsParams>()(["limit", "cursor"]),
   "listLedgerEntries": fields<M.ListLedgerEntriesParams>()(["virtual_account_id", "ledger_account_id", "type", "direction", "status", "created_after", "created_before", "limit", "cursor"]),
   "exportLedger": fields<M.ExportLedgerParams>()(["created_after", "created_before"]),
+  "listJournalEntries": fields<M.ListJournalEntriesParams>()(["type", "status", "virtual_account_id", "source_type", "source_id", "metadata", "created_after", "created_before", "limit", "cursor"]),
   "listPayments": fields<M.ListPaymentsParams>()(["metadata", "limit", "cursor", "virtual_account_id", "status", "rail", "idempotency_key", "created_after", "created_before"]),
   "listBookTransfers": fields<M.ListBookTransfersParams>()(["metadata", "limit", "cursor", "virtual_account_id", "created_after", "created_before"]),
   "listKYBVerifications": fields<M.ListKYBVerificationsParams>()(["limit", "cursor", "virtual_account_id", "status"]),

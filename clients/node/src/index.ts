@@ -66,9 +66,9 @@ export class Treasury extends APIClient {
   readonly bookTransfers: BookTransfers;
   /** KYB verifications. */
   readonly kyb: KYB;
-  /** The ledger: `accounts`, `entries`, `journalEntries`, `exports`. */
+  /** The ledger: `accounts`, `entries`, `journalEntries` (`list`, `retrieve`), `exports`. */
   readonly ledger: Ledger;
-  /** Webhook endpoints, with `deliveries`, `rotateSecret`, `test`. */
+  /** Webhook endpoints, with `deliveries`, `rotateSecret`, `test`, `replay` (past events sent again). */
   readonly webhooks: Webhooks;
   /** Events. */
   readonly events: Events;

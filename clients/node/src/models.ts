@@ -4,7 +4,7 @@
 /** The body of every error response. `param` names the request field at fault (for `invalid_request`); `resource_id` names the resource an idempotency key already produced (for `idempotency_conflict`) or a resource the error recorded. */
 export interface ErrorBody {
   /** Stable machine-readable code; see the table in the introduction for the status of each. */
-  code: "invalid_request" | "unbalanced_entry" | "amount_exceeds_rail_limit" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "idempotency_in_progress" | "payment_not_cancelable" | "kyb_in_progress" | "kyb_already_approved" | "invalid_state" | "request_too_large" | "request_timeout" | "kyb_not_approved" | "compliance_rejected" | "insufficient_funds" | "account_not_active" | "limit_exceeded" | "live_not_enabled" | "rate_limited" | "internal_error" | "unavailable";
+  code: "invalid_request" | "unbalanced_entry" | "amount_exceeds_rail_limit" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "idempotency_in_progress" | "payment_not_cancelable" | "kyb_in_progress" | "kyb_already_approved" | "invalid_state" | "request_too_large" | "request_timeout" | "kyb_not_approved" | "compliance_rejected" | "insufficient_funds" | "account_not_active" | "limit_exceeded" | "live_not_enabled" | "rate_limited" | "internal_error" | "unavailable" | "replay_too_large";
   /** Human-readable explanation; not stable, do not parse. */
   message: string;
   /** The request's `X-Request-Id`; quote it when reporting a problem. */
@@ -472,6 +472,16 @@ export interface JournalEntry {
   created_at: string;
   /** What made the entry: `{type: payment, id}`, `{type: inbound_transfer, id}`, `{type: book_transfer, id}`, or `{type: journal_entry, id}` (its own id) for a manual entry or a funding. */
   source: Source;
+}
+
+/** A page of journal entries with their lines, newest first (in ledger order). */
+export interface JournalEntryList {
+  object: "list";
+  data: JournalEntry[];
+  /** Whether more items follow this page. */
+  has_more: boolean;
+  /** Pass as `cursor` to get the next page; null on the last page. */
+  next_cursor: string | null;
 }
 
 /** One line of a lines-form journal entry: exactly one of `ledger_account_id` and `virtual_account_id` (else 400, `param` `lines[i]`). A virtual account's ledger account counts as the virtual account. */
@@ -1015,6 +1025,8 @@ export interface WebhookDelivery {
   webhook_endpoint_id: string;
   event_id: string;
   event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  /** The replay (`POST /webhooks/{id}/replay`) that made this delivery; null for a delivery of a new event, a retry of one, or a test event. */
+  replay_id: string | null;
   status: "pending" | "succeeded" | "failed";
   attempts: WebhookAttempt[];
   /** When the next attempt is due; null unless pending. */
@@ -1222,6 +1234,31 @@ export interface DenyPaymentRequest {
   reason?: string;
 }
 
+/** A window of past events to send to the endpoint again. */
+export interface WebhookReplayRequest {
+  /** Start of the window, inclusive: an RFC 3339 time (a `YYYY-MM-DD` date is midnight UTC). */
+  created_after: string;
+  /** End of the window, exclusive; after `created_after` (else 400). A window in the future is accepted and replays nothing. */
+  created_before: string;
+  /** Replay only events of these types, whether or not the endpoint subscribes to them (an unknown type, `*` or `webhook.test` is 400 with `param` `types[i]`). Left out: the types the endpoint subscribes to now (its `events`; `*`: all). */
+  types?: Array<"virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed">;
+}
+
+/** A replay of past events to one endpoint: each event of the window became a new delivery (its own `msg_` id, `replay_id` naming this replay) carrying the event as first sent, with its original `id`. */
+export interface WebhookReplay {
+  id: string;
+  object: "webhook_replay";
+  /** The endpoint the events are sent to. */
+  webhook_id: string;
+  created_after: string;
+  created_before: string;
+  /** The types asked for; null when the request named none (the endpoint's subscriptions were used). */
+  types: string[] | null;
+  /** How many events were queued for delivery again (API.md §12's `{replayed: n}`). */
+  replayed: number;
+  created_at: string;
+}
+
 /** Query parameters of `GET /operator/platforms` (`listPlatforms`). */
 export interface ListPlatformsParams {
   /** Page size, 1 to 100 (else 400, `param` `limit`). */
@@ -1318,6 +1355,30 @@ export interface ExportLedgerParams {
   created_after?: string;
   /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
   created_before?: string;
+}
+
+/** Query parameters of `GET /ledger/journal-entries` (`listJournalEntries`). */
+export interface ListJournalEntriesParams {
+  /** Only entries of this type; another value is 400. (`payment_fee` is a line's type, never an entry's: a payment's entry is of type `payment`, with a `payment_fee` line; filter lines with `GET /ledger/entries?type=payment_fee`.) */
+  type?: "adjustment" | "fee" | "correction" | "inbound_transfer" | "payment" | "payment_reversal" | "book_transfer" | "funding";
+  /** Only entries in this status; another value is 400. */
+  status?: "pending" | "posted" | "archived";
+  /** Only the entries with a line on this virtual account (exact match; an unknown id, or another platform's or environment's account, gives an empty list). */
+  virtual_account_id?: string;
+  /** Only the entries whose `source.type` is this: `journal_entry` for manual entries and fundings; another value is 400. */
+  source_type?: "payment" | "inbound_transfer" | "book_transfer" | "journal_entry";
+  /** Only the entries whose `source.id` is this (exact match): a payment's hold (and post) and, if it was returned, its reversal; an inbound or book transfer's entry. An unknown id gives an empty list. */
+  source_id?: string;
+  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`. */
+  metadata?: Record<string, string>;
+  /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
+  created_after?: string;
+  /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
+  created_before?: string;
+  /** Page size, 1 to 100 (else 400, `param` `limit`). */
+  limit?: number;
+  /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */
+  cursor?: string;
 }
 
 /** Query parameters of `GET /payments` (`listPayments`). */

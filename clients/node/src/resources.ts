@@ -449,8 +449,21 @@ export class LedgerEntries extends APIResource {
   }
 }
 
-/** Journal entries, one at a time. */
+/** Journal entries with their lines and `source`: listed with filters, or one at a time. */
 export class LedgerJournalEntries extends APIResource {
+  /**
+   * The platform's journal entries, newest first (ledger order), each with its lines (`entries`)
+   * and `source` exactly as {@link retrieve} shows it (`GET /ledger/journal-entries`). Filters, all
+   * combined and kept on every page: `type` (an entry's type; `payment_fee` is a line's, 400 here),
+   * `status`, `virtual_account_id` (entries with a line on it; an unknown one gives an empty list),
+   * `source_type`, `source_id` (a payment's hold and, if returned, its reversal), `created_after`,
+   * `created_before`, and `metadata` (an object, sent as `metadata[key]=value`, all pairs matching).
+   * A bad value: {@link BadRequestError} `invalid_request` naming the parameter in `param`.
+   */
+  list(params?: M.ListJournalEntriesParams, options?: RequestOptions): PagePromise<M.JournalEntry> {
+    return this._client.list('/ledger/journal-entries', params, options);
+  }
+
   /**
    * One journal entry with its lines (`entries`) and its `source` (`GET /ledger/journal-entries/{id}`):
    * follows a payment's, inbound transfer's, book transfer's or ledger entry's `journal_entry_id` to the money it moved
@@ -476,7 +489,7 @@ export class Ledger {
   readonly accounts: LedgerAccounts;
   /** Ledger entries; manual journal entries. */
   readonly entries: LedgerEntries;
-  /** Journal entries, one at a time, with their `source`. */
+  /** Journal entries with their lines and `source`: `list` (filtered) and `retrieve`. */
   readonly journalEntries: LedgerJournalEntries;
   /** CSV exports. */
   readonly exports: LedgerExports;
@@ -551,6 +564,26 @@ export class Webhooks extends APIResource {
   /** Sends a `webhook.test` event to the endpoint (`POST /webhooks/{id}/test`). */
   test(id: string, options?: RequestOptions): Promise<WithResponse<M.QueuedWebhookDelivery>> {
     return this._client.post(`/webhooks/${seg(id)}/test`, undefined, options);
+  }
+
+  /**
+   * Sends the platform's past events of a window to the endpoint again (`POST /webhooks/{id}/replay`):
+   * `created_after` (inclusive) and `created_before` (exclusive), RFC 3339 times or `YYYY-MM-DD`
+   * dates (midnight UTC), and optionally `types` (those event types, subscribed to or not; left out,
+   * the endpoint's subscriptions). Each event becomes a new delivery (its own `webhook-id`,
+   * `replay_id` this replay's id) carrying the event as first sent, with its original `id`, signed
+   * like any delivery. The answer (201) says how many were queued (`replayed`).
+   *
+   * An `Idempotency-Key` is sent as on every `POST` (yours, else a random one, the same on the
+   * client's retries): the same key and body answer the same replay (200,
+   * `lastResponse.idempotentReplayed`) and queue nothing again; another body, or another endpoint,
+   * {@link ConflictError} `idempotency_conflict`. More than 10,000 events in the window:
+   * {@link BadRequestError} `replay_too_large` (nothing queued: split the window); a reversed window
+   * or an unknown type: `invalid_request` with `param`; a disabled endpoint: {@link ConflictError}
+   * `invalid_state`; another platform's, environment's, a deleted or unknown endpoint: {@link NotFoundError}.
+   */
+  replay(id: string, body: M.WebhookReplayRequest, options?: RequestOptions): Promise<WithResponse<M.WebhookReplay>> {
+    return this._client.post(`/webhooks/${seg(id)}/replay`, body, options);
   }
 
   /** The same as `Treasury.webhooks.verify`: checks a delivery's signature and returns its event. */

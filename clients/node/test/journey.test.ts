@@ -30,6 +30,7 @@ import Treasury, {
   type WithResponse,
   type LedgerEntry,
   type Source,
+  type ListJournalEntriesParams,
 } from '../src/index.js';
 import { ROUTES, matchRoute, poll, sleep } from './helpers.js';
 
@@ -70,6 +71,8 @@ interface Delivery {
   headers: http.IncomingHttpHeaders;
   body: string;
   at: number;
+  /** The path it was POSTed to (each endpoint of the journey has its own on the receiver). */
+  path?: string;
 }
 const deliveries: Delivery[] = [];
 let receiver: http.Server;
@@ -93,7 +96,7 @@ before(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      deliveries.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      deliveries.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now(), path: req.url });
       res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
     });
   });
@@ -1723,7 +1726,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     // The journey's events arrived, each signed: all verify.
     const paymentDone = await waitForDelivery((d) => eventOf(d).type === 'payment.completed');
     assert.equal(Treasury.webhooks.verify(paymentDone.body, paymentDone.headers, webhook.secret).type, 'payment.completed');
-    for (const d of deliveries) {
+    for (const d of deliveries.filter((x) => x.path === new URL(receiverURL).pathname)) {
       const event = Treasury.webhooks.verify(d.body, d.headers, webhook.secret);
       assert.equal(event.object, 'event');
     }
@@ -1802,6 +1805,275 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     } catch (e) {
       // A server without TREASURY_ACH_OUTBOX says so with 409 invalid_state.
       assert.ok(e instanceof ConflictError && e.code === 'invalid_state', String(e));
+    }
+  });
+
+  test('webhook replay: a window of past events sent again, with and without types, signed, listed by replay_id; idempotent; every refusal from the server', async () => {
+    // An endpoint of its own on the journey's receiver (its own path), subscribed to virtual_account.created alone.
+    const replayPath = '/hooks/replay';
+    const endpoint = await sb.webhooks.create({
+      url: new URL(replayPath, receiverURL).toString(),
+      events: ['virtual_account.created'],
+      description: `replay ${RUN}`,
+      retry_policy: { max_attempts: 3, initial_delay_seconds: 1, max_delay_seconds: 2 },
+    });
+    const received = () => deliveries.filter((d) => d.path === replayPath);
+    // Another platform: it cannot replay to this platform's endpoint.
+    const other = await op.platforms.register({ name: `node client replay ${RUN}`, contact_email: 'ops@example.com' });
+    const foreign = newClient((await op.platforms.approve(other.id)).sandbox_api_key.secret);
+
+    // Some events: three accounts (virtual_account.created), and two manual entries on va1 that
+    // cancel out (ledger.entry.created, two lines each), inside a window [from, to).
+    const from = new Date(Date.now() - 1).toISOString();
+    await sleep(20);
+    const accounts: VirtualAccount[] = [];
+    for (const i of [1, 2, 3]) {
+      accounts.push(await sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-rpl${i}-${RUN}`, type: 'checking' }));
+    }
+    for (const direction of ['credit', 'debit'] as const) {
+      await sb.ledger.entries.create({ type: 'adjustment', description: `replay ${direction} ${RUN}`, virtual_account_id: va1.id, direction, amount: 150 });
+    }
+    // The endpoint receives the three accounts' events once, as new events (replay_id null).
+    const originals = await poll(
+      () => sb.webhooks.deliveries.list(endpoint.id, { status: 'succeeded' }).toArray(),
+      (l) => l.length >= 3,
+    );
+    assert.equal(originals.length, 3);
+    assert.ok(originals.every((d) => d.replay_id === null && d.event_type === 'virtual_account.created'), JSON.stringify(originals));
+    await sleep(100);
+    const to = new Date().toISOString();
+    await sleep(20);
+
+    // What the window holds, as the events list shows it.
+    const inWindow = async (type: 'virtual_account.created' | 'ledger.entry.created') =>
+      poll(
+        () => sb.events.list({ type, created_after: from, created_before: to, limit: 100 }).toArray(),
+        (l) => (type === 'virtual_account.created' ? accounts.every((a) => l.some((e) => (e.data.object as VirtualAccount).id === a.id)) : l.length >= 4),
+      );
+    const vaEvents = await inWindow('virtual_account.created');
+    const leEvents = await inWindow('ledger.entry.created');
+    assert.deepEqual(
+      new Set(originals.map((d) => d.event_id)),
+      new Set(vaEvents.filter((e) => accounts.some((a) => a.id === (e.data.object as VirtualAccount).id)).map((e) => e.id)),
+    );
+
+    /** The deliveries of a replay, once all `n` have succeeded, and what the receiver got of each (signed, the original event). */
+    const replayedDeliveries = async (replayId: string, n: number) => {
+      const list = await poll(
+        () => sb.webhooks.deliveries.list(endpoint.id, { limit: 100 }).toArray(),
+        (l) => {
+          const mine = l.filter((d) => d.replay_id === replayId);
+          return mine.length >= n && mine.every((d) => d.status === 'succeeded') &&
+            mine.every((d) => received().some((r) => r.headers['webhook-id'] === d.id));
+        },
+        30_000,
+      );
+      const mine = list.filter((d) => d.replay_id === replayId);
+      assert.equal(mine.length, n);
+      return mine.map((d) => {
+        const got = received().filter((r) => r.headers['webhook-id'] === d.id);
+        assert.equal(got.length, 1, `delivery ${d.id} arrived once`);
+        const event = Treasury.webhooks.verify(got[0]!.body, got[0]!.headers, endpoint.secret);
+        assert.equal(event.id, d.event_id, 'the original event id');
+        assert.equal(event.type, d.event_type);
+        assert.ok(!originals.some((o) => o.id === d.id), 'a new delivery id');
+        return { delivery: d, event };
+      });
+    };
+
+    // Without types: the types the endpoint subscribes to. 201, each event of the window sent again.
+    const body = { created_after: from, created_before: to };
+    const r1 = await sb.webhooks.replay(endpoint.id, body, { idempotencyKey: `replay-${RUN}` });
+    assert.equal(r1.lastResponse.status, 201);
+    assert.equal(r1.lastResponse.idempotentReplayed, false);
+    assert.match(r1.id, /^rpl_/);
+    assert.equal(r1.object, 'webhook_replay');
+    assert.equal(r1.webhook_id, endpoint.id);
+    assert.equal(Date.parse(r1.created_after), Date.parse(from));
+    assert.equal(Date.parse(r1.created_before), Date.parse(to));
+    assert.equal(r1.types, null);
+    assert.ok(r1.created_at);
+    assert.equal(r1.replayed, vaEvents.length);
+    const first = await replayedDeliveries(r1.id, r1.replayed);
+    assert.deepEqual(new Set(first.map((x) => x.event.id)), new Set(vaEvents.map((e) => e.id)));
+    // The replayed event is the one first sent.
+    for (const o of originals) {
+      const firstTime = received().find((r) => r.headers['webhook-id'] === o.id)!;
+      const again = first.find((x) => x.event.id === o.event_id)!;
+      assert.deepEqual(again.event, eventOf(firstTime));
+    }
+
+    // The same key and body: the same replay (200, Idempotent-Replayed), no second batch.
+    const countBefore = received().length;
+    const r1again = await sb.webhooks.replay(endpoint.id, body, { idempotencyKey: `replay-${RUN}` });
+    assert.equal(r1again.lastResponse.status, 200);
+    assert.equal(r1again.lastResponse.idempotentReplayed, true);
+    assert.deepEqual(r1again, r1);
+    await sleep(1_000);
+    assert.equal(received().length, countBefore, 'nothing sent again');
+    const afterAgain = await sb.webhooks.deliveries.list(endpoint.id, { limit: 100 }).toArray();
+    assert.equal(afterAgain.length, originals.length + r1.replayed);
+    // The same key with another body: 409 idempotency_conflict, not retried.
+    let mark = statuses.length;
+    await expectError(
+      sb.webhooks.replay(endpoint.id, { ...body, types: ['virtual_account.created'] }, { idempotencyKey: `replay-${RUN}` }),
+      ConflictError,
+      'idempotency_conflict',
+    );
+    assert.deepEqual(answeredSince(mark), [409]);
+
+    // With types: those types, subscribed to or not.
+    const types = ['ledger.entry.created', 'virtual_account.created'] as const;
+    const r2 = await sb.webhooks.replay(endpoint.id, { ...body, types: [...types] });
+    assert.equal(r2.lastResponse.status, 201);
+    assert.notEqual(r2.id, r1.id);
+    assert.deepEqual(r2.types, [...types]);
+    assert.equal(r2.replayed, vaEvents.length + leEvents.length);
+    const second = await replayedDeliveries(r2.id, r2.replayed);
+    assert.deepEqual(new Set(second.map((x) => x.event.id)), new Set([...vaEvents, ...leEvents].map((e) => e.id)));
+    assert.equal(second.filter((x) => x.event.type === 'ledger.entry.created').length, leEvents.length);
+    const r3 = await sb.webhooks.replay(endpoint.id, { ...body, types: ['ledger.entry.created'] });
+    assert.equal(r3.replayed, leEvents.length);
+    await replayedDeliveries(r3.id, r3.replayed);
+
+    // A window in the future replays nothing; YYYY-MM-DD dates are accepted.
+    const future = await sb.webhooks.replay(endpoint.id, { created_after: '2999-01-01', created_before: '2999-01-02' });
+    assert.equal(future.replayed, 0);
+
+    // Refusals, none retried: a reversed or empty window, unknown types (400 invalid_request naming the field).
+    for (const [bad, param] of [
+      [{ created_after: to, created_before: from }, 'created_before'],
+      [{ created_after: from, created_before: from }, 'created_before'],
+      [{ ...body, types: ['payment.nope'] }, 'types[0]'],
+      [{ ...body, types: ['virtual_account.created', '*'] }, 'types[1]'],
+      [{ ...body, types: ['webhook.test'] }, 'types[0]'],
+      [{ created_after: 'yesterday', created_before: to }, 'created_after'],
+    ] as const) {
+      mark = statuses.length;
+      const e = await expectError(sb.webhooks.replay(endpoint.id, bad as any), BadRequestError, 'invalid_request');
+      assert.equal(e.param, param, JSON.stringify(bad));
+      assert.deepEqual(answeredSince(mark), [400], 'a 400 is not retried');
+    }
+    // Another platform's endpoint, an unknown one: 404.
+    await expectError(foreign.webhooks.replay(endpoint.id, body), NotFoundError, 'not_found');
+    await expectError(sb.webhooks.replay('we_0000000000000000000000000a', body), NotFoundError, 'not_found');
+    // A disabled endpoint: 409 invalid_state.
+    await sb.webhooks.update(endpoint.id, { status: 'disabled' });
+    await expectError(sb.webhooks.replay(endpoint.id, body), ConflictError, 'invalid_state');
+    // No replay of the refused requests was sent.
+    const finalList = await sb.webhooks.deliveries.list(endpoint.id, { limit: 100 }).toArray();
+    assert.equal(finalList.length, originals.length + r1.replayed + r2.replayed + r3.replayed);
+    await sb.webhooks.delete(endpoint.id);
+    await expectError(sb.webhooks.replay(endpoint.id, body), NotFoundError, 'not_found');
+  });
+
+  test('journal entries are listed with every filter, over pages with the filters kept; each is the one retrieve shows', async () => {
+    // A client of its own that notes every URL it requests (and still records routes).
+    const urls: URL[] = [];
+    const c = new Treasury({
+      apiKey: sandboxKey,
+      baseURL: BASE_URL,
+      fetch: (input, init) => {
+        urls.push(new URL(String(input)));
+        return recordingFetch(input, init);
+      },
+    });
+    const tag = `jl-${RUN}`;
+    const from = new Date(Date.now() - 1).toISOString();
+    await sleep(20);
+    const post = (type: 'adjustment' | 'fee' | 'correction', direction: 'credit' | 'debit', amount: number, metadata: Record<string, string>) =>
+      sb.ledger.entries.create({ type, description: `jl ${type} ${RUN}`, virtual_account_id: va1.id, direction, amount, metadata: { jl: tag, ...metadata } });
+    const e1 = await post('adjustment', 'credit', 400, { region: 'east', 'order id': 'A&B' });
+    const e2 = await post('fee', 'debit', 100, { region: 'west' });
+    const e3 = await post('correction', 'debit', 300, { region: 'east', tier: 'gold' });
+    const manual = [e3, e2, e1]; // newest first
+    const payment = await sb.payments.create({ virtual_account_id: va1.id, amount: 1_000, rail: 'rtp', destination: DEST, description: `jl ${RUN}` });
+    const done = await poll(() => sb.payments.retrieve(payment.id), (p) => ['completed', 'failed'].includes(p.status), 15_000);
+    assert.equal(done.status, 'completed');
+    const payJE = await sb.ledger.journalEntries.retrieve(done.journal_entry_id!);
+    assert.equal(payJE.status, 'posted');
+
+    /** Lists with `params` over pages of `limit`; checks every page's request kept the filters; returns the items. */
+    const walk = async (params: ListJournalEntriesParams, limit = 1) => {
+      const mark = urls.length;
+      const items: JournalEntry[] = [];
+      let pages = 0;
+      for await (const page of c.ledger.journalEntries.list({ ...params, limit }).pages()) {
+        pages++;
+        assert.ok(page.data.length <= limit);
+        items.push(...page.data);
+      }
+      const sent = urls.slice(mark).filter((u) => u.pathname.endsWith('/ledger/journal-entries'));
+      assert.ok(sent.length >= pages);
+      for (const [i, u] of sent.entries()) {
+        for (const [k, v] of Object.entries(params)) {
+          if (k === 'metadata') {
+            for (const [mk, mv] of Object.entries(v as Record<string, string>)) assert.equal(u.searchParams.get(`metadata[${mk}]`), mv, `${u}`);
+          } else {
+            assert.equal(u.searchParams.get(k), String(v), `${u}`);
+          }
+        }
+        assert.equal(u.searchParams.get('limit'), String(limit));
+        assert.equal(u.searchParams.has('cursor'), i > 0, 'every page after the first carries the cursor');
+      }
+      return items;
+    };
+    const ids = (l: JournalEntry[]) => l.map((e) => e.id);
+
+    // metadata: one pair, several pairs (all must match, key and value URL-encoded).
+    const tagged = await walk({ metadata: { jl: tag } });
+    assert.deepEqual(ids(tagged), ids(manual), 'newest first');
+    for (const e of tagged) {
+      const one = await sb.ledger.journalEntries.retrieve(e.id);
+      assert.deepEqual(e, one, 'the list shows each entry as retrieve does');
+    }
+    assert.deepEqual(tagged.map((e) => e.metadata), manual.map((e) => e.metadata));
+    assert.deepEqual(ids(await walk({ metadata: { jl: tag, region: 'east' } }, 2)), [e3.id, e1.id]);
+    assert.deepEqual(ids(await walk({ metadata: { jl: tag, 'order id': 'A&B' } })), [e1.id]);
+    assert.deepEqual(ids(await walk({ metadata: { jl: tag, region: 'north' } })), []);
+    // type, status, source_type, source_id, created_*.
+    assert.deepEqual(ids(await walk({ type: 'fee', metadata: { jl: tag } })), [e2.id]);
+    assert.deepEqual(ids(await walk({ type: 'correction', status: 'posted', metadata: { jl: tag } })), [e3.id]);
+    assert.deepEqual(ids(await walk({ status: 'posted', metadata: { jl: tag } }, 2)), ids(manual));
+    assert.deepEqual(ids(await walk({ status: 'archived', metadata: { jl: tag } })), []);
+    assert.deepEqual(ids(await walk({ source_type: 'journal_entry', metadata: { jl: tag } }, 2)), ids(manual));
+    assert.deepEqual(ids(await walk({ source_id: e2.id })), [e2.id]);
+    const byPayment = await walk({ source_type: 'payment', source_id: payment.id });
+    assert.deepEqual(ids(byPayment), [payJE.id]);
+    assert.deepEqual(byPayment[0], payJE);
+    assert.deepEqual(byPayment[0]!.source, { type: 'payment', id: payment.id });
+    assert.equal(byPayment[0]!.type, 'payment');
+    assert.deepEqual(ids(await walk({ source_type: 'book_transfer', source_id: payment.id })), []);
+    assert.deepEqual(ids(await walk({ metadata: { jl: tag }, created_after: e2.created_at })), [e3.id, e2.id], 'created_after is inclusive');
+    assert.deepEqual(ids(await walk({ metadata: { jl: tag }, created_before: e2.created_at })), [e1.id], 'created_before is exclusive');
+    // The account's entries of the window: these four (and any other posted on va1 meanwhile), newest first.
+    const onVa1 = await walk({ virtual_account_id: va1.id, created_after: from }, 2);
+    for (const want of [payJE, ...manual]) assert.ok(onVa1.some((e) => e.id === want.id), want.id);
+    assert.ok(onVa1.every((e) => e.entries.some((l) => l.virtual_account_id === va1.id)));
+    const pos = [payJE, ...manual].map((w) => onVa1.findIndex((e) => e.id === w.id));
+    assert.deepEqual(pos, [...pos].sort((a, b) => a - b), 'newest first');
+    assert.equal(new Set(ids(onVa1)).size, onVa1.length, 'each once');
+    for (const e of onVa1) assert.deepEqual(e, await sb.ledger.journalEntries.retrieve(e.id));
+    assert.deepEqual(ids(await walk({ virtual_account_id: 'va_0000000000000000000000000a' })), [], 'an unknown account: empty');
+    // Awaited: one page.
+    const page = await c.ledger.journalEntries.list({ metadata: { jl: tag }, limit: 2 });
+    assert.equal(page.object, 'list');
+    assert.deepEqual(ids(page.data), [e3.id, e2.id]);
+    assert.equal(page.has_more, true);
+    assert.ok(page.next_cursor);
+
+    // Bad values: 400 invalid_request naming the parameter, not retried.
+    for (const [bad, param] of [
+      [{ type: 'payment_fee' }, 'type'],
+      [{ status: 'done' }, 'status'],
+      [{ source_type: 'refund' }, 'source_type'],
+      [{ created_after: 'yesterday' }, 'created_after'],
+      [{ limit: 0 }, 'limit'],
+    ] as const) {
+      const mark = statuses.length;
+      const e = await expectError(sb.ledger.journalEntries.list(bad as any).firstPage(), BadRequestError, 'invalid_request');
+      assert.equal(e.param, param, JSON.stringify(bad));
+      assert.deepEqual(answeredSince(mark), [400], 'a 400 is not retried');
     }
   });
 

@@ -630,6 +630,181 @@ describe('scheduled payments (unit)', () => {
   });
 });
 
+describe('webhook replay (unit)', () => {
+  const replay = {
+    id: 'rpl_01',
+    object: 'webhook_replay',
+    webhook_id: 'we_01',
+    created_after: '2026-01-01T00:00:00Z',
+    created_before: '2026-01-02T00:00:00Z',
+    types: ['payment.completed'],
+    replayed: 3,
+    created_at: '2026-01-02T10:00:00Z',
+  };
+  const window = { created_after: '2026-01-01', created_before: '2026-01-02' };
+
+  test('replay POSTs the window and types with an Idempotency-Key, the same on every retry; a replayed answer says so', async () => {
+    const s = await stub([
+      { status: 503, headers: { 'Retry-After': '0' }, body: err('unavailable') },
+      { status: 201, body: replay },
+      { status: 200, headers: { 'Idempotent-Replayed': 'true' }, body: replay },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const r = await client.webhooks.replay('we_01/x', { ...window, types: ['payment.completed'] });
+      assert.equal(r.id, 'rpl_01');
+      assert.equal(r.replayed, 3);
+      assert.equal(r.lastResponse.status, 201);
+      assert.equal(r.lastResponse.attempts, 2);
+      assert.equal(r.lastResponse.idempotentReplayed, false);
+      assert.equal(s.seen.length, 2);
+      const keys = s.seen.map((x) => x.headers['idempotency-key']);
+      assert.match(String(keys[0]), /^[0-9a-f-]{36}$/, 'a generated key when the caller gives none');
+      assert.equal(keys[1], keys[0], 'the retry reuses the key');
+      for (const x of s.seen) {
+        assert.equal(x.method, 'POST');
+        assert.equal(x.url, '/v1/webhooks/we_01%2Fx/replay', 'the id is one path segment');
+        assert.equal(x.headers['content-type'], 'application/json');
+        assert.deepEqual(JSON.parse(x.body), { ...window, types: ['payment.completed'] }, 'the key is not put in the body');
+      }
+      assert.equal(r.lastResponse.idempotencyKey, keys[0]);
+
+      const again = await client.webhooks.replay('we_01', window, { idempotencyKey: 'replay-1' });
+      assert.equal(again.id, 'rpl_01');
+      assert.equal(again.lastResponse.status, 200);
+      assert.equal(again.lastResponse.idempotentReplayed, true);
+      assert.equal(s.seen[2]!.headers['idempotency-key'], 'replay-1');
+      assert.deepEqual(JSON.parse(s.seen[2]!.body), window, 'no types when none were given');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('replay_too_large and invalid_request are BadRequestError, invalid_state and idempotency_conflict ConflictError, not retried', async () => {
+    const s = await stub([
+      { status: 400, body: err('replay_too_large', 'the window holds 12000 events; at most 10000') },
+      { status: 400, body: { ...err('invalid_request', 'created_before must be after created_after'), param: 'created_before' } },
+      { status: 400, body: { ...err('invalid_request', 'unknown event type'), param: 'types[0]' } },
+      { status: 409, body: err('invalid_state', 'the endpoint is disabled') },
+      { status: 409, body: { ...err('idempotency_conflict'), resource_id: 'rpl_01' } },
+      { status: 404, body: err('not_found') },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await assert.rejects(client.webhooks.replay('we_01', window), (e: unknown) => {
+        assert.ok(e instanceof BadRequestError);
+        assert.equal(e.status, 400);
+        assert.equal(e.code, 'replay_too_large');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      await assert.rejects(client.webhooks.replay('we_01', { created_after: '2026-01-02', created_before: '2026-01-01' }), (e: unknown) => {
+        assert.ok(e instanceof BadRequestError);
+        assert.equal(e.code, 'invalid_request');
+        assert.equal(e.param, 'created_before');
+        return true;
+      });
+      await assert.rejects(client.webhooks.replay('we_01', { ...window, types: ['nope' as any] }), (e: unknown) => {
+        assert.ok(e instanceof BadRequestError);
+        assert.equal(e.param, 'types[0]');
+        return true;
+      });
+      await assert.rejects(client.webhooks.replay('we_01', window), (e: unknown) => {
+        assert.ok(e instanceof ConflictError);
+        assert.equal(e.code, 'invalid_state');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      await assert.rejects(client.webhooks.replay('we_01', window, { idempotencyKey: 'k1' }), (e: unknown) => {
+        assert.ok(e instanceof ConflictError);
+        assert.equal(e.code, 'idempotency_conflict');
+        assert.equal(e.resourceId, 'rpl_01');
+        return true;
+      });
+      await assert.rejects(client.webhooks.replay('we_other', window), NotFoundError);
+      assert.equal(s.seen.length, 6, 'none was retried');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('deliveries carry replay_id (null for a new event)', async () => {
+    const d = { id: 'msg_01', object: 'webhook_delivery', webhook_endpoint_id: 'we_01', event_id: 'evt_01', event_type: 'payment.completed', status: 'succeeded', attempts: [], next_attempt_at: null, created_at: '2026-01-02T10:00:00Z' };
+    const s = await stub([
+      { status: 200, body: { object: 'list', data: [{ ...d, id: 'msg_02', replay_id: 'rpl_01' }, { ...d, replay_id: null }], has_more: false, next_cursor: null } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const list = await client.webhooks.deliveries.list('we_01').toArray();
+      assert.deepEqual(list.map((x) => [x.id, x.event_id, x.replay_id]), [['msg_02', 'evt_01', 'rpl_01'], ['msg_01', 'evt_01', null]]);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('journal entries list (unit)', () => {
+  const je = (id: string) => ({ id, object: 'journal_entry', type: 'adjustment', status: 'posted', entries: [], source: { type: 'journal_entry', id } });
+
+  test('list sends every filter (metadata as deepObject) on every page and walks the cursor', async () => {
+    const s = await stub([
+      { status: 200, body: { object: 'list', data: [je('je_03'), je('je_02')], has_more: true, next_cursor: 'c1' } },
+      { status: 200, body: { object: 'list', data: [je('je_01')], has_more: false, next_cursor: null } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const ids: string[] = [];
+      for await (const e of client.ledger.journalEntries.list({
+        type: 'adjustment',
+        status: 'posted',
+        virtual_account_id: 'va_01',
+        source_type: 'journal_entry',
+        source_id: 'je_x',
+        metadata: { region: 'east', 'order id': 'A&B' },
+        created_after: '2026-01-01',
+        created_before: '2026-02-01T00:00:00Z',
+        limit: 2,
+      })) {
+        ids.push(e.id);
+      }
+      assert.deepEqual(ids, ['je_03', 'je_02', 'je_01']);
+      const first =
+        '/v1/ledger/journal-entries?type=adjustment&status=posted&virtual_account_id=va_01&source_type=journal_entry&source_id=je_x' +
+        '&metadata%5Bregion%5D=east&metadata%5Border+id%5D=A%26B&created_after=2026-01-01&created_before=2026-02-01T00%3A00%3A00Z&limit=2';
+      assert.equal(s.seen[0]!.url, first);
+      assert.equal(s.seen[1]!.url, `${first}&cursor=c1`, 'the filters travel with the next page');
+      assert.ok(s.seen.every((x) => x.method === 'GET' && x.headers['idempotency-key'] === undefined));
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('awaited, one page; no params, no query; a bad filter is a BadRequestError, not retried', async () => {
+    const s = await stub([
+      { status: 200, body: { object: 'list', data: [je('je_03')], has_more: true, next_cursor: 'c1' } },
+      { status: 400, body: { ...err('invalid_request', 'type must be one of …'), param: 'type' } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const page = await client.ledger.journalEntries.list();
+      assert.equal(page.object, 'list');
+      assert.deepEqual(page.data.map((e) => e.id), ['je_03']);
+      assert.equal(page.next_cursor, 'c1');
+      assert.equal(s.seen[0]!.url, '/v1/ledger/journal-entries');
+      await assert.rejects(client.ledger.journalEntries.list({ type: 'payment_fee' as any }).toArray(), (e: unknown) => {
+        assert.ok(e instanceof BadRequestError);
+        assert.equal(e.param, 'type');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      assert.equal(s.seen.length, 2);
+      assert.equal(s.seen[1]!.url, '/v1/ledger/journal-entries?type=payment_fee');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('webhook verification (unit)', () => {
   const secret = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64');
   const other = 'whsec_' + Buffer.from('another secret of thirty-two byt').toString('base64');

@@ -47,6 +47,7 @@ ROUTES: Dict[str, Callable[[Treasury], Callable[..., Any]]] = {
     "GET /ledger/accounts": lambda c: c.ledger.accounts.list,
     "GET /ledger/entries": lambda c: c.ledger.entries.list,
     "POST /ledger/entries": lambda c: c.ledger.entries.create,
+    "GET /ledger/journal-entries": lambda c: c.ledger.journal_entries.list,
     "GET /ledger/journal-entries/{id}": lambda c: c.ledger.journal_entries.retrieve,
     "GET /ledger/exports": lambda c: c.ledger.exports,
     # payments
@@ -81,6 +82,7 @@ ROUTES: Dict[str, Callable[[Treasury], Callable[..., Any]]] = {
     "DELETE /webhooks/{id}": lambda c: c.webhooks.delete,
     "POST /webhooks/{id}/rotate-secret": lambda c: c.webhooks.rotate_secret,
     "POST /webhooks/{id}/test": lambda c: c.webhooks.test,
+    "POST /webhooks/{id}/replay": lambda c: c.webhooks.replay,
     "GET /webhooks/{id}/deliveries": lambda c: c.webhooks.deliveries.list,
     "POST /webhooks/{id}/deliveries/{delivery_id}/retry": lambda c: c.webhooks.deliveries.retry,
 }

@@ -112,6 +112,16 @@ def not_before_midnight_eastern(margin: float = 60.0) -> None:
         time.sleep(left + 1)
 
 
+def parse_time(value: str) -> dt.datetime:
+    """An RFC 3339 time of the API (``2026-01-15T09:30:00.000Z``)."""
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def format_time(t: dt.datetime) -> str:
+    """``t`` as the API writes times: UTC, milliseconds."""
+    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def deliveries(predicate, timeout: float = 10.0) -> support.Received:  # type: ignore[no-untyped-def]
     """The first delivery the receiver got (or gets) matching ``predicate``."""
     for r in list(RECEIVER.all):
@@ -1432,6 +1442,276 @@ class Journey(unittest.TestCase):
                       what="the endpoint's deliveries")
         self.assertEqual([d["event_type"] for d in listed], ["payment.released"])
         self.assertTrue(c.webhooks.delete(wh["id"])["deleted"])
+
+    # -- webhook replay (issue #18) -------------------------------------------------------------
+
+    def test_26_webhook_replay(self) -> None:
+        c: RecordingTreasury = S["client"]
+        main, review = S["va"]["main"], S["va"]["review"]
+        path = f"/replay/{RUN}"
+        # an endpoint on the receiver subscribed to book transfers alone; the window starts at its creation
+        wh = c.webhooks.create(url=f"{RECEIVER.url}{path}", events=["book_transfer.completed"])
+        start = wh["created_at"]
+
+        def on_endpoint(r: support.Received) -> bool:
+            return r.path == path
+
+        # the events of the window, made by this test's calls only: two book transfers
+        # (sent to the endpoint now) and an account (an event it does not subscribe to)
+        transfers = [c.book_transfers.create(from_virtual_account_id=main, to_virtual_account_id=review,
+                                             amount=100 + n, metadata={"replay": RUN})["id"] for n in range(2)]
+        account = c.virtual_accounts.create(platform_id=S["platform"]["id"], entity_ref=f"replay-{RUN}",
+                                            type="checking")
+
+        def events_of(kind: str, ids: List[str]) -> List[treasury.types.Event]:
+            return poll(lambda: [e for e in c.events.list(type=kind, created_after=start, limit=100)
+                                 if e["data"]["object"]["id"] in ids],
+                        lambda es: len(es) == len(ids), what=f"the {kind} events of {ids}")
+
+        bt_events = {e["id"]: e for e in events_of("book_transfer.completed", transfers)}
+        [va_event] = events_of("virtual_account.created", [account["id"]])
+        # the window ends just after the last of them
+        last = max([*(e["created_at"] for e in bt_events.values()), va_event["created_at"]], key=parse_time)
+        end = format_time(parse_time(last) + dt.timedelta(milliseconds=1))
+        self.assertEqual(len(list(c.events.list(type="book_transfer.completed", created_after=start,
+                                                created_before=end))), 2, "no other book transfer in the window")
+
+        # the first deliveries, as the events happened
+        def received_events(pred: Any, n: int) -> Dict[str, support.Received]:
+            """The deliveries to the endpoint matching ``pred`` by webhook-id, once ``n`` are there."""
+            got = poll(lambda: {r.header("webhook-id"): r for r in list(RECEIVER.all) if on_endpoint(r) and pred(r)},
+                       lambda d: len(d) >= n, timeout=60, what=f"{n} deliveries to {path}")
+            return {k or "": v for k, v in got.items()}
+
+        first = received_events(lambda r: True, 2)
+        self.assertEqual({treasury.webhooks.verify(r.body, r.headers, wh["secret"])["id"] for r in first.values()},
+                         set(bt_events), "the originals: one delivery per book transfer")
+        original_body = {json.loads(r.body)["id"]: json.loads(r.body) for r in first.values()}
+
+        # replayed without types: the endpoint's subscriptions (book transfers): 201, both queued
+        key = f"replay-{RUN}"
+        mark = exchange_mark()
+        replay = c.webhooks.replay(wh["id"], created_after=start, created_before=end, idempotency_key=key)
+        self.assertEqual([x.status for x in answered_since(mark)], [201])
+        self.assertRegex(replay["id"], r"^rpl_[0-9a-z]{26}$")
+        self.assertEqual((replay["object"], replay["webhook_id"], replay["types"], replay["replayed"]),
+                         ("webhook_replay", wh["id"], None, 2))
+        self.assertEqual((parse_time(replay["created_after"]), parse_time(replay["created_before"])),
+                         (parse_time(start), parse_time(end)))
+        self.assertIsNotNone(replay["created_at"])
+
+        # the deliveries list shows them with their replay_id, the same events; the originals without one
+        def deliveries_of(replay_id: Optional[str], n: int) -> List[treasury.types.WebhookDelivery]:
+            return poll(lambda: [d for d in c.webhooks.deliveries.list(wh["id"], limit=2)
+                                 if d["replay_id"] == replay_id],
+                        lambda ds: len(ds) >= n, what=f"{n} deliveries of replay {replay_id}")
+
+        replayed = deliveries_of(replay["id"], 2)
+        self.assertEqual(sorted(d["event_id"] for d in replayed), sorted(bt_events))
+        self.assertEqual({d["event_type"] for d in replayed}, {"book_transfer.completed"})
+        originals = deliveries_of(None, 2)
+        self.assertEqual(sorted(d["event_id"] for d in originals), sorted(bt_events))
+        self.assertFalse({d["id"] for d in replayed} & {d["id"] for d in originals}, "each a new delivery")
+
+        # the receiver gets them again: new webhook-ids, the same event ids and bodies, valid signatures
+        again = received_events(lambda r: r.header("webhook-id") in {d["id"] for d in replayed}, 2)
+        for r in again.values():
+            event = treasury.webhooks.verify(r.body, r.headers, wh["secret"])
+            self.assertIn(event["id"], bt_events)
+            self.assertEqual(event, original_body[event["id"]], "the event as first sent")
+        self.assertEqual(sorted(treasury.webhooks.verify(r.body, r.headers, wh["secret"])["id"]
+                                for r in again.values()), sorted(bt_events))
+        poll(lambda: [d["status"] for d in c.webhooks.deliveries.list(wh["id"]) if d["replay_id"] == replay["id"]],
+             lambda st: st == ["succeeded"] * 2, timeout=60, what="the replayed deliveries' success")
+
+        # the same key and body: 200, the same replay, no second batch
+        mark = exchange_mark()
+        same = c.webhooks.replay(wh["id"], created_after=start, created_before=end, idempotency_key=key)
+        [answer] = answered_since(mark)
+        self.assertEqual(answer.status, 200)
+        self.assertEqual(answer.response_headers.get("idempotent-replayed"), "true")
+        self.assertEqual(same, replay)
+        # the same key with another body: 409 idempotency_conflict naming the replay
+        with self.assertRaises(ConflictError) as cm:
+            c.webhooks.replay(wh["id"], created_after=start, created_before=end, types=["book_transfer.completed"],
+                              idempotency_key=key)
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.resource_id),
+                         (409, "idempotency_conflict", replay["id"]))
+
+        # with types: those events, subscribed to or not (the account's creation is not)
+        typed = c.webhooks.replay(wh["id"], created_after=start, created_before=end,
+                                  types=["virtual_account.created", "book_transfer.completed"])
+        self.assertEqual((typed["types"], typed["replayed"]),
+                         (["virtual_account.created", "book_transfer.completed"], 3))
+        self.assertNotEqual(typed["id"], replay["id"])
+        only_account = c.webhooks.replay(wh["id"], created_after=start, created_before=end,
+                                         types=["virtual_account.created"])
+        self.assertEqual((only_account["types"], only_account["replayed"]), (["virtual_account.created"], 1))
+        typed_deliveries = deliveries_of(typed["id"], 3)
+        self.assertEqual(sorted(d["event_id"] for d in typed_deliveries), sorted([*bt_events, va_event["id"]]))
+        [account_delivery] = deliveries_of(only_account["id"], 1)
+        self.assertEqual((account_delivery["event_id"], account_delivery["event_type"]),
+                         (va_event["id"], "virtual_account.created"))
+        got = received_events(lambda r: r.header("webhook-id") == account_delivery["id"], 1)
+        event = treasury.webhooks.verify(got[account_delivery["id"]].body, got[account_delivery["id"]].headers,
+                                         wh["secret"])
+        self.assertEqual((event["id"], event["type"], event["data"]["object"]["id"]),
+                         (va_event["id"], "virtual_account.created", account["id"]))
+        # the first replay made no second batch: still its two deliveries
+        self.assertEqual(len([d for d in c.webhooks.deliveries.list(wh["id"]) if d["replay_id"] == replay["id"]]), 2)
+
+        # a window in the future replays nothing
+        future = c.webhooks.replay(wh["id"], created_after="2999-01-01", created_before="2999-01-02")
+        self.assertEqual(future["replayed"], 0)
+
+        # refusals
+        def refused(call: Any, error: type, status: int, code: str) -> APIError:
+            with self.assertRaises(error) as cm:
+                call()
+            e = cm.exception
+            self.assertIsInstance(e, APIError)
+            self.assertEqual((e.status, e.code), (status, code))
+            return e
+
+        # a reversed window: 400 invalid_request naming created_before
+        e = refused(lambda: c.webhooks.replay(wh["id"], created_after=end, created_before=start),
+                    BadRequestError, 400, "invalid_request")
+        self.assertEqual(e.param, "created_before")
+        # an unknown type, and webhook.test: 400 naming types[i]
+        bad: Any = ["book_transfer.completed", "payment.exploded"]
+        e = refused(lambda: c.webhooks.replay(wh["id"], created_after=start, created_before=end, types=bad),
+                    BadRequestError, 400, "invalid_request")
+        self.assertEqual(e.param, "types[1]")
+        e = refused(lambda: c.webhooks.replay(wh["id"], created_after=start, created_before=end,
+                                              types=["webhook.test"]),  # type: ignore[list-item]
+                    BadRequestError, 400, "invalid_request")
+        self.assertEqual(e.param, "types[0]")
+        # another platform's endpoint, the other environment's, an unknown one: 404
+        other = RecordingTreasury(api_key=S["other_platform_key"], base_url=BASE_URL)
+        for stranger in (other, S["live_client"]):
+            refused(lambda: stranger.webhooks.replay(wh["id"], created_after=start, created_before=end),
+                    NotFoundError, 404, "not_found")
+        refused(lambda: c.webhooks.replay("wh_" + "0" * 26, created_after=start, created_before=end),
+                NotFoundError, 404, "not_found")
+        # a disabled endpoint: 409 invalid_state
+        self.assertEqual(c.webhooks.update(wh["id"], status="disabled")["status"], "disabled")
+        refused(lambda: c.webhooks.replay(wh["id"], created_after=start, created_before=end),
+                ConflictError, 409, "invalid_state")
+        self.assertTrue(c.webhooks.delete(wh["id"])["deleted"])
+        refused(lambda: c.webhooks.replay(wh["id"], created_after=start, created_before=end),
+                NotFoundError, 404, "not_found")
+
+    # -- the journal entries list (issue #18) ------------------------------------------------------
+
+    def assert_query_on_every_page(self, mark: int, path: str, query: Dict[str, str], pages: int) -> None:
+        """Each of the ``pages`` GETs of ``path`` since ``mark`` sent exactly ``query`` (a cursor after the first)."""
+        from urllib.parse import parse_qs, urlsplit
+        sent = [x for x in answered_since(mark) if x.method == "GET" and x.path.endswith(path)]
+        self.assertEqual(len(sent), pages, f"{pages} pages of {path}")
+        for n, x in enumerate(sent):
+            q = {k: v for k, [v] in parse_qs(urlsplit(x.url).query).items()}
+            self.assertEqual(q.pop("cursor", None) is not None, n > 0)
+            self.assertEqual(q, query, f"page {n + 1} of {path} keeps the filters")
+
+    def test_27_journal_entries_list(self) -> None:
+        c: RecordingTreasury = S["client"]
+        main, review = S["va"]["main"], S["va"]["review"]
+        operating = next(a for a in c.ledger.accounts.list(limit=100) if a["name"] == "platform_operating")
+        tag = f"jel-{RUN}"
+        # three manual entries with metadata, newest last, and a payment
+        adjustment = c.ledger.entries.create(type="adjustment", description=f"credit {RUN}", virtual_account_id=main,
+                                             direction="credit", amount=300, metadata={"batch": tag, "kind": "a"})
+        fee = c.ledger.entries.create(type="fee", description=f"fee {RUN}", virtual_account_id=main,
+                                      direction="debit", amount=25, metadata={"batch": tag, "kind": "b"})
+        correction = c.ledger.entries.create(type="correction", description=f"move {RUN}", lines=[
+            {"virtual_account_id": review, "direction": "credit", "amount": 50},
+            {"ledger_account_id": operating["id"], "direction": "debit", "amount": 50},
+        ], metadata={"batch": tag, "kind": "a", "order id": "A&B"})
+        manual = [correction, fee, adjustment]  # newest first
+        pay = c.payments.create(virtual_account_id=main, amount=700, rail="rtp", destination=DEST)
+        pay = poll(lambda: c.payments.retrieve(pay["id"]), lambda p: p["status"] in ("completed", "failed"),
+                   timeout=20, what="the payment")
+        self.assertEqual(pay["status"], "completed")
+        assert pay["journal_entry_id"] is not None
+        pay_entry = c.ledger.journal_entries.retrieve(pay["journal_entry_id"])
+        self.assertEqual(pay_entry["status"], "posted")
+
+        def ids(page: Any) -> List[str]:
+            return [e["id"] for e in page]
+
+        # by metadata, one entry a page, the filter on every page; each item as retrieve shows it
+        mark = exchange_mark()
+        listed = list(c.ledger.journal_entries.list(metadata={"batch": tag}, limit=1))
+        self.assertEqual([e["id"] for e in listed], [e["id"] for e in manual])
+        self.assert_query_on_every_page(mark, "/ledger/journal-entries", {"metadata[batch]": tag, "limit": "1"}, 3)
+        for item in listed:
+            self.assertEqual(item, c.ledger.journal_entries.retrieve(item["id"]))
+            self.assertEqual(item["source"], {"type": "journal_entry", "id": item["id"]})
+        self.assertEqual(listed[0], correction)
+        # several pairs, all matching (key and value percent-encoded)
+        self.assertEqual(ids(c.ledger.journal_entries.list(metadata={"batch": tag, "kind": "a"})),
+                         [correction["id"], adjustment["id"]])
+        self.assertEqual(ids(c.ledger.journal_entries.list(metadata={"batch": tag, "order id": "A&B"})),
+                         [correction["id"]])
+        self.assertEqual(ids(c.ledger.journal_entries.list(metadata={"batch": tag, "kind": "b", "order id": "A&B"})),
+                         [])
+        # each filter
+        for kind, entry in (("adjustment", adjustment), ("fee", fee), ("correction", correction)):
+            self.assertEqual(ids(c.ledger.journal_entries.list(type=kind, metadata={"batch": tag})), [entry["id"]])
+        self.assertEqual(ids(c.ledger.journal_entries.list(type="payment_reversal", metadata={"batch": tag})), [])
+        self.assertEqual(ids(c.ledger.journal_entries.list(status="posted", metadata={"batch": tag})), ids(manual))
+        self.assertEqual(ids(c.ledger.journal_entries.list(status="pending", metadata={"batch": tag})), [])
+        self.assertEqual(ids(c.ledger.journal_entries.list(source_type="journal_entry", metadata={"batch": tag})),
+                         ids(manual))
+        self.assertEqual(ids(c.ledger.journal_entries.list(source_type="payment", metadata={"batch": tag})), [])
+        self.assertEqual(ids(c.ledger.journal_entries.list(source_id=fee["id"])), [fee["id"]])
+        self.assertEqual(ids(c.ledger.journal_entries.list(virtual_account_id=review, metadata={"batch": tag})),
+                         [correction["id"]])
+        self.assertEqual(ids(c.ledger.journal_entries.list(virtual_account_id=main, metadata={"batch": tag})),
+                         [fee["id"], adjustment["id"]])
+        self.assertEqual(ids(c.ledger.journal_entries.list(virtual_account_id=MISSING["va"])), [],
+                         "an unknown account: an empty list, not 404")
+        self.assertEqual(ids(c.ledger.journal_entries.list(metadata={"batch": tag}, created_after=fee["created_at"])),
+                         [correction["id"], fee["id"]], "created_after is inclusive")
+        self.assertEqual(ids(c.ledger.journal_entries.list(metadata={"batch": tag}, created_before=fee["created_at"])),
+                         [adjustment["id"]], "created_before is exclusive")
+        self.assertEqual(ids(c.ledger.journal_entries.list(metadata={"batch": tag}, created_after="2999-01-01")), [])
+
+        # the payment's entry, by its source: as retrieve shows it
+        by_payment = list(c.ledger.journal_entries.list(source_type="payment", source_id=pay["id"]))
+        self.assertEqual(by_payment, [pay_entry])
+        self.assertEqual((pay_entry["type"], pay_entry["source"]), ("payment", {"type": "payment", "id": pay["id"]}))
+        self.assertEqual(ids(c.ledger.journal_entries.list(type="payment", status="posted", source_id=pay["id"],
+                                                           virtual_account_id=main)), [pay_entry["id"]])
+        self.assertEqual(ids(c.ledger.journal_entries.list(type="payment", status="pending", source_id=pay["id"])), [])
+        self.assertEqual(ids(c.ledger.journal_entries.list(type="adjustment", source_id=pay["id"])), [])
+
+        # every entry since the payment's, two a page, several filters kept on every page
+        mark = exchange_mark()
+        since = c.ledger.journal_entries.list(virtual_account_id=main, created_after=adjustment["created_at"],
+                                              status="posted", limit=2)
+        walked = list(since)
+        self.assertEqual(ids(walked)[-2:], [fee["id"], adjustment["id"]])
+        self.assertIn(pay_entry["id"], ids(walked))
+        self.assertEqual(len(set(ids(walked))), len(walked), "each entry once")
+        self.assertEqual([e["created_at"] for e in walked], sorted((e["created_at"] for e in walked), reverse=True))
+        for item in walked:
+            self.assertEqual(item, c.ledger.journal_entries.retrieve(item["id"]))
+        self.assertGreaterEqual(len(walked), 3)
+        self.assert_query_on_every_page(
+            mark, "/ledger/journal-entries",
+            {"virtual_account_id": main, "created_after": adjustment["created_at"], "status": "posted", "limit": "2"},
+            -(-len(walked) // 2))
+
+        # another platform's key sees none of them; a bad filter value is 400 naming it
+        other = RecordingTreasury(api_key=S["other_platform_key"], base_url=BASE_URL)
+        self.assertEqual(ids(other.ledger.journal_entries.list(metadata={"batch": tag})), [])
+        self.assertEqual(ids(S["live_client"].ledger.journal_entries.list(metadata={"batch": tag})), [])
+        for param, value in (("type", "payment_fee"), ("type", "wire"), ("status", "void"), ("source_type", "refund")):
+            with self.assertRaises(BadRequestError) as cm:
+                c.ledger.journal_entries.list(**{param: value})
+            self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.param),
+                             (400, "invalid_request", param))
 
     # -- every route was exercised ----------------------------------------------------------
 

@@ -179,6 +179,77 @@ class StubTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, "invalid_state")
             self.assertEqual(len(server.all), 1)
 
+    def test_a_webhook_replay(self) -> None:
+        # types goes in the body only when given; a key each (the caller's, else a
+        # random one), the same across a retry; the id one quoted path segment.
+        replay = {"id": "rpl_1", "object": "webhook_replay", "webhook_id": "wh_1",
+                  "created_after": "2026-01-01T00:00:00.000Z", "created_before": "2026-01-02T00:00:00.000Z",
+                  "types": None, "replayed": 3,
+                  "created_at": "2026-01-02T00:00:01.000Z"}
+        with LocalServer(scripted(json_answer(503, error_body("unavailable"), {"Retry-After": "0"}),
+                                  json_answer(201, replay))) as server:
+            c = self.client(server)
+            got = c.webhooks.replay("wh_1", created_after="2026-01-01", created_before="2026-01-02")
+            self.assertEqual((got["id"], got["replayed"], got["types"]), ("rpl_1", 3, None))
+            c.webhooks.replay("wh/../1", created_after="2026-01-01T00:00:00Z", created_before="2026-01-02",
+                              types=["payment.completed", "payment.failed"], idempotency_key="replay-1")
+            self.assertEqual([(r.method, r.path) for r in server.all],
+                             [("POST", "/v1/webhooks/wh_1/replay")] * 2 + [("POST", "/v1/webhooks/wh%2F..%2F1/replay")])
+            bodies = [json.loads(r.body) for r in server.all]
+            self.assertEqual(bodies, [{"created_after": "2026-01-01", "created_before": "2026-01-02"}] * 2
+                             + [{"created_after": "2026-01-01T00:00:00Z", "created_before": "2026-01-02",
+                                 "types": ["payment.completed", "payment.failed"]}])
+            keys = [r.header("Idempotency-Key") for r in server.all]
+            self.assertTrue(keys[0])
+            self.assertEqual(keys[0], keys[1], "the same key on the retry")
+            self.assertEqual(keys[2], "replay-1")
+        # 400 replay_too_large is a BadRequestError, not retried
+        with LocalServer(scripted(json_answer(400, error_body("replay_too_large", param="created_before")))) as server:
+            with self.assertRaises(BadRequestError) as cm:
+                self.client(server).webhooks.replay("wh_1", created_after="2020-01-01", created_before="2030-01-01")
+            self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.param),
+                             (400, "replay_too_large", "created_before"))
+            self.assertEqual(len(server.all), 1)
+        # 409 invalid_state (a disabled endpoint) is not retried
+        with LocalServer(scripted(json_answer(409, error_body("invalid_state")))) as server:
+            with self.assertRaises(ConflictError) as cm409:
+                self.client(server).webhooks.replay("wh_1", created_after="2026-01-01", created_before="2026-01-02")
+            self.assertEqual(cm409.exception.code, "invalid_state")
+            self.assertEqual(len(server.all), 1)
+
+    def test_journal_entries_are_listed_with_their_filters_on_every_page(self) -> None:
+        pages = {
+            None: {"object": "list", "data": [{"id": "je_3"}, {"id": "je_2"}], "has_more": True, "next_cursor": "c1"},
+            "c1": {"object": "list", "data": [{"id": "je_1"}], "has_more": False, "next_cursor": None},
+        }
+        wanted = {"type": ["adjustment"], "status": ["posted"], "virtual_account_id": ["va_1"],
+                  "source_type": ["journal_entry"], "source_id": ["je_9"], "created_after": ["2026-01-01"],
+                  "created_before": ["2026-02-01T00:00:00Z"], "metadata[invoice]": ["42"],
+                  "metadata[order id]": ["A&B"], "limit": ["2"]}
+
+        def respond(r: support.Received):  # type: ignore[no-untyped-def]
+            from urllib.parse import parse_qs, urlsplit
+            url = urlsplit(r.path)
+            self.assertEqual(url.path, "/v1/ledger/journal-entries")
+            q = parse_qs(url.query)
+            self.assertEqual({k: v for k, v in q.items() if k != "cursor"}, wanted)
+            return json_answer(200, pages[q.get("cursor", [None])[0]])
+
+        with LocalServer(respond) as server:
+            c = self.client(server)
+            page = c.ledger.journal_entries.list(type="adjustment", status="posted", virtual_account_id="va_1",
+                                                 source_type="journal_entry", source_id="je_9",
+                                                 created_after="2026-01-01", created_before="2026-02-01T00:00:00Z",
+                                                 metadata={"invoice": "42", "order id": "A&B"}, limit=2)
+            self.assertEqual([e["id"] for e in page.data], ["je_3", "je_2"])
+            self.assertEqual([e["id"] for e in page], ["je_3", "je_2", "je_1"])
+            self.assertEqual([r.method for r in server.all], ["GET", "GET"])
+            self.assertIsNone(server.all[0].header("Idempotency-Key"))
+        # no filter: no query at all
+        with LocalServer(scripted(json_answer(200, pages["c1"]))) as server:
+            self.assertEqual([e["id"] for e in self.client(server).ledger.journal_entries.list()], ["je_1"])
+            self.assertEqual(server.all[0].path, "/v1/ledger/journal-entries")
+
     def test_the_callers_idempotency_key_is_sent(self) -> None:
         with LocalServer(scripted(json_answer(201, PAYMENT))) as server:
             self.client(server).payments.create(virtual_account_id="va_1", amount=100, rail="rtp", destination=DEST,

@@ -1343,6 +1343,216 @@ class IntegrationTest < Minitest::Test
     receiver&.close
   end
 
+  # Webhook replay: the platform's past events of a window sent to an endpoint again, each as a new
+  # delivery (its own webhook-id, `replay_id` naming the replay) carrying the event as first sent
+  # (the same event id), signed like any delivery. After test_13f (no later step counts events or
+  # deliveries).
+  def test_13g_webhook_replay
+    receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
+    live = Treasury::Client.new(api_key: S.fetch(:live_key), base_url: BASE_URL)
+    foreign = Treasury::Client.new(api_key: S.fetch(:foreign_key), base_url: BASE_URL)
+    started = Time.now.utc
+    endpoint = client.webhooks.create(url: receiver.url("/hooks/replay"), events: ["payment.completed"],
+                                      description: "replay #{RUN}")
+    secret = endpoint.secret
+
+    # Some events: two payments, completed, and their payment.completed delivered the first time.
+    made = [pay("rtp", 301), pay("fednow", 302)].map { |p| poll_payment(p.id, "completed") }
+    originals = made.to_h do |p|
+      delivery = receiver.wait_for(timeout: 20) do |r|
+        body = JSON.parse(r.body)
+        body["type"] == "payment.completed" && body.dig("data", "object", "id") == p.id
+      end
+      refute_nil delivery, "payment.completed of #{p.id} was not delivered"
+      event = Treasury::Webhooks.verify(delivery.body, delivery.headers, secret)
+      [event["id"], delivery]
+    end
+    sleep 0.01
+    ended = Time.now.utc
+    # The window's events, as GET /events shows them once they stop changing (projected, async).
+    window = ->(**q) { client.events.list(created_after: started, created_before: ended, limit: 100, **q).to_a }
+    events = nil
+    wait_until("the window's events to settle", timeout: 20, interval: 0.3) do
+      now = window.call.map(&:id).sort
+      settled = events == now
+      events = now
+      settled
+    end
+    by_type = ->(*types) { window.call.select { |e| types.include?(e.type) }.map(&:id).sort }
+    completed_ids = by_type.call("payment.completed")
+    assert_equal originals.keys.sort, completed_ids, "the window holds the two payment.completed events"
+    typed_ids = by_type.call("payment.created", "payment.completed")
+    assert_equal 4, typed_ids.size
+
+    # Without types: the types the endpoint subscribes to (payment.completed).
+    plain = client.webhooks.replay(endpoint.id, created_after: started, created_before: ended)
+    assert_kind_of Treasury::Models::WebhookReplay, plain
+    assert_match(/\Arpl_[0-9a-z]{26}\z/, plain.id)
+    assert_equal ["webhook_replay", endpoint.id, 2, nil], [plain.object, plain.webhook_id, plain.replayed, plain.types]
+    assert plain.key?(:types), "types is null, not absent"
+    assert_equal started.strftime("%Y-%m-%dT%H:%M:%S.%LZ"), plain.created_after
+    assert_equal ended.strftime("%Y-%m-%dT%H:%M:%S.%LZ"), plain.created_before
+
+    # With types, under one idempotency key: subscribed to or not; the same key and body again is
+    # the same replay (200, no second batch); another body under the key is 409.
+    key = "ruby-#{RUN}-replay-1"
+    typed = client.webhooks.replay(endpoint.id, created_after: started, created_before: ended,
+                                                types: %w[payment.created payment.completed], idempotency_key: key)
+    assert_equal [typed_ids.size, %w[payment.created payment.completed]], [typed.replayed, typed.types]
+    again = client.webhooks.replay(endpoint.id, created_after: started, created_before: ended,
+                                                types: %w[payment.created payment.completed], idempotency_key: key)
+    assert_equal typed.to_h, again.to_h
+    statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
+    assert_equal [201, 200], statuses.reject { |st| [429, 503].include?(st) }, statuses.inspect
+    error = assert_api_error(Treasury::ConflictError, code: "idempotency_conflict", status: 409) do
+      client.webhooks.replay(endpoint.id, created_after: started, created_before: ended,
+                                          types: ["payment.created"], idempotency_key: key)
+    end
+    assert_equal typed.id, error.resource_id
+
+    # The deliveries: one per replayed event, with replay_id; the first ones have none.
+    deliveries = wait_until("the replayed deliveries to succeed", timeout: 30, interval: 0.3) do
+      list = client.webhooks.deliveries.list(endpoint.id, limit: 100).to_a
+      replayed = list.reject { |d| d.replay_id.nil? }
+      replayed.size == plain.replayed + typed.replayed && replayed.all? { |d| d.status == "succeeded" } ? list : nil
+    end
+    assert_equal [nil, nil], deliveries.select { |d| originals.key?(d.event_id) && d.replay_id.nil? }.map(&:replay_id)
+    assert_equal 2, deliveries.count { |d| d.replay_id.nil? }, "the two first deliveries, no more"
+    assert(deliveries.all? { |d| d.key?(:replay_id) })
+    of = ->(replay) { deliveries.select { |d| d.replay_id == replay.id } }
+    assert_equal completed_ids, of.call(plain).map(&:event_id).sort
+    assert_equal typed_ids, of.call(typed).map(&:event_id).sort, "one batch for the key, not two"
+    assert_equal [plain.id, typed.id].sort, deliveries.map(&:replay_id).compact.uniq.sort
+
+    # Received again: each replayed delivery under its own webhook-id, signed, with the original event id
+    # and body.
+    [plain, typed].each do |replay|
+      of.call(replay).each do |d|
+        got = receiver.wait_for(timeout: 20) { |r| r["webhook-id"] == d.id }
+        refute_nil got, "replayed delivery #{d.id} did not arrive"
+        event = Treasury::Webhooks.verify(got.body, got.headers, secret)
+        assert_equal [d.event_id, d.event_type], [event["id"], event["type"]]
+        refute_includes originals.values.map { |o| o["webhook-id"] }, d.id
+        original = originals[event["id"]]
+        assert_equal JSON.parse(original.body), event, "the event as first sent" if original
+      end
+    end
+    received = receiver.requests.map { |r| JSON.parse(r.body)["id"] }
+    assert_equal 3, received.count(originals.keys.first), "first sent, then replayed twice"
+
+    # Refusals: a reversed window, an unknown type, another platform's or environment's endpoint, a
+    # disabled one.
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.webhooks.replay(endpoint.id, created_after: ended, created_before: started)
+    end
+    assert_equal "created_before", error.param
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.webhooks.replay(endpoint.id, created_after: started, created_before: ended,
+                                          types: ["payment.completed", "payment.exploded"])
+    end
+    assert_equal "types[1]", error.param
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      foreign.webhooks.replay(endpoint.id, created_after: started, created_before: ended)
+    end
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      live.webhooks.replay(endpoint.id, created_after: started, created_before: ended)
+    end
+    client.webhooks.update(endpoint.id, status: "disabled")
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) do
+      client.webhooks.replay(endpoint.id, created_after: started, created_before: ended)
+    end
+    # A window of dates (midnight UTC) in the future is fine and replays nothing.
+    client.webhooks.update(endpoint.id, status: "enabled")
+    future = client.webhooks.replay(endpoint.id, created_after: Date.today + 2, created_before: Date.today + 3)
+    assert_equal [0, (Date.today + 2).strftime("%Y-%m-%dT00:00:00.000Z")], [future.replayed, future.created_after]
+  ensure
+    client.webhooks.delete(endpoint.id) if endpoint
+    receiver&.close
+  end
+
+  # GET /ledger/journal-entries: each filter, alone and combined, pages of 1 and 2 keeping the filters,
+  # each item as GET /ledger/journal-entries/{id} shows it. After test_13g.
+  def test_13h_journal_entries_list
+    started = Time.now.utc
+    batch = "ruby-#{RUN}"
+    manual = lambda do |type, account, direction, amount, kind|
+      entry = client.ledger.entries.create(type: type, description: "#{type} #{kind}", virtual_account_id: account,
+                                           direction: direction, amount: amount,
+                                           metadata: { "batch" => batch, "kind" => kind })
+      sleep 0.01 # distinct created_at milliseconds, for the time filters
+      entry
+    end
+    e1 = manual.call("adjustment", S[:a], "credit", 401, "credit")
+    e2 = manual.call("fee", S[:a], "debit", 402, "fee")
+    e3 = manual.call("correction", S[:b], "credit", 403, "credit")
+    payment = poll_payment(pay("rtp", 404).id, "completed")
+    list = ->(**q) { client.ledger.journal_entries.list(**q).to_a }
+    ids = ->(**q) { list.call(**q).map(&:id) }
+
+    # Newest first, one a page: the filter and the cursor on every page's request.
+    before = Recorder.calls.size
+    walked = list.call(metadata: { "batch" => batch }, limit: 1)
+    assert_equal [e3.id, e2.id, e1.id], walked.map(&:id)
+    pages = Recorder.calls[before..].select do |c|
+      c.method == :get && c.uri.path.end_with?("/ledger/journal-entries") && ![429, 503].include?(c.status)
+    end
+    assert_equal 3, pages.size, pages.map { |c| c.uri.query }.inspect
+    assert(pages.all? { |c| c.uri.query.include?("metadata[batch]=#{URI.encode_www_form_component(batch)}") })
+    assert(pages.drop(1).all? { |c| c.uri.query.include?("cursor=") })
+    # Each item is the journal entry GET /ledger/journal-entries/{id} shows, with its lines and source.
+    walked.each do |item|
+      assert_kind_of Treasury::Models::JournalEntry, item
+      assert_equal client.ledger.journal_entries.retrieve(item.id).to_h, item.to_h
+    end
+    assert_equal({ type: "journal_entry", id: e2.id }, walked[1].source.to_h)
+    assert_kind_of Treasury::Models::LedgerEntry, walked[1].entries.first
+
+    # metadata: every pair must match.
+    assert_equal [e3.id, e1.id], ids.call(metadata: { "batch" => batch, "kind" => "credit" })
+    assert_empty ids.call(metadata: { "batch" => batch, "kind" => "debit" })
+    # type, status, source_type and source_id.
+    assert_equal [e2.id], ids.call(type: "fee", metadata: { "batch" => batch })
+    assert_equal [e1.id], ids.call(type: "adjustment", created_after: started)
+    assert_equal [e3.id, e2.id, e1.id], ids.call(status: "posted", metadata: { "batch" => batch }, limit: 2)
+    assert_equal [payment.journal_entry_id], ids.call(source_id: payment.id)
+    assert_equal [payment.journal_entry_id], ids.call(source_id: payment.id, status: "posted", type: "payment")
+    assert_empty ids.call(source_id: payment.id, status: "archived")
+    assert_equal [payment.journal_entry_id], ids.call(source_type: "payment", created_after: started)
+    assert_equal [e3.id, e2.id, e1.id], ids.call(source_type: "journal_entry", created_after: started)
+    # virtual_account_id, walked two a page; an unknown account is an empty list, not 404.
+    before = Recorder.calls.size
+    assert_equal [payment.journal_entry_id, e2.id, e1.id],
+                 ids.call(virtual_account_id: S[:a], created_after: started, limit: 2)
+    pages = Recorder.calls[before..].select do |c|
+      c.method == :get && c.uri.path.end_with?("/ledger/journal-entries") && ![429, 503].include?(c.status)
+    end
+    assert_equal 2, pages.size
+    assert(pages.all? { |c| c.uri.query.include?("virtual_account_id=#{S[:a]}") && c.uri.query.include?("created_after=") })
+    assert_equal [e3.id], ids.call(virtual_account_id: S[:b], created_after: started)
+    assert_empty ids.call(virtual_account_id: "va_00000000000000000000000000")
+    # created_before (exclusive) and created_after (inclusive).
+    assert_equal [e1.id], ids.call(metadata: { "batch" => batch }, created_before: Time.iso8601(e2.created_at))
+    assert_equal [e2.id, e1.id], ids.call(metadata: { "batch" => batch }, created_after: Time.iso8601(e1.created_at),
+                                          created_before: Time.iso8601(e3.created_at))
+    # The payment's entry as the list shows it: its lines and source, as by id.
+    entry = list.call(source_id: payment.id).first
+    assert_equal({ type: "payment", id: payment.id }, entry.source.to_h)
+    assert_equal client.ledger.journal_entries.retrieve(payment.journal_entry_id).to_h, entry.to_h
+    # Another platform sees none of them.
+    foreign = Treasury::Client.new(api_key: S.fetch(:foreign_key), base_url: BASE_URL)
+    assert_empty foreign.ledger.journal_entries.list(metadata: { "batch" => batch }).to_a
+
+    # A bad filter: 400 naming it (payment_fee is a line's type, not an entry's).
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.ledger.journal_entries.list(type: "payment_fee")
+    end
+    assert_equal "type", error.param
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.ledger.journal_entries.list(status: "done")
+    end
+    assert_equal "status", error.param
+  end
+
   def test_14_operator_rails
     files = operator.rails.ach_files.list(limit: 10)
     assert_kind_of Treasury::Page, files

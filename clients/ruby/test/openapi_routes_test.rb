@@ -36,6 +36,7 @@ class OpenAPIRoutesTest < Minitest::Test
     "GET /ledger/entries" => ->(c) { c.ledger.entries.list },
     "POST /ledger/entries" => ->(c) { c.ledger.entries.create(reverses: "je_1") },
     "GET /ledger/exports" => ->(c) { c.ledger.export },
+    "GET /ledger/journal-entries" => ->(c) { c.ledger.journal_entries.list },
     "GET /ledger/journal-entries/{id}" => ->(c) { c.ledger.journal_entries.retrieve("je_1") },
     "POST /payments" => lambda { |c|
       c.payments.create(virtual_account_id: "va_1", amount: 1, rail: "rtp",
@@ -71,6 +72,9 @@ class OpenAPIRoutesTest < Minitest::Test
     "DELETE /webhooks/{id}" => ->(c) { c.webhooks.delete("wh_1") },
     "POST /webhooks/{id}/rotate-secret" => ->(c) { c.webhooks.rotate_secret("wh_1") },
     "POST /webhooks/{id}/test" => ->(c) { c.webhooks.test("wh_1") },
+    "POST /webhooks/{id}/replay" => lambda { |c|
+      c.webhooks.replay("wh_1", created_after: "2026-01-01", created_before: "2026-01-02")
+    },
     "GET /webhooks/{id}/deliveries" => ->(c) { c.webhooks.deliveries.list("wh_1") },
     "POST /webhooks/{id}/deliveries/{delivery_id}/retry" => ->(c) { c.webhooks.deliveries.retry("wh_1", "msg_1") },
     "GET /operator/rails/ach/files" => ->(c) { c.rails.ach_files.list },
@@ -89,6 +93,7 @@ class OpenAPIRoutesTest < Minitest::Test
     "GET /ledger/accounts" => ->(c, **q) { c.ledger.accounts.list(**q) },
     "GET /ledger/entries" => ->(c, **q) { c.ledger.entries.list(**q) },
     "GET /ledger/exports" => ->(c, **q) { c.ledger.export(**q) },
+    "GET /ledger/journal-entries" => ->(c, **q) { c.ledger.journal_entries.list(**q) },
     "GET /payments" => ->(c, **q) { c.payments.list(**q) },
     "GET /book-transfers" => ->(c, **q) { c.book_transfers.list(**q) },
     "GET /kyb" => ->(c, **q) { c.kyb.list(**q) },

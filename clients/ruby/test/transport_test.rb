@@ -188,6 +188,79 @@ class TransportTest < Minitest::Test
     assert failed.failure.key?(:network_code)
   end
 
+  # replay sends the window (a Time as RFC 3339 UTC with milliseconds, a Date as YYYY-MM-DD, a string
+  # as it is) and types only when given, with an Idempotency-Key (the caller's, else a random one, the
+  # same on a retry); it answers a WebhookReplay. replay_too_large is a 400: BadRequestError.
+  def test_webhook_replay_body_key_model_and_too_large
+    stub do |req, i|
+      if i == 1
+        [503, JSON_TYPE.merge("Retry-After" => "0"), error_body("unavailable")]
+      elsif i == 3
+        [400, JSON_TYPE, error_body("replay_too_large", "too many", param: "created_before")]
+      else
+        body = JSON.parse(req.body)
+        [201, JSON_TYPE,
+         JSON.generate(id: "rpl_01", object: "webhook_replay", webhook_id: "wh_01",
+                       created_after: body["created_after"], created_before: body["created_before"],
+                       types: body["types"], replayed: 3, created_at: "2026-01-02T00:00:00.000Z")]
+      end
+    end
+    c = client
+    replay = c.webhooks.replay("wh/01", created_after: Time.utc(2026, 1, 2, 3, 4, 5),
+                                        created_before: Date.new(2026, 1, 3), types: ["payment.completed"])
+    untyped = c.webhooks.replay("wh_01", created_after: "2026-01-01T00:00:00Z", created_before: "2026-01-02",
+                                         idempotency_key: "replay-42")
+    error = assert_api_error(Treasury::BadRequestError, code: "replay_too_large", status: 400) do
+      c.webhooks.replay("wh_01", created_after: "2020-01-01", created_before: "2026-01-01")
+    end
+    assert_equal "created_before", error.param
+    first, untyped_first, retried, = @stub.requests
+    assert_equal ["POST", "/v1/webhooks/wh%2F01/replay"], [first.method, first.path]
+    assert_equal({ "created_after" => "2026-01-02T03:04:05.000Z", "created_before" => "2026-01-03",
+                   "types" => ["payment.completed"] }, JSON.parse(first.body))
+    refute_nil first.headers["idempotency-key"]
+    assert_equal({ "created_after" => "2026-01-01T00:00:00Z", "created_before" => "2026-01-02" },
+                 JSON.parse(untyped_first.body))
+    assert_equal untyped_first.body, retried.body
+    assert_equal %w[replay-42 replay-42], [untyped_first.headers["idempotency-key"], retried.headers["idempotency-key"]]
+    assert_kind_of Treasury::Models::WebhookReplay, replay
+    assert_equal ["rpl_01", "webhook_replay", "wh_01", ["payment.completed"], 3],
+                 [replay.id, replay.object, replay.webhook_id, replay.types, replay.replayed]
+    assert_nil untyped.types
+    assert untyped.key?(:types), "types is null, not absent"
+  end
+
+  # The journal entries list: each filter under its name (metadata as a deepObject, a Time as RFC
+  # 3339), kept on every page with the cursor; items are JournalEntry models with their lines. A
+  # delivery's replay_id is read, null or not.
+  def test_journal_entries_list_keeps_its_filters_on_every_page_and_replay_id
+    stub do |req, i|
+      if req.path.include?("/deliveries")
+        next [200, JSON_TYPE, JSON.generate(object: "list", has_more: false, next_cursor: nil,
+                                            data: [{ id: "msg_1", replay_id: "rpl_01" }, { id: "msg_2", replay_id: nil }])]
+      end
+      cursor = i.zero? ? '"c1"' : "null"
+      [200, JSON_TYPE, %({"object":"list","data":[{"id":"je_#{i}","object":"journal_entry","source":{"type":"journal_entry","id":"je_#{i}"},"entries":[{"id":"le_#{i}","direction":"debit"}]}],"has_more":#{i.zero?},"next_cursor":#{cursor}})]
+    end
+    entries = client.ledger.journal_entries.list(type: "adjustment", status: "posted", virtual_account_id: "va_01",
+                                                 source_type: "journal_entry", source_id: "je_9",
+                                                 metadata: { "order id" => "A&B", tier: "gold" },
+                                                 created_after: Time.utc(2026, 1, 2, 3, 4, 5),
+                                                 created_before: Date.new(2026, 2, 1), limit: 1).to_a
+    assert_equal %w[je_0 je_1], entries.map(&:id)
+    assert_kind_of Treasury::Models::JournalEntry, entries.first
+    assert_kind_of Treasury::Models::Source, entries.first.source
+    assert_kind_of Treasury::Models::LedgerEntry, entries.first.entries.first
+    first, second = @stub.requests.map(&:path)
+    assert_equal "/v1/ledger/journal-entries?type=adjustment&status=posted&virtual_account_id=va_01" \
+                 "&source_type=journal_entry&source_id=je_9&metadata[order+id]=A%26B&metadata[tier]=gold" \
+                 "&created_after=2026-01-02T03%3A04%3A05.000Z&created_before=2026-02-01&limit=1", first
+    assert_equal "#{first}&cursor=c1", second
+    deliveries = client.webhooks.deliveries.list("wh_01").to_a
+    assert_equal ["rpl_01", nil], deliveries.map(&:replay_id)
+    assert deliveries.last.key?(:replay_id)
+  end
+
   def test_every_post_sends_an_idempotency_key_and_other_methods_none
     stub { |req, _| [200, JSON_TYPE, req.method == "GET" ? '{"id":"va_01"}' : '{"id":"va_01","status":"frozen"}'] }
     c = client

@@ -122,7 +122,7 @@ class APIStatusError(APIError):
 
 class BadRequestError(APIStatusError):
     """400: the request is malformed (``invalid_request``, ``unbalanced_entry``,
-    ``amount_exceeds_rail_limit``); ``param`` names the field."""
+    ``amount_exceeds_rail_limit``, ``replay_too_large``); ``param`` names the field."""
 
 
 class AuthenticationError(APIStatusError):

@@ -17,10 +17,11 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 __all__ = [
     # enumerations
     "Environment", "Rail", "Direction", "ErrorCode", "EventType", "WebhookEventSelector",
+    "ReplayableEventType",
     "PlatformStatus", "VirtualAccountType", "VirtualAccountStatus", "KYBStatus",
     "KYBVerificationStatus", "KYBOutcome", "KYBMethod", "EntityType", "USState",
     "TransactionType", "TransactionStatus", "SourceType", "LedgerAccountName",
-    "LedgerEntryType", "LedgerEntryStatus", "ManualEntryType", "InboundTransferStatus",
+    "LedgerEntryType", "JournalEntryType", "LedgerEntryStatus", "ManualEntryType", "InboundTransferStatus",
     "PaymentStatus", "CancellationReason", "FailureCode", "RetryAction", "WebhookStatus",
     "WebhookDeliveryState", "WebhookDeliveryStatusValue", "RevenueSource",
     # resources
@@ -35,7 +36,7 @@ __all__ = [
     "KYBAddress", "KYBBusiness", "KYBOwner", "KYBReason", "KYBDecision", "KYBReview",
     "KYBVerification",
     "WebhookDeliveryStatus", "WebhookEndpoint", "DeletedWebhookEndpoint", "WebhookAttempt",
-    "WebhookDelivery", "QueuedWebhookDelivery",
+    "WebhookDelivery", "QueuedWebhookDelivery", "WebhookReplay",
     "RevenueLine", "RevenueShareReport", "ACHFile", "ACHFileCut",
     # request parameters
     "FeeScheduleParam", "RateLimitParam", "WebhookRetryPolicyParam", "SandboxSettingsParam",
@@ -61,9 +62,11 @@ ErrorCode = Literal[
     "payment_not_cancelable", "kyb_in_progress", "kyb_already_approved", "invalid_state",
     "request_too_large", "request_timeout", "kyb_not_approved", "compliance_rejected",
     "insufficient_funds", "account_not_active", "limit_exceeded", "live_not_enabled",
-    "rate_limited", "internal_error", "unavailable",
+    "rate_limited", "internal_error", "unavailable", "replay_too_large",
 ]
-"""The ``code`` of an error answer (``APIError.code``)."""
+"""The ``code`` of an error answer (``APIError.code``). ``replay_too_large`` (400,
+:class:`~treasury.BadRequestError`): a webhook replay's window holds more than 10,000
+events; split it."""
 
 EventType = Literal[
     "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
@@ -81,6 +84,16 @@ WebhookEventSelector = Literal[
     "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
 ]
 """An event type a webhook endpoint subscribes to, or ``"*"`` for all."""
+
+ReplayableEventType = Literal[
+    "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
+    "payment.failed", "payment.canceled", "payment.requires_approval", "payment.approved",
+    "payment.denied", "payment.released", "payment.notification_of_change",
+    "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
+    "inbound_transfer.completed", "book_transfer.completed",
+]
+"""An event type a webhook replay may name (``client.webhooks.replay(types=[…])``):
+every event type but ``webhook.test`` (and not ``"*"``)."""
 
 PlatformStatus = Literal["pending_approval", "approved"]
 VirtualAccountType = Literal["checking", "savings"]
@@ -111,6 +124,12 @@ LedgerEntryType = Literal[
     "inbound_transfer", "payment", "payment_fee", "payment_reversal", "book_transfer", "adjustment", "fee",
     "correction", "funding",
 ]
+JournalEntryType = Literal[
+    "adjustment", "fee", "correction", "inbound_transfer", "payment", "payment_reversal", "book_transfer", "funding",
+]
+"""The type of a journal entry (``client.ledger.journal_entries.list(type=…)``):
+a ledger entry's types but ``payment_fee``, which is only a line's (a payment's entry
+is of type ``payment``, with a ``payment_fee`` line)."""
 LedgerEntryStatus = Literal["pending", "posted", "archived"]
 ManualEntryType = Literal["adjustment", "fee", "correction"]
 """The types of a manual journal entry (``client.ledger.entries.create``)."""
@@ -768,6 +787,9 @@ class WebhookDelivery(TypedDict):
     webhook_endpoint_id: str
     event_id: str
     event_type: EventType
+    replay_id: Optional[str]
+    """The replay (``client.webhooks.replay``, ``rpl_…``) that made this delivery;
+    ``None`` for a delivery of a new event, a retry of one, or a test event."""
     status: WebhookDeliveryStatusValue
     attempts: List[WebhookAttempt]
     next_attempt_at: Optional[str]
@@ -784,6 +806,29 @@ class QueuedWebhookDelivery(_QueuedWebhookDeliveryRequired, total=False):
     """A delivery just queued (by ``test`` or ``retry``)."""
 
     event_type: EventType
+
+
+class WebhookReplay(TypedDict):
+    """A replay of past events to one endpoint (``client.webhooks.replay``): each
+    event of the window became a new delivery (its own ``msg_`` id, ``replay_id``
+    naming this replay) carrying the event as first sent, with its original ``id``."""
+
+    id: str
+    """``rpl_…``."""
+    object: str
+    """``"webhook_replay"``."""
+    webhook_id: str
+    """The endpoint the events are sent to."""
+    created_after: str
+    """Start of the window, inclusive."""
+    created_before: str
+    """End of the window, exclusive."""
+    types: Optional[List[str]]
+    """The types asked for; ``None`` when the request named none (the endpoint's
+    subscriptions were used)."""
+    replayed: int
+    """How many events were queued for delivery again (at most 10,000)."""
+    created_at: str
 
 
 # ---------------------------------------------------------------------------

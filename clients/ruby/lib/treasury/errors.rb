@@ -100,7 +100,8 @@ module Treasury
   end
 
   # 400: the request is invalid (`invalid_request` with `param`, `unbalanced_entry`,
-  # `amount_exceeds_rail_limit`).
+  # `amount_exceeds_rail_limit`, `replay_too_large`: a webhook replay's window holds more than
+  # 10,000 events).
   class BadRequestError < APIError; end
 
   # 401: the key is missing, malformed, unknown, revoked or expired (`unauthorized`).

@@ -1625,6 +1625,11 @@ module Treasury
       #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
       #   @return [String]
       field :event_type
+      # @!attribute [r] replay_id
+      #   The replay (`client.webhooks.replay`, `POST /webhooks/{id}/replay`) that made this delivery
+      #   (`rpl_...`); null for a delivery of a new event, a retry of one, or a test event.
+      #   @return [String, nil]
+      field :replay_id
       # @!attribute [r] status
       #   One of: `pending`, `succeeded`, `failed`.
       #   @return [String]
@@ -1636,6 +1641,47 @@ module Treasury
       #   When the next attempt is due; null unless pending.
       #   @return [String, nil]
       field :next_attempt_at
+      # @!attribute [r] created_at
+      #   @return [String]
+      field :created_at
+    end
+
+    # A replay of past events to one endpoint (`client.webhooks.replay`): each event of the window
+    # became a new delivery (its own `msg_` id, `replay_id` naming this replay) carrying the event as
+    # first sent, with its original `id`.
+    #
+    # Schema: `WebhookReplay`.
+    class WebhookReplay < Model
+      schema "WebhookReplay"
+      # @!attribute [r] id
+      #   `rpl_...`
+      #   @return [String]
+      field :id
+      # @!attribute [r] object
+      #   Always `webhook_replay`.
+      #   @return [String]
+      field :object
+      # @!attribute [r] webhook_id
+      #   The endpoint the events are sent to.
+      #   @return [String]
+      field :webhook_id
+      # @!attribute [r] created_after
+      #   Start of the window, inclusive.
+      #   @return [String]
+      field :created_after
+      # @!attribute [r] created_before
+      #   End of the window, exclusive.
+      #   @return [String]
+      field :created_before
+      # @!attribute [r] types
+      #   The types asked for; null when the request named none (the endpoint's subscriptions were
+      #   used).
+      #   @return [Array<String>, nil]
+      field :types
+      # @!attribute [r] replayed
+      #   How many events were queued for delivery again (0 to 10,000).
+      #   @return [Integer]
+      field :replayed
       # @!attribute [r] created_at
       #   @return [String]
       field :created_at
@@ -1784,7 +1830,8 @@ module Treasury
         "journal_entry" => JournalEntry, "inbound_transfer" => InboundTransfer, "payment" => Payment,
         "book_transfer" => BookTransfer,
         "event" => Event, "kyb_verification" => KYBVerification, "webhook_endpoint" => WebhookEndpoint,
-        "webhook_delivery" => WebhookDelivery, "revenue_share_report" => RevenueShareReport,
+        "webhook_delivery" => WebhookDelivery, "webhook_replay" => WebhookReplay,
+        "revenue_share_report" => RevenueShareReport,
         "ach_file" => ACHFile
       }[name.to_s]
     end

@@ -10,6 +10,7 @@ from .._types import NOT_GIVEN, NotGiven, RequestOptions
 from ..types import (
     Direction,
     JournalEntry,
+    JournalEntryType,
     JournalLineParam,
     LedgerAccount,
     LedgerEntry,
@@ -17,6 +18,7 @@ from ..types import (
     LedgerEntryType,
     ManualEntryType,
     Metadata,
+    SourceType,
 )
 from ._base import APIResource
 
@@ -106,7 +108,56 @@ class LedgerEntries(APIResource):
 
 
 class LedgerJournalEntries(APIResource):
-    """``client.ledger.journal_entries``: journal entries by id."""
+    """``client.ledger.journal_entries``: journal entries, listed or by id."""
+
+    def list(
+        self,
+        *,
+        type: Optional[JournalEntryType] = None,
+        status: Optional[LedgerEntryStatus] = None,
+        virtual_account_id: Optional[str] = None,
+        source_type: Optional[SourceType] = None,
+        source_id: Optional[str] = None,
+        metadata: Optional[Metadata] = None,
+        created_after: Optional[str] = None,
+        created_before: Optional[str] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+        request_options: Optional[RequestOptions] = None,
+    ) -> Page[JournalEntry]:
+        """List the platform's journal entries, newest first (in ledger order), each
+        with its lines and its ``source`` exactly as :meth:`retrieve` shows it
+        (``GET /ledger/journal-entries``). Iterate to walk all pages; every filter
+        goes with every page's request, and they all combine.
+
+        The list is a projection of the ledger: an entry appears shortly (normally
+        milliseconds) after the call that posted it returns. A bad filter value
+        raises :class:`~treasury.BadRequestError` naming it in ``param``.
+
+        Args:
+            type: ``"adjustment"``, ``"fee"``, ``"correction"``, ``"inbound_transfer"``,
+                ``"payment"``, ``"payment_reversal"``, ``"book_transfer"`` or
+                ``"funding"`` (``payment_fee`` is only a line's type).
+            status: ``"pending"``, ``"posted"`` or ``"archived"``.
+            virtual_account_id: Only the entries with a line on this account (an
+                unknown or another platform's account gives an empty list, not 404).
+            source_type: ``"payment"``, ``"inbound_transfer"``, ``"book_transfer"``,
+                or ``"journal_entry"`` (manual entries and fundings).
+            source_id: Only the entries whose ``source["id"]`` is this: say a
+                payment's (its hold and, if it was returned, its reversal).
+            metadata: Only the entries whose metadata holds every one of these pairs,
+                sent as ``metadata[key]=value`` and kept on every page's request.
+            created_after: RFC 3339 time or ``YYYY-MM-DD``, inclusive.
+            created_before: RFC 3339 time or ``YYYY-MM-DD``, exclusive.
+        """
+        return self._list(
+            "/ledger/journal-entries",
+            query={"type": type, "status": status, "virtual_account_id": virtual_account_id,
+                   "source_type": source_type, "source_id": source_id, "metadata": metadata,
+                   "created_after": created_after, "created_before": created_before, "limit": limit,
+                   "cursor": cursor},
+            request_options=request_options,
+        )
 
     def retrieve(self, id: str, *, request_options: Optional[RequestOptions] = None) -> JournalEntry:
         """Get a journal entry with its lines and its ``source``
@@ -119,7 +170,7 @@ class LedgerJournalEntries(APIResource):
 
 
 class Ledger(APIResource):
-    """``client.ledger``: ``accounts``, ``entries``, ``journal_entries`` and the CSV ``exports``."""
+    """``client.ledger``: ``accounts``, ``entries``, ``journal_entries`` (listed or by id) and the CSV ``exports``."""
 
     accounts: LedgerAccounts
     entries: LedgerEntries

@@ -13,10 +13,12 @@ from .._types import NOT_GIVEN, NotGiven, RequestOptions
 from ..types import (
     DeletedWebhookEndpoint,
     QueuedWebhookDelivery,
+    ReplayableEventType,
     WebhookDelivery,
     WebhookDeliveryStatusValue,
     WebhookEndpoint,
     WebhookEventSelector,
+    WebhookReplay,
     WebhookRetryPolicyParam,
     WebhookStatus,
 )
@@ -40,7 +42,8 @@ class WebhookDeliveries(APIResource):
         cursor: Optional[str] = None,
         request_options: Optional[RequestOptions] = None,
     ) -> Page[WebhookDelivery]:
-        """List an endpoint's deliveries with their attempts (``GET /webhooks/{id}/deliveries``)."""
+        """List an endpoint's deliveries with their attempts (``GET /webhooks/{id}/deliveries``);
+        a delivery made by :meth:`Webhooks.replay` has its ``replay_id``, others ``None``."""
         return self._list(f"/webhooks/{_seg(webhook_id)}/deliveries",
                           query={"status": status, "limit": limit, "cursor": cursor},
                           request_options=request_options)
@@ -136,4 +139,47 @@ class Webhooks(APIResource):
              request_options: Optional[RequestOptions] = None) -> QueuedWebhookDelivery:
         """Send a ``webhook.test`` event to the endpoint (``POST /webhooks/{id}/test``)."""
         return self._post(f"/webhooks/{_seg(id)}/test", idempotency_key=idempotency_key,
+                          request_options=request_options)
+
+    def replay(
+        self,
+        id: str,
+        *,
+        created_after: str,
+        created_before: str,
+        types: Union[List[ReplayableEventType], NotGiven] = NOT_GIVEN,
+        idempotency_key: Optional[str] = None,
+        request_options: Optional[RequestOptions] = None,
+    ) -> WebhookReplay:
+        """Send past events to the endpoint again (``POST /webhooks/{id}/replay``).
+
+        Every event of the platform (in the key's environment) created in
+        [``created_after``, ``created_before``) becomes a new delivery to this
+        endpoint: its own ``webhook-id`` and ``replay_id``, the event's body as first
+        sent (its original ``id``, so a receiver that drops duplicates by event id can
+        tell), signed and retried like any delivery. The deliveries exist when this
+        returns; ``replayed`` counts them.
+
+        With ``types``, the events of those types, whether or not the endpoint
+        subscribes to them; without, the types it subscribes to now.
+
+        ``Idempotency-Key``: yours, else a random one, the same on each retry; the
+        same key and body return the same replay and queue nothing again, the key with
+        another body (or endpoint) raises :class:`~treasury.ConflictError`
+        ``idempotency_conflict``.
+
+        Raises :class:`~treasury.BadRequestError`: ``invalid_request`` (a malformed
+        time, ``created_before`` not after ``created_after``, an unknown type: ``param``
+        names it, e.g. ``"types[0]"``) or ``replay_too_large`` (the window holds more
+        than 10,000 events: nothing is queued, split it);
+        :class:`~treasury.NotFoundError` for another platform's or environment's
+        endpoint; :class:`~treasury.ConflictError` ``invalid_state`` for a disabled one.
+
+        Args:
+            created_after: Start of the window, inclusive (RFC 3339, or ``YYYY-MM-DD``: midnight UTC).
+            created_before: End of the window, exclusive; after ``created_after``.
+            types: Only events of these types (not ``"*"`` nor ``"webhook.test"``).
+        """
+        body = strip_not_given(created_after=created_after, created_before=created_before, types=types)
+        return self._post(f"/webhooks/{_seg(id)}/replay", body=body, idempotency_key=idempotency_key,
                           request_options=request_options)

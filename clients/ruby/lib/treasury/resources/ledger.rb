@@ -44,9 +44,43 @@ module Treasury
       end
     end
 
-    # Journal entries, one by id (`/ledger/journal-entries`): the link from a payment's, an inbound
-    # transfer's, a book transfer's or a ledger entry's `journal_entry_id` to the money it moved.
+    # Journal entries (`/ledger/journal-entries`), listed or one by id: the link from a payment's, an
+    # inbound transfer's, a book transfer's or a ledger entry's `journal_entry_id` to the money it moved.
     class LedgerJournalEntries < Base
+      # The platform's journal entries, newest first (ledger order), each with its lines (`entries`)
+      # and `source` exactly as {#retrieve} shows it; the filters combine, and go with every page's
+      # request as the list is walked. The list reads the ledger projection (an entry appears
+      # shortly after the command that posted it returns; the server waits for it up to its
+      # read-your-writes bound).
+      # `GET /ledger/journal-entries`
+      #
+      # @param type [String] `adjustment`, `fee`, `correction`, `inbound_transfer`, `payment`,
+      #   `payment_reversal`, `book_transfer` or `funding` (`payment_fee` is a line's type, not an
+      #   entry's: 400 like any other value)
+      # @param status [String] `pending`, `posted` or `archived`
+      # @param virtual_account_id [String] entries with a line on this account (an unknown or another
+      #   platform's account gives an empty list, not 404)
+      # @param source_type [String] `payment`, `inbound_transfer`, `book_transfer` or `journal_entry`
+      #   (manual entries and fundings)
+      # @param source_id [String] entries whose `source.id` is this: a payment's hold and, if it was
+      #   returned, its reversal; a transfer's entry
+      # @param metadata [Hash{String=>String}] only entries whose metadata has every pair, sent as
+      #   `metadata[key]=value`; kept on every page's request
+      # @param created_after [Time, Date, String] inclusive
+      # @param created_before [Time, Date, String] exclusive
+      # @param limit [Integer]
+      # @param cursor [String]
+      # @return [Page<Models::JournalEntry>]
+      # @raise [BadRequestError] `invalid_request` with `param` naming the bad filter
+      def list(type: NOT_GIVEN, status: NOT_GIVEN, virtual_account_id: NOT_GIVEN, source_type: NOT_GIVEN,
+               source_id: NOT_GIVEN, metadata: NOT_GIVEN, created_after: NOT_GIVEN, created_before: NOT_GIVEN,
+               limit: NOT_GIVEN, cursor: NOT_GIVEN)
+        paged("/ledger/journal-entries", Models::JournalEntry,
+              type: type, status: status, virtual_account_id: virtual_account_id, source_type: source_type,
+              source_id: source_id, metadata: metadata, created_after: created_after,
+              created_before: created_before, limit: limit, cursor: cursor)
+      end
+
       # A journal entry with its lines (`entries`) and its `source`: `{type: "payment", id: "pay_..."}`,
       # `{type: "inbound_transfer", id: "itx_..."}`, `{type: "book_transfer", id: "bt_..."}`, or
       # `{type: "journal_entry", id:}` (its own id) for a manual entry or a funding.

@@ -78,6 +78,35 @@ module Treasury
         call(:post, "/webhooks/#{seg(id)}/test", model: Models::QueuedWebhookDelivery, body: empty_body)
       end
 
+      # Sends the platform's past events of a window (of the key's environment) to the endpoint
+      # again, each as a new delivery: its own `webhook-id`, `replay_id` naming the replay, and the
+      # event's body as first sent (its original `id`, so a receiver that drops duplicates by event id
+      # can tell), signed and retried like any delivery. With `types`, every event of the window of
+      # those types, subscribed to or not; without, the types the endpoint subscribes to now. At most
+      # 10,000 events: split a larger window. The idempotency key (yours, else a random one) is the
+      # same on every retry: the same key and body answer with the first replay and queue nothing
+      # again.
+      # `POST /webhooks/{id}/replay`
+      #
+      # @param id [String] `wh_...`
+      # @param created_after [Time, Date, String] start of the window, inclusive (a `Time` is sent as
+      #   RFC 3339 UTC with milliseconds, a `Date` as `YYYY-MM-DD`, midnight UTC)
+      # @param created_before [Time, Date, String] end of the window, exclusive; after `created_after`
+      # @param types [Array<String>] event types (not `*` nor `webhook.test`)
+      # @param idempotency_key [String, nil] sent as the Idempotency-Key header (a random one when nil)
+      # @return [Models::WebhookReplay] with `replayed`, the number of deliveries queued
+      # @raise [BadRequestError] `invalid_request` (`param` `created_before` for a reversed window,
+      #   `types[i]` for an unknown type), or `replay_too_large` (more than 10,000 events)
+      # @raise [NotFoundError] an unknown, deleted, another platform's or environment's endpoint
+      # @raise [ConflictError] `invalid_state` (the endpoint is disabled), `idempotency_conflict`
+      #   (the key was used with another body; `resource_id` names its replay)
+      def replay(id, created_after:, created_before:, types: NOT_GIVEN, idempotency_key: nil)
+        body = compact(created_after: time_value(created_after), created_before: time_value(created_before),
+                       types: types)
+        call(:post, "/webhooks/#{seg(id)}/replay", model: Models::WebhookReplay, body: body,
+                                                   idempotency_key: idempotency_key)
+      end
+
       # The endpoint's deliveries.
       # @return [WebhookDeliveries]
       def deliveries
@@ -88,6 +117,16 @@ module Treasury
       # @return [Hash] the event
       def verify(raw_body, headers, secret, **options)
         Treasury::Webhooks.verify(raw_body, headers, secret, **options)
+      end
+
+      private
+
+      def time_value(value)
+        case value
+        when Time then value.utc.strftime("%Y-%m-%dT%H:%M:%S.%LZ")
+        when Date then value.strftime("%Y-%m-%d")
+        else value
+        end
       end
     end
 
