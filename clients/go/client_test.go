@@ -782,3 +782,181 @@ func TestScheduledPaymentRoutes(t *testing.T) {
 		t.Fatalf("a 403: %v", err)
 	}
 }
+
+const webhookReplayJSON = `{"id":"rpl_01jh3w5f6g7h8j9k0m1n2p3q4w","object":"webhook_replay","webhook_id":"we_01jh3w5f6g7h8j9k0m1n2p3q4x",
+"created_after":"2026-01-15T00:00:00.000Z","created_before":"2026-01-16T00:00:00.000Z","types":["payment.completed"],
+"replayed":3,"created_at":"2026-01-16T09:30:00.000Z"}`
+
+// TestWebhookReplayRoute checks what Webhooks.Replay sends (the route, the
+// window as RFC 3339 times, types only when given, an Idempotency-Key like
+// every creating POST, the same across a retry, or the caller's), that the
+// replay decodes from a 201 and from an idempotent 200, that a delivery's
+// replay_id decodes (and a null one), and that the refusals are typed errors,
+// replay_too_large a BadRequestError.
+func TestWebhookReplayRoute(t *testing.T) {
+	const endpoint = "we_01jh3w5f6g7h8j9k0m1n2p3q4x"
+	untyped := strings.Replace(webhookReplayJSON, `["payment.completed"]`, "null", 1)
+	s, c := newStub(t,
+		answer{status: 201, body: webhookReplayJSON},
+		answer{status: 503, body: errorJSON("unavailable")},
+		answer{status: 201, body: untyped},
+		answer{status: 200, header: map[string]string{"Idempotent-Replayed": "true"}, body: untyped},
+		answer{status: 200, body: `{"object":"list","data":[
+{"id":"msg_2","object":"webhook_delivery","webhook_endpoint_id":"` + endpoint + `","event_id":"evt_1","event_type":"payment.completed",
+"status":"succeeded","attempts":[],"next_attempt_at":null,"replay_id":"rpl_01jh3w5f6g7h8j9k0m1n2p3q4w","created_at":"2026-01-16T09:30:00.000Z"},
+{"id":"msg_1","object":"webhook_delivery","webhook_endpoint_id":"` + endpoint + `","event_id":"evt_1","event_type":"payment.completed",
+"status":"succeeded","attempts":[],"next_attempt_at":null,"replay_id":null,"created_at":"2026-01-15T09:30:00.000Z"}],
+"has_more":false,"next_cursor":null}`})
+	ctx := context.Background()
+	after := time.Date(2026, time.January, 15, 0, 0, 0, 0, time.UTC)
+	before := after.Add(24 * time.Hour)
+	typed := WebhookReplayRequest{CreatedAfter: after, CreatedBefore: before,
+		Types: &[]WebhookReplayRequestTypes{WebhookReplayRequestTypesPaymentCompleted}}
+	r, err := c.Webhooks.Replay(ctx, endpoint, typed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Id != "rpl_01jh3w5f6g7h8j9k0m1n2p3q4w" || r.Object != WebhookReplayObjectWebhookReplay || r.WebhookId != endpoint ||
+		!r.CreatedAfter.Equal(after) || !r.CreatedBefore.Equal(before) || r.Replayed != 3 ||
+		r.Types == nil || !reflect.DeepEqual(*r.Types, []string{"payment.completed"}) || r.CreatedAt.IsZero() {
+		t.Fatalf("replay: %+v", r)
+	}
+	// Without types, retried after a 503: one key for both attempts.
+	plain := WebhookReplayRequest{CreatedAfter: after, CreatedBefore: before}
+	r, err = c.Webhooks.Replay(ctx, endpoint, plain)
+	if err != nil || r.Types != nil || r.Replayed != 3 {
+		t.Fatalf("a replay without types: %+v, %v", r, err)
+	}
+	again, err := c.Webhooks.Replay(ctx, endpoint, plain, WithIdempotencyKey("replay-1"))
+	if err != nil || !reflect.DeepEqual(again, r) {
+		t.Fatalf("the idempotent replay: %+v, %v", again, err)
+	}
+	deliveries, err := Collect(c.Webhooks.Deliveries.List(ctx, endpoint, nil))
+	if err != nil || len(deliveries) != 2 || deliveries[0].ReplayId == nil || *deliveries[0].ReplayId != r.Id ||
+		deliveries[1].ReplayId != nil || deliveries[0].EventId != deliveries[1].EventId {
+		t.Fatalf("deliveries: %+v, %v", deliveries, err)
+	}
+
+	calls := s.snapshot()
+	if len(calls) != 5 {
+		t.Fatalf("%d requests, want 5", len(calls))
+	}
+	for i := range 4 {
+		if calls[i].method != http.MethodPost || calls[i].path != "/v1/webhooks/"+endpoint+"/replay" {
+			t.Errorf("replay %d: %s %s", i, calls[i].method, calls[i].path)
+		}
+	}
+	if want := map[string]any{"created_after": "2026-01-15T00:00:00Z", "created_before": "2026-01-16T00:00:00Z",
+		"types": []any{"payment.completed"}}; !reflect.DeepEqual(calls[0].body, want) {
+		t.Errorf("typed replay sent %v, want %v", calls[0].body, want)
+	}
+	if want := map[string]any{"created_after": "2026-01-15T00:00:00Z", "created_before": "2026-01-16T00:00:00Z"}; !reflect.DeepEqual(calls[1].body, want) {
+		t.Errorf("a replay without types sent %v, want %v", calls[1].body, want)
+	}
+	if !strings.HasPrefix(calls[0].idempotencyKey, "idk_") || !strings.HasPrefix(calls[1].idempotencyKey, "idk_") ||
+		calls[1].idempotencyKey != calls[2].idempotencyKey || calls[0].idempotencyKey == calls[1].idempotencyKey {
+		t.Errorf("keys %q %q %q: one per call, the same across its retry", calls[0].idempotencyKey, calls[1].idempotencyKey, calls[2].idempotencyKey)
+	}
+	if calls[3].idempotencyKey != "replay-1" {
+		t.Errorf("the caller's key: %q", calls[3].idempotencyKey)
+	}
+	if calls[4].path != "/v1/webhooks/"+endpoint+"/deliveries" {
+		t.Errorf("deliveries path %s", calls[4].path)
+	}
+
+	// The refusals.
+	_, c = newStub(t,
+		answer{status: 400, body: `{"code":"invalid_request","message":"created_before must be after created_after","request_id":"req_x","param":"created_before"}`},
+		answer{status: 400, body: `{"code":"invalid_request","message":"unknown event type","request_id":"req_x","param":"types[0]"}`},
+		answer{status: 400, body: `{"code":"replay_too_large","message":"the window holds 10001 events, more than 10000: split it","request_id":"req_x"}`},
+		answer{status: 404, body: errorJSON("not_found")},
+		answer{status: 409, body: errorJSON("invalid_state")},
+		answer{status: 409, body: errorJSON("idempotency_conflict")})
+	for _, want := range []struct {
+		kind        ErrorKind
+		sentinel    error
+		code, param string
+	}{
+		{KindBadRequest, ErrBadRequest, "invalid_request", "created_before"},
+		{KindBadRequest, ErrBadRequest, "invalid_request", "types[0]"},
+		{KindBadRequest, ErrBadRequest, "replay_too_large", ""},
+		{KindNotFound, ErrNotFound, "not_found", "p"},
+		{KindConflict, ErrConflict, "invalid_state", "p"},
+		{KindConflict, ErrConflict, "idempotency_conflict", "p"},
+	} {
+		_, err := c.Webhooks.Replay(ctx, endpoint, plain)
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || !errors.Is(err, want.sentinel) || apiErr.Kind != want.kind ||
+			apiErr.Code != want.code || apiErr.Param != want.param {
+			t.Errorf("want %s %s (param %q), got %v", want.kind, want.code, want.param, err)
+		}
+	}
+}
+
+// journalEntryJSON is a manual journal entry with metadata and two lines.
+func journalEntryJSON(id string) string {
+	return `{"id":"` + id + `","object":"journal_entry","type":"adjustment","status":"posted",
+"description":"","metadata":{"order id":"A&B"},"environment":"sandbox","reverses":null,"reversed_by":null,"effective_at":"2026-01-15T09:30:00.000Z",
+"created_at":"2026-01-15T09:30:00.000Z","source":{"type":"journal_entry","id":"` + id + `"},"entries":[` + ledgerEntryJSON + `]}`
+}
+
+// TestJournalEntriesListRoute checks that Ledger.JournalEntries.List sends every
+// filter (the metadata's as metadata[key]=value) on every page, walks the
+// pages, decodes the entries with their lines, and that a bad filter is a
+// BadRequestError naming it.
+func TestJournalEntriesListRoute(t *testing.T) {
+	page := func(id, next string) answer {
+		n, more := "null", "false"
+		if next != "" {
+			n, more = `"`+next+`"`, "true"
+		}
+		return answer{status: 200, body: `{"object":"list","data":[` + journalEntryJSON(id) + `],"has_more":` + more + `,"next_cursor":` + n + `}`}
+	}
+	s, c := newStub(t, page("je_1", "cur_1"), page("je_2", ""),
+		answer{status: 400, body: `{"code":"invalid_request","message":"type must be one of …","request_id":"req_x","param":"type"}`})
+	ctx := context.Background()
+	filter := MetadataFilter{"order id": "A&B", "region": "east"}
+	params := &ListJournalEntriesParams{
+		Type: Ptr(ListJournalEntriesParamsTypeAdjustment), Status: Ptr(ListJournalEntriesParamsStatusPosted),
+		VirtualAccountId: Ptr("va_01jh3v8x9q2w3e4r5t6y7v8k9m"), SourceType: Ptr(ListJournalEntriesParamsSourceTypeJournalEntry),
+		SourceId: Ptr("je_1"), CreatedAfter: Ptr("2026-01-01"), CreatedBefore: Ptr("2026-02-01T00:00:00Z"),
+		Metadata: &filter, Limit: Ptr(1),
+	}
+	got, err := Collect(c.Ledger.JournalEntries.List(ctx, params))
+	if err != nil || len(got) != 2 || got[0].Id != "je_1" || got[1].Id != "je_2" ||
+		got[0].Source != (Source{Type: SourceTypeJournalEntry, Id: "je_1"}) || len(got[0].Entries) != 1 ||
+		got[0].Metadata["order id"] != "A&B" {
+		t.Fatalf("listed %+v, %v", got, err)
+	}
+	filter["region"] = "west" // the list copied the filter when called
+	_, err = Collect(c.Ledger.JournalEntries.List(ctx, &ListJournalEntriesParams{Type: Ptr(ListJournalEntriesParamsType("payment_fee"))}))
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Kind != KindBadRequest || apiErr.Param != "type" {
+		t.Fatalf("a bad type: %v", err)
+	}
+	calls := s.snapshot()
+	if len(calls) != 3 {
+		t.Fatalf("%d requests, want 3", len(calls))
+	}
+	for i, call := range calls[:2] {
+		q, err := url.ParseQuery(call.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := url.Values{
+			"type": {"adjustment"}, "status": {"posted"}, "virtual_account_id": {"va_01jh3v8x9q2w3e4r5t6y7v8k9m"},
+			"source_type": {"journal_entry"}, "source_id": {"je_1"}, "created_after": {"2026-01-01"},
+			"created_before": {"2026-02-01T00:00:00Z"}, "metadata[order id]": {"A&B"}, "metadata[region]": {"east"}, "limit": {"1"},
+		}
+		if i == 1 {
+			want["cursor"] = []string{"cur_1"}
+		}
+		if call.method != http.MethodGet || call.path != "/v1/ledger/journal-entries" || !reflect.DeepEqual(q, want) ||
+			!strings.Contains(call.query, "metadata[order+id]=A%26B") || call.idempotencyKey != "" {
+			t.Errorf("page %d: %s %s?%s, want %v", i, call.method, call.path, call.query, want)
+		}
+	}
+	if calls[2].query != "type=payment_fee" {
+		t.Errorf("the bad type's query %q", calls[2].query)
+	}
+}

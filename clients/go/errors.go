@@ -57,7 +57,7 @@ type APIError struct {
 	// Status is the HTTP status.
 	Status int
 	// Code is the machine-readable code: invalid_request, not_found,
-	// idempotency_conflict, insufficient_funds…
+	// idempotency_conflict, insufficient_funds, replay_too_large (a 400)…
 	Code string
 	// Message is the human-readable explanation.
 	Message string

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -2877,6 +2878,502 @@ func TestScheduledPayments(t *testing.T) {
 			treasury.WebhookDeliveryEventTypePaymentFailed:   1,
 		}; !reflect.DeepEqual(count, wantCount) {
 			t.Fatalf("deliveries by event type: %v, want %v", count, wantCount)
+		}
+	})
+}
+
+// TestWebhookReplay replays past events to an endpoint for real: a window
+// without types (the endpoint's subscription) and with types (one it does not
+// subscribe to), the count equal to the events of the window, each event
+// received again with its original id under a new webhook-id and a valid
+// signature, the deliveries listed with their replay_id, the same
+// Idempotency-Key and body answering the same replay and queueing nothing,
+// and the refusals: a reversed window, an unknown type, another platform's
+// endpoint, a disabled one, a key reused with another body.
+func TestWebhookReplay(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	plat, _, key := newPlatform(t, ctx)
+	c, rec := newClient(t, key)
+	_, stranger, _ := newPlatform(t, ctx)
+
+	type delivery struct {
+		body   []byte
+		header http.Header
+	}
+	received := make(chan delivery, 100)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- delivery{body: body, header: r.Header.Clone()}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	wh := must(c.Webhooks.Create(ctx, treasury.CreateWebhookRequest{
+		Url:    receiver.URL + "/replay",
+		Events: &[]treasury.CreateWebhookRequestEvents{treasury.CreateWebhookRequestEventsVirtualAccountCreated},
+	}))(t)
+	secret := *wh.Secret
+
+	// receive waits for n deliveries, verifies each and returns them by
+	// event id with their webhook-id.
+	type got struct {
+		webhookID string
+		event     *treasury.Event
+	}
+	// A delivery whose answer the sender missed (a slow machine) comes
+	// again under its webhook-id: a retry, not a new delivery.
+	seen := map[string]bool{}
+	receive := func(t *testing.T, n int) map[string]got {
+		t.Helper()
+		out := map[string]got{}
+		timeout := time.After(30 * time.Second)
+		for len(out) < n {
+			select {
+			case d := <-received:
+				if seen[d.header.Get("webhook-id")] {
+					continue
+				}
+				seen[d.header.Get("webhook-id")] = true
+				ev, err := webhooks.Verify(d.body, d.header, secret)
+				if err != nil {
+					t.Fatalf("verify a delivery: %v", err)
+				}
+				if _, dup := out[ev.Id]; dup {
+					t.Fatalf("event %s received twice in one batch", ev.Id)
+				}
+				out[ev.Id] = got{webhookID: d.header.Get("webhook-id"), event: ev}
+			case <-timeout:
+				t.Fatalf("%d of %d deliveries received", len(out), n)
+			}
+		}
+		return out
+	}
+	// quiet checks that nothing more arrives for a while.
+	quiet := func(t *testing.T, what string) {
+		t.Helper()
+		timeout := time.After(2 * time.Second)
+		for {
+			select {
+			case d := <-received:
+				if !seen[d.header.Get("webhook-id")] {
+					t.Fatalf("%s: a new delivery arrived: %s", what, d.body)
+				}
+			case <-timeout:
+				return
+			}
+		}
+	}
+
+	// The events: three accounts created (the endpoint's subscription) and
+	// manual entries' ledger.entry.created (not subscribed).
+	var accounts []string
+	for i := range 3 {
+		accounts = append(accounts, newAccount(t, ctx, c, plat.Id, unique(fmt.Sprintf("replay-%d", i))).Id)
+	}
+	for _, amount := range []int{1_000, 2_000} {
+		must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryShorthand(treasury.JournalEntryShorthandRequest{
+			Type: treasury.JournalEntryShorthandRequestTypeAdjustment, Description: "replayed credit",
+			VirtualAccountId: accounts[0], Direction: treasury.JournalEntryShorthandRequestDirectionCredit, Amount: amount,
+		})))(t)
+	}
+	originals := receive(t, 3)
+	for id, g := range originals {
+		if g.event.Type != treasury.EventTypeVirtualAccountCreated || !slices.Contains(accounts, fmt.Sprint(g.event.Data.Object["id"])) {
+			t.Fatalf("original delivery %s: %+v", id, g.event)
+		}
+	}
+
+	// The window: the platform's events, first inclusive, last exclusive
+	// plus a millisecond, once the events list shows them all.
+	var events []treasury.Event
+	eventually(t, 10*time.Second, "the events listed", func() (bool, error) {
+		var err error
+		events, err = treasury.Collect(c.Events.List(ctx, nil))
+		n := 0
+		for _, e := range events {
+			if e.Type == treasury.EventTypeVirtualAccountCreated || e.Type == treasury.EventTypeLedgerEntryCreated {
+				n++
+			}
+		}
+		return n >= 5, err
+	})
+	after, before := events[0].CreatedAt, events[0].CreatedAt
+	for _, e := range events {
+		if e.CreatedAt.Before(after) {
+			after = e.CreatedAt
+		}
+		if e.CreatedAt.After(before) {
+			before = e.CreatedAt
+		}
+	}
+	before = before.Add(time.Millisecond)
+	// inWindow is the events of the window of one type, by the events list
+	// with the same bounds.
+	inWindow := func(t *testing.T, typ treasury.EventType) map[string]bool {
+		t.Helper()
+		ids := map[string]bool{}
+		for e, err := range c.Events.List(ctx, &treasury.ListEventsParams{
+			Type:         treasury.Ptr(treasury.ListEventsParamsType(typ)),
+			CreatedAfter: treasury.Ptr(after.Format(time.RFC3339Nano)), CreatedBefore: treasury.Ptr(before.Format(time.RFC3339Nano)),
+		}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[e.Id] = true
+		}
+		return ids
+	}
+	accountEvents := inWindow(t, treasury.EventTypeVirtualAccountCreated)
+	ledgerEvents := inWindow(t, treasury.EventTypeLedgerEntryCreated)
+	if len(accountEvents) != 3 || len(ledgerEvents) < 2 {
+		t.Fatalf("in the window: %d virtual_account.created, %d ledger.entry.created", len(accountEvents), len(ledgerEvents))
+	}
+	for id := range originals {
+		if !accountEvents[id] {
+			t.Fatalf("event %s delivered but not in the window", id)
+		}
+	}
+	window := treasury.WebhookReplayRequest{CreatedAfter: after, CreatedBefore: before}
+	replayKey := unique("replay")
+
+	// requireReplay checks a replay's fields.
+	requireReplay := func(t *testing.T, r *treasury.WebhookReplay, types []string, replayed int) {
+		t.Helper()
+		if !strings.HasPrefix(r.Id, "rpl_") || r.Object != treasury.WebhookReplayObjectWebhookReplay || r.WebhookId != wh.Id ||
+			!r.CreatedAfter.Equal(after) || !r.CreatedBefore.Equal(before) || r.Replayed != replayed || r.CreatedAt.IsZero() ||
+			(types == nil) != (r.Types == nil) || (types != nil && !reflect.DeepEqual(*r.Types, types)) {
+			t.Fatalf("replay: %+v (types %v), want types %v, replayed %d", r, r.Types, types, replayed)
+		}
+	}
+	// requireReceivedAgain checks that the events came again, each with its
+	// original id, under webhook-ids other than the originals'.
+	requireReceivedAgain := func(t *testing.T, want map[string]bool, typ treasury.EventType) map[string]got {
+		t.Helper()
+		again := receive(t, len(want))
+		for id, g := range again {
+			if !want[id] || g.event.Type != typ || g.event.PlatformId != plat.Id {
+				t.Fatalf("replayed delivery of %s: %+v, want one of %v", id, g.event, want)
+			}
+			if o, ok := originals[id]; ok && (o.webhookID == g.webhookID || !reflect.DeepEqual(o.event, g.event)) {
+				t.Fatalf("event %s: original %s %+v, replayed %s %+v", id, o.webhookID, o.event, g.webhookID, g.event)
+			}
+		}
+		return again
+	}
+
+	var subscribed, named *treasury.WebhookReplay
+	var subscribedAgain, namedAgain map[string]got
+	t.Run("without types", func(t *testing.T) {
+		subscribed = must(c.Webhooks.Replay(ctx, wh.Id, window, treasury.WithIdempotencyKey(replayKey)))(t)
+		requireReplay(t, subscribed, nil, len(accountEvents))
+		subscribedAgain = requireReceivedAgain(t, accountEvents, treasury.EventTypeVirtualAccountCreated)
+	})
+	if subscribed == nil {
+		t.FailNow()
+	}
+
+	t.Run("with types", func(t *testing.T) {
+		named = must(c.Webhooks.Replay(ctx, wh.Id, treasury.WebhookReplayRequest{
+			CreatedAfter: after, CreatedBefore: before,
+			Types: &[]treasury.WebhookReplayRequestTypes{treasury.WebhookReplayRequestTypesLedgerEntryCreated},
+		}))(t)
+		requireReplay(t, named, []string{"ledger.entry.created"}, len(ledgerEvents))
+		namedAgain = requireReceivedAgain(t, ledgerEvents, treasury.EventTypeLedgerEntryCreated)
+		// A window in the future replays nothing.
+		future := must(c.Webhooks.Replay(ctx, wh.Id, treasury.WebhookReplayRequest{
+			CreatedAfter: time.Now().Add(time.Hour), CreatedBefore: time.Now().Add(2 * time.Hour),
+		}))(t)
+		if future.Replayed != 0 || future.Id == named.Id {
+			t.Fatalf("a future window: %+v", future)
+		}
+	})
+	if named == nil {
+		t.FailNow()
+	}
+
+	var deliveries []treasury.WebhookDelivery
+	t.Run("deliveries", func(t *testing.T) {
+		total := len(originals) + len(subscribedAgain) + len(namedAgain)
+		eventually(t, 10*time.Second, "the deliveries listed", func() (bool, error) {
+			var err error
+			deliveries, err = treasury.Collect(c.Webhooks.Deliveries.List(ctx, wh.Id, &treasury.ListWebhookDeliveriesParams{Limit: treasury.Ptr(2)}))
+			return len(deliveries) >= total, err
+		})
+		if len(deliveries) != total {
+			t.Fatalf("%d deliveries, want %d", len(deliveries), total)
+		}
+		for _, d := range deliveries {
+			var from map[string]got
+			switch {
+			case d.ReplayId == nil:
+				from = originals
+			case *d.ReplayId == subscribed.Id:
+				from = subscribedAgain
+			case *d.ReplayId == named.Id:
+				from = namedAgain
+			default:
+				t.Fatalf("delivery %s: replay_id %s", d.Id, *d.ReplayId)
+			}
+			g, ok := from[d.EventId]
+			if !ok || g.webhookID != d.Id || string(d.EventType) != string(g.event.Type) || d.WebhookEndpointId != wh.Id {
+				t.Fatalf("delivery %+v (replay %v), received as %s", d, d.ReplayId, g.webhookID)
+			}
+		}
+	})
+
+	t.Run("idempotent", func(t *testing.T) {
+		sent := len(answered(rec.snapshot()))
+		again := must(c.Webhooks.Replay(ctx, wh.Id, window, treasury.WithIdempotencyKey(replayKey)))(t)
+		if !reflect.DeepEqual(again, subscribed) {
+			t.Fatalf("the same key and body: %+v, first %+v", again, subscribed)
+		}
+		calls := answered(rec.snapshot())[sent:]
+		if len(calls) != 1 || calls[0].status != http.StatusOK || calls[0].idempotencyKey != replayKey ||
+			calls[0].path != "/webhooks/"+wh.Id+"/replay" {
+			t.Fatalf("the idempotent replay's answers: %+v", calls)
+		}
+		// Another body under the key.
+		_, err := c.Webhooks.Replay(ctx, wh.Id, treasury.WebhookReplayRequest{
+			CreatedAfter: after, CreatedBefore: before.Add(time.Second),
+		}, treasury.WithIdempotencyKey(replayKey))
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "idempotency_conflict")
+		// No second batch.
+		quiet(t, "after the idempotent replay")
+		listed := must(treasury.Collect(c.Webhooks.Deliveries.List(ctx, wh.Id, nil)))(t)
+		if len(listed) != len(deliveries) {
+			t.Fatalf("%d deliveries after the idempotent replay, %d before", len(listed), len(deliveries))
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		_, err := c.Webhooks.Replay(ctx, wh.Id, treasury.WebhookReplayRequest{CreatedAfter: before, CreatedBefore: after})
+		if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request"); e.Param != "created_before" {
+			t.Fatalf("a reversed window: param %q", e.Param)
+		}
+		_, err = c.Webhooks.Replay(ctx, wh.Id, treasury.WebhookReplayRequest{
+			CreatedAfter: after, CreatedBefore: before,
+			Types: &[]treasury.WebhookReplayRequestTypes{treasury.WebhookReplayRequestTypesPaymentCreated, "payment.exploded"},
+		})
+		if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request"); e.Param != "types[1]" {
+			t.Fatalf("an unknown type: param %q", e.Param)
+		}
+		_, err = stranger.Webhooks.Replay(ctx, wh.Id, window)
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		must(c.Webhooks.Update(ctx, wh.Id, treasury.UpdateWebhookRequest{Status: treasury.Ptr(treasury.UpdateWebhookRequestStatusDisabled)}))(t)
+		_, err = c.Webhooks.Replay(ctx, wh.Id, window)
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+		quiet(t, "after the refusals")
+	})
+}
+
+// TestJournalEntriesList lists a platform's journal entries for real: manual
+// entries with metadata, a funding and a payment, each filter alone and the
+// pages walked one or two at a time with the filters on every page, each item
+// equal to the entry retrieved, a bad type refused, nothing of another
+// platform's.
+func TestJournalEntriesList(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	plat, _, key := newPlatform(t, ctx)
+	c, rec := newClient(t, key)
+	_, stranger, _ := newPlatform(t, ctx)
+
+	va := newAccount(t, ctx, c, plat.Id, unique("je-list"))
+	other := newAccount(t, ctx, c, plat.Id, unique("je-list-other"))
+	approveKYB(t, ctx, c, va.Id)
+	inbound := fund(t, ctx, c, va.Id, 100_000)
+	batch := unique("batch")
+	var adjustments []*treasury.JournalEntry
+	for i, amount := range []int{1_000, 2_000, 3_000} {
+		adjustments = append(adjustments, must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryShorthand(treasury.JournalEntryShorthandRequest{
+			Type: treasury.JournalEntryShorthandRequestTypeAdjustment, Description: fmt.Sprintf("credit %d", i),
+			VirtualAccountId: va.Id, Direction: treasury.JournalEntryShorthandRequestDirectionCredit, Amount: amount,
+			Metadata: &treasury.Metadata{"batch": batch, "n": fmt.Sprint(i), "order id": "A&B"},
+		})))(t))
+	}
+	fee := must(c.Ledger.Entries.Create(ctx, treasury.JournalEntryLines(treasury.JournalEntryLinesRequest{
+		Type: treasury.JournalEntryLinesRequestTypeFee, Description: "monthly fee",
+		Lines: []treasury.JournalLine{
+			{VirtualAccountId: &va.Id, Direction: treasury.JournalLineDirectionDebit, Amount: 700},
+			{VirtualAccountId: &other.Id, Direction: treasury.JournalLineDirectionCredit, Amount: 700},
+		},
+		Metadata: &treasury.Metadata{"batch": batch, "n": "fee"},
+	})))(t)
+	payment := pay(t, ctx, c, va.Id, treasury.PaymentRequestRailRtp, 5_000, goodDestination)
+	payment = waitPayment(t, ctx, c, payment.Id, treasury.PaymentStatusCompleted)
+	if payment.JournalEntryId == nil || inbound.JournalEntryId == "" {
+		t.Fatalf("links: payment %+v, inbound %+v", payment, inbound)
+	}
+	manual := []string{fee.Id, adjustments[2].Id, adjustments[1].Id, adjustments[0].Id} // newest first
+
+	// list walks a list a page of limit at a time, checks that every page's
+	// request carried the filters (want: the query less cursor), and returns
+	// the ids.
+	list := func(t *testing.T, params treasury.ListJournalEntriesParams, want url.Values) []treasury.JournalEntry {
+		t.Helper()
+		before := len(answered(rec.snapshot()))
+		entries := must(treasury.Collect(c.Ledger.JournalEntries.List(ctx, &params)))(t)
+		calls := answered(rec.snapshot())[before:]
+		if len(calls) == 0 {
+			t.Fatal("no request")
+		}
+		for i, call := range calls {
+			q, err := url.ParseQuery(call.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (i > 0) != (q.Get("cursor") != "") {
+				t.Fatalf("page %d: query %q", i, call.query)
+			}
+			q.Del("cursor")
+			if call.method != http.MethodGet || call.path != "/ledger/journal-entries" || !reflect.DeepEqual(q, want) {
+				t.Fatalf("page %d: %s %s?%s, want the filters %v", i, call.method, call.path, call.query, want)
+			}
+		}
+		if params.Limit != nil && len(calls) < len(entries)/(*params.Limit) {
+			t.Fatalf("%d entries in %d pages of %d", len(entries), len(calls), *params.Limit)
+		}
+		return entries
+	}
+	ids := func(entries []treasury.JournalEntry) []string {
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Id)
+		}
+		return out
+	}
+
+	var all []treasury.JournalEntry
+	t.Run("all", func(t *testing.T) {
+		all = list(t, treasury.ListJournalEntriesParams{}, url.Values{})
+		paged := list(t, treasury.ListJournalEntriesParams{Limit: treasury.Ptr(1)}, url.Values{"limit": {"1"}})
+		if !reflect.DeepEqual(ids(paged), ids(all)) {
+			t.Fatalf("a page at a time %v, at once %v", ids(paged), ids(all))
+		}
+		for _, id := range append([]string{*payment.JournalEntryId, inbound.JournalEntryId}, manual...) {
+			if !slices.Contains(ids(all), id) {
+				t.Fatalf("journal entry %s is not listed: %v", id, ids(all))
+			}
+		}
+		for i, e := range all {
+			if i > 0 && e.CreatedAt.After(all[i-1].CreatedAt) {
+				t.Fatalf("not newest first: %v", ids(all))
+			}
+			if got := must(c.Ledger.JournalEntries.Retrieve(ctx, e.Id))(t); !reflect.DeepEqual(*got, e) {
+				t.Fatalf("listed %+v, retrieved %+v", e, *got)
+			}
+		}
+		// Another platform sees none of them, even by our account.
+		theirs := must(treasury.Collect(stranger.Ledger.JournalEntries.List(ctx, &treasury.ListJournalEntriesParams{VirtualAccountId: &va.Id})))(t)
+		if len(theirs) != 0 {
+			t.Fatalf("another platform's list by our account: %v", ids(theirs))
+		}
+	})
+	if all == nil {
+		t.FailNow()
+	}
+	// expect is the entries of all that keep, in order.
+	expect := func(keep func(e treasury.JournalEntry) bool) []string {
+		var out []string
+		for _, e := range all {
+			if keep(e) {
+				out = append(out, e.Id)
+			}
+		}
+		return out
+	}
+	hasLine := func(e treasury.JournalEntry, vaID string) bool {
+		for _, l := range e.Entries {
+			if l.VirtualAccountId != nil && *l.VirtualAccountId == vaID {
+				return true
+			}
+		}
+		return false
+	}
+
+	for _, tc := range []struct {
+		name   string
+		params treasury.ListJournalEntriesParams
+		query  url.Values
+		want   []string
+	}{
+		{"type", treasury.ListJournalEntriesParams{Type: treasury.Ptr(treasury.ListJournalEntriesParamsTypeAdjustment), Limit: treasury.Ptr(1)},
+			url.Values{"type": {"adjustment"}, "limit": {"1"}}, manual[1:]},
+		{"type fee", treasury.ListJournalEntriesParams{Type: treasury.Ptr(treasury.ListJournalEntriesParamsTypeFee)},
+			url.Values{"type": {"fee"}}, []string{fee.Id}},
+		{"status", treasury.ListJournalEntriesParams{Status: treasury.Ptr(treasury.ListJournalEntriesParamsStatusPosted), Limit: treasury.Ptr(2)},
+			url.Values{"status": {"posted"}, "limit": {"2"}},
+			expect(func(e treasury.JournalEntry) bool { return e.Status == treasury.JournalEntryStatusPosted })},
+		{"virtual account", treasury.ListJournalEntriesParams{VirtualAccountId: &other.Id, Limit: treasury.Ptr(1)},
+			url.Values{"virtual_account_id": {other.Id}, "limit": {"1"}}, []string{fee.Id}},
+		{"virtual account, all", treasury.ListJournalEntriesParams{VirtualAccountId: &va.Id, Limit: treasury.Ptr(2)},
+			url.Values{"virtual_account_id": {va.Id}, "limit": {"2"}},
+			expect(func(e treasury.JournalEntry) bool { return hasLine(e, va.Id) })},
+		{"source type", treasury.ListJournalEntriesParams{SourceType: treasury.Ptr(treasury.ListJournalEntriesParamsSourceTypeJournalEntry), Limit: treasury.Ptr(2)},
+			url.Values{"source_type": {"journal_entry"}, "limit": {"2"}}, manual},
+		{"source type payment", treasury.ListJournalEntriesParams{SourceType: treasury.Ptr(treasury.ListJournalEntriesParamsSourceTypePayment)},
+			url.Values{"source_type": {"payment"}}, []string{*payment.JournalEntryId}},
+		{"source type inbound", treasury.ListJournalEntriesParams{SourceType: treasury.Ptr(treasury.ListJournalEntriesParamsSourceTypeInboundTransfer)},
+			url.Values{"source_type": {"inbound_transfer"}}, []string{inbound.JournalEntryId}},
+		{"source id", treasury.ListJournalEntriesParams{SourceId: &payment.Id, Limit: treasury.Ptr(1)},
+			url.Values{"source_id": {payment.Id}, "limit": {"1"}}, []string{*payment.JournalEntryId}},
+		{"metadata", treasury.ListJournalEntriesParams{Metadata: &treasury.MetadataFilter{"batch": batch}, Limit: treasury.Ptr(1)},
+			url.Values{"metadata[batch]": {batch}, "limit": {"1"}}, manual},
+		{"metadata, all match", treasury.ListJournalEntriesParams{Metadata: &treasury.MetadataFilter{"batch": batch, "order id": "A&B"}, Limit: treasury.Ptr(2)},
+			url.Values{"metadata[batch]": {batch}, "metadata[order id]": {"A&B"}, "limit": {"2"}}, manual[1:]},
+		{"metadata, one", treasury.ListJournalEntriesParams{Metadata: &treasury.MetadataFilter{"batch": batch, "n": "1"}},
+			url.Values{"metadata[batch]": {batch}, "metadata[n]": {"1"}}, []string{adjustments[1].Id}},
+		{"created", treasury.ListJournalEntriesParams{
+			CreatedAfter:  treasury.Ptr(adjustments[1].CreatedAt.Format(time.RFC3339Nano)),
+			CreatedBefore: treasury.Ptr(fee.CreatedAt.Format(time.RFC3339Nano)), Limit: treasury.Ptr(1),
+		}, url.Values{
+			"created_after": {adjustments[1].CreatedAt.Format(time.RFC3339Nano)}, "created_before": {fee.CreatedAt.Format(time.RFC3339Nano)}, "limit": {"1"},
+		}, expect(func(e treasury.JournalEntry) bool {
+			return !e.CreatedAt.Before(adjustments[1].CreatedAt) && e.CreatedAt.Before(fee.CreatedAt)
+		})},
+		{"combined", treasury.ListJournalEntriesParams{
+			Type: treasury.Ptr(treasury.ListJournalEntriesParamsTypeAdjustment), Status: treasury.Ptr(treasury.ListJournalEntriesParamsStatusPosted),
+			VirtualAccountId: &va.Id, SourceType: treasury.Ptr(treasury.ListJournalEntriesParamsSourceTypeJournalEntry),
+			SourceId: &adjustments[0].Id, Metadata: &treasury.MetadataFilter{"n": "0"}, Limit: treasury.Ptr(1),
+		}, url.Values{
+			"type": {"adjustment"}, "status": {"posted"}, "virtual_account_id": {va.Id}, "source_type": {"journal_entry"},
+			"source_id": {adjustments[0].Id}, "metadata[n]": {"0"}, "limit": {"1"},
+		}, []string{adjustments[0].Id}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.want) == 0 {
+				t.Fatal("a filter case that expects nothing checks nothing")
+			}
+			got := list(t, tc.params, tc.query)
+			if !reflect.DeepEqual(ids(got), tc.want) {
+				t.Fatalf("listed %v, want %v", ids(got), tc.want)
+			}
+			for _, e := range got {
+				i := slices.IndexFunc(all, func(a treasury.JournalEntry) bool { return a.Id == e.Id })
+				if !reflect.DeepEqual(e, all[i]) {
+					t.Fatalf("filtered %+v, in the full list %+v", e, all[i])
+				}
+			}
+		})
+	}
+
+	t.Run("refusals", func(t *testing.T) {
+		_, err := treasury.Collect(c.Ledger.JournalEntries.List(ctx, &treasury.ListJournalEntriesParams{
+			Type: treasury.Ptr(treasury.ListJournalEntriesParamsType("payment_fee")),
+		}))
+		if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request"); e.Param != "type" {
+			t.Fatalf("a bad type: param %q", e.Param)
+		}
+		_, err = treasury.Collect(c.Ledger.JournalEntries.List(ctx, &treasury.ListJournalEntriesParams{
+			Status: treasury.Ptr(treasury.ListJournalEntriesParamsStatus("settled")),
+		}))
+		if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request"); e.Param != "status" {
+			t.Fatalf("a bad status: param %q", e.Param)
+		}
+		// An unknown account or source: empty, not 404.
+		none := must(treasury.Collect(c.Ledger.JournalEntries.List(ctx, &treasury.ListJournalEntriesParams{SourceId: treasury.Ptr("pay_00000000000000000000000000")})))(t)
+		if len(none) != 0 {
+			t.Fatalf("an unknown source: %v", ids(none))
 		}
 	})
 }

@@ -14,8 +14,8 @@ type LedgerService struct {
 	Accounts *LedgerAccountsService
 	// Entries: ledger entries, and manual journal entries (/ledger/entries).
 	Entries *LedgerEntriesService
-	// JournalEntries: one journal entry with its lines and source
-	// (/ledger/journal-entries/{id}).
+	// JournalEntries: journal entries with their lines and source
+	// (/ledger/journal-entries).
 	JournalEntries *LedgerJournalEntriesService
 }
 
@@ -92,6 +92,36 @@ func (s *LedgerEntriesService) Create(ctx context.Context, body JournalEntryRequ
 
 // LedgerJournalEntriesService is journal entries, each with its lines.
 type LedgerJournalEntriesService struct{ c *Client }
+
+// List walks the platform's journal entries, newest first (ledger order),
+// each with its lines and Source exactly as Retrieve returns it
+// (GET /ledger/journal-entries). The filters all combine: params.Type (an
+// entry's type; payment_fee is only a line's), params.Status,
+// params.VirtualAccountId (entries with a line on it; an unknown or another
+// platform's account gives an empty list), params.SourceType and
+// params.SourceId (a payment's id: its hold and, if it was returned, its
+// reversal), params.CreatedAfter and params.CreatedBefore, and
+// params.Metadata: each pair is sent as metadata[key]=value (key and value
+// URL-encoded) on every page's request, and an entry must match them all. A
+// bad value is a BadRequestError naming the parameter in Param.
+func (s *LedgerJournalEntriesService) List(ctx context.Context, params *ListJournalEntriesParams, opts ...RequestOption) iter.Seq2[JournalEntry, error] {
+	p := valueOf(params)
+	p.Metadata = metadataFilter(p.Metadata)
+	return paginate(p.Cursor, func(cursor *string) ([]JournalEntry, bool, *string, error) {
+		q := p // a copy per page: the sequence may be walked more than once
+		q.Cursor = cursor
+		ctx, _, ed := prepare(ctx, opts)
+		r, err := s.c.raw.ListJournalEntriesWithResponse(ctx, &q, ed)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		l, err := result(r.HTTPResponse, r.Body, r.JSON200)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		return l.Data, l.HasMore, l.NextCursor, nil
+	})
+}
 
 // Retrieve returns a journal entry with its lines and its Source: the
 // payment, the inbound transfer, the book transfer, or, for a manual entry

@@ -33,6 +33,7 @@ var schemaTypes = map[string]reflect.Type{
 	"InboundTransfer":                reflect.TypeFor[InboundTransfer](),
 	"JournalEntry":                   reflect.TypeFor[JournalEntry](),
 	"JournalEntryLinesRequest":       reflect.TypeFor[JournalEntryLinesRequest](),
+	"JournalEntryList":               reflect.TypeFor[JournalEntryList](),
 	"JournalEntryRequest":            reflect.TypeFor[JournalEntryRequest](),
 	"JournalEntryReversalRequest":    reflect.TypeFor[JournalEntryReversalRequest](),
 	"JournalEntryShorthandRequest":   reflect.TypeFor[JournalEntryShorthandRequest](),
@@ -89,6 +90,8 @@ var schemaTypes = map[string]reflect.Type{
 	"WebhookDeliveryStatus":          reflect.TypeFor[WebhookDeliveryStatus](),
 	"WebhookEndpoint":                reflect.TypeFor[WebhookEndpoint](),
 	"WebhookEndpointList":            reflect.TypeFor[WebhookEndpointList](),
+	"WebhookReplay":                  reflect.TypeFor[WebhookReplay](),
+	"WebhookReplayRequest":           reflect.TypeFor[WebhookReplayRequest](),
 	"WebhookRetryPolicy":             reflect.TypeFor[WebhookRetryPolicy](),
 	"WebhookRetryPolicyRequest":      reflect.TypeFor[WebhookRetryPolicyRequest](),
 }

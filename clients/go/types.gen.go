@@ -162,6 +162,8 @@ type (
 	JournalEntryId                             = api.JournalEntryId
 	JournalEntryLinesRequest                   = api.JournalEntryLinesRequest
 	JournalEntryLinesRequestType               = api.JournalEntryLinesRequestType
+	JournalEntryList                           = api.JournalEntryList
+	JournalEntryListObject                     = api.JournalEntryListObject
 	JournalEntryObject                         = api.JournalEntryObject
 	JournalEntryRequest                        = api.JournalEntryRequest
 	JournalEntryReversalRequest                = api.JournalEntryReversalRequest
@@ -235,6 +237,11 @@ type (
 	ListEventsParams                           = api.ListEventsParams
 	ListEventsParamsType                       = api.ListEventsParamsType
 	ListEventsResponse200Headers               = api.ListEventsResponse200Headers
+	ListJournalEntriesParams                   = api.ListJournalEntriesParams
+	ListJournalEntriesParamsSourceType         = api.ListJournalEntriesParamsSourceType
+	ListJournalEntriesParamsStatus             = api.ListJournalEntriesParamsStatus
+	ListJournalEntriesParamsType               = api.ListJournalEntriesParamsType
+	ListJournalEntriesResponse200Headers       = api.ListJournalEntriesResponse200Headers
 	ListKYBVerificationsParams                 = api.ListKYBVerificationsParams
 	ListKYBVerificationsParamsStatus           = api.ListKYBVerificationsParamsStatus
 	ListKYBVerificationsResponse200Headers     = api.ListKYBVerificationsResponse200Headers
@@ -311,6 +318,10 @@ type (
 	QueuedWebhookDeliveryObject                = api.QueuedWebhookDeliveryObject
 	QueuedWebhookDeliveryStatus                = api.QueuedWebhookDeliveryStatus
 	RateLimit                                  = api.RateLimit
+	ReplayWebhookJSONRequestBody               = api.ReplayWebhookJSONRequestBody
+	ReplayWebhookParams                        = api.ReplayWebhookParams
+	ReplayWebhookResponse200Headers            = api.ReplayWebhookResponse200Headers
+	ReplayWebhookResponse201Headers            = api.ReplayWebhookResponse201Headers
 	RequestId                                  = api.RequestId
 	RetryRecommendation                        = api.RetryRecommendation
 	RetryRecommendationAction                  = api.RetryRecommendationAction
@@ -414,6 +425,10 @@ type (
 	WebhookEndpointObject                      = api.WebhookEndpointObject
 	WebhookEndpointStatus                      = api.WebhookEndpointStatus
 	WebhookId                                  = api.WebhookId
+	WebhookReplay                              = api.WebhookReplay
+	WebhookReplayObject                        = api.WebhookReplayObject
+	WebhookReplayRequest                       = api.WebhookReplayRequest
+	WebhookReplayRequestTypes                  = api.WebhookReplayRequestTypes
 	WebhookRetryPolicy                         = api.WebhookRetryPolicy
 	WebhookRetryPolicyRequest                  = api.WebhookRetryPolicyRequest
 )
@@ -503,6 +518,7 @@ const (
 	JournalEntryLinesRequestTypeAdjustment                    = api.JournalEntryLinesRequestTypeAdjustment
 	JournalEntryLinesRequestTypeCorrection                    = api.JournalEntryLinesRequestTypeCorrection
 	JournalEntryLinesRequestTypeFee                           = api.JournalEntryLinesRequestTypeFee
+	JournalEntryListObjectList                                = api.JournalEntryListObjectList
 	JournalEntryObjectJournalEntry                            = api.JournalEntryObjectJournalEntry
 	JournalEntryReversalRequestTypeAdjustment                 = api.JournalEntryReversalRequestTypeAdjustment
 	JournalEntryReversalRequestTypeCorrection                 = api.JournalEntryReversalRequestTypeCorrection
@@ -775,6 +791,21 @@ const (
 	ListEventsParamsTypePaymentSubmitted                      = api.ListEventsParamsTypePaymentSubmitted
 	ListEventsParamsTypeVirtualAccountCreated                 = api.ListEventsParamsTypeVirtualAccountCreated
 	ListEventsParamsTypeWebhookTest                           = api.ListEventsParamsTypeWebhookTest
+	ListJournalEntriesParamsSourceTypeBookTransfer            = api.ListJournalEntriesParamsSourceTypeBookTransfer
+	ListJournalEntriesParamsSourceTypeInboundTransfer         = api.ListJournalEntriesParamsSourceTypeInboundTransfer
+	ListJournalEntriesParamsSourceTypeJournalEntry            = api.ListJournalEntriesParamsSourceTypeJournalEntry
+	ListJournalEntriesParamsSourceTypePayment                 = api.ListJournalEntriesParamsSourceTypePayment
+	ListJournalEntriesParamsStatusArchived                    = api.ListJournalEntriesParamsStatusArchived
+	ListJournalEntriesParamsStatusPending                     = api.ListJournalEntriesParamsStatusPending
+	ListJournalEntriesParamsStatusPosted                      = api.ListJournalEntriesParamsStatusPosted
+	ListJournalEntriesParamsTypeAdjustment                    = api.ListJournalEntriesParamsTypeAdjustment
+	ListJournalEntriesParamsTypeBookTransfer                  = api.ListJournalEntriesParamsTypeBookTransfer
+	ListJournalEntriesParamsTypeCorrection                    = api.ListJournalEntriesParamsTypeCorrection
+	ListJournalEntriesParamsTypeFee                           = api.ListJournalEntriesParamsTypeFee
+	ListJournalEntriesParamsTypeFunding                       = api.ListJournalEntriesParamsTypeFunding
+	ListJournalEntriesParamsTypeInboundTransfer               = api.ListJournalEntriesParamsTypeInboundTransfer
+	ListJournalEntriesParamsTypePayment                       = api.ListJournalEntriesParamsTypePayment
+	ListJournalEntriesParamsTypePaymentReversal               = api.ListJournalEntriesParamsTypePaymentReversal
 	ListKYBVerificationsParamsStatusApproved                  = api.ListKYBVerificationsParamsStatusApproved
 	ListKYBVerificationsParamsStatusPending                   = api.ListKYBVerificationsParamsStatusPending
 	ListKYBVerificationsParamsStatusPendingReview             = api.ListKYBVerificationsParamsStatusPendingReview
@@ -1021,4 +1052,22 @@ const (
 	WebhookEndpointObjectWebhookEndpoint                      = api.WebhookEndpointObjectWebhookEndpoint
 	WebhookEndpointStatusDisabled                             = api.WebhookEndpointStatusDisabled
 	WebhookEndpointStatusEnabled                              = api.WebhookEndpointStatusEnabled
+	WebhookReplayObjectWebhookReplay                          = api.WebhookReplayObjectWebhookReplay
+	WebhookReplayRequestTypesBookTransferCompleted            = api.WebhookReplayRequestTypesBookTransferCompleted
+	WebhookReplayRequestTypesInboundTransferCompleted         = api.WebhookReplayRequestTypesInboundTransferCompleted
+	WebhookReplayRequestTypesKybApproved                      = api.WebhookReplayRequestTypesKybApproved
+	WebhookReplayRequestTypesKybPendingReview                 = api.WebhookReplayRequestTypesKybPendingReview
+	WebhookReplayRequestTypesKybRejected                      = api.WebhookReplayRequestTypesKybRejected
+	WebhookReplayRequestTypesLedgerEntryCreated               = api.WebhookReplayRequestTypesLedgerEntryCreated
+	WebhookReplayRequestTypesPaymentApproved                  = api.WebhookReplayRequestTypesPaymentApproved
+	WebhookReplayRequestTypesPaymentCanceled                  = api.WebhookReplayRequestTypesPaymentCanceled
+	WebhookReplayRequestTypesPaymentCompleted                 = api.WebhookReplayRequestTypesPaymentCompleted
+	WebhookReplayRequestTypesPaymentCreated                   = api.WebhookReplayRequestTypesPaymentCreated
+	WebhookReplayRequestTypesPaymentDenied                    = api.WebhookReplayRequestTypesPaymentDenied
+	WebhookReplayRequestTypesPaymentFailed                    = api.WebhookReplayRequestTypesPaymentFailed
+	WebhookReplayRequestTypesPaymentNotificationOfChange      = api.WebhookReplayRequestTypesPaymentNotificationOfChange
+	WebhookReplayRequestTypesPaymentReleased                  = api.WebhookReplayRequestTypesPaymentReleased
+	WebhookReplayRequestTypesPaymentRequiresApproval          = api.WebhookReplayRequestTypesPaymentRequiresApproval
+	WebhookReplayRequestTypesPaymentSubmitted                 = api.WebhookReplayRequestTypesPaymentSubmitted
+	WebhookReplayRequestTypesVirtualAccountCreated            = api.WebhookReplayRequestTypesVirtualAccountCreated
 )

@@ -98,10 +98,43 @@ func (s *WebhooksService) Test(ctx context.Context, id string, opts ...RequestOp
 	return result(r.HTTPResponse, r.Body, r.JSON202)
 }
 
+// Replay sends the platform's past events of a window to an endpoint again
+// (POST /webhooks/{id}/replay): every event created at or after
+// body.CreatedAfter and before body.CreatedBefore, of the types in body.Types
+// (whether or not the endpoint subscribes to them) or, with Types nil, of the
+// types the endpoint subscribes to now. Each becomes a new delivery (its own
+// webhook-id, ReplayId naming this replay on the deliveries list) carrying
+// the event as first sent, with its original id, signed and retried like any
+// delivery. The answer's Replayed counts the deliveries queued.
+//
+// An Idempotency-Key is sent like on every POST (the caller's, see
+// WithIdempotencyKey, or a generated one kept across retries): the same key
+// and body answer the same replay and queue nothing again; another body, or
+// the same body to another endpoint, is a ConflictError with code
+// idempotency_conflict.
+//
+// CreatedBefore not after CreatedAfter is a BadRequestError (code
+// invalid_request, Param created_before); an unknown type, "*" or
+// webhook.test one with Param types[i]; a window holding more than 10,000
+// selected events one with code replay_too_large, and nothing is queued:
+// split the window. Another platform's or environment's endpoint, a deleted
+// or unknown one, is a NotFoundError; a disabled endpoint a ConflictError
+// with code invalid_state (enable it first).
+func (s *WebhooksService) Replay(ctx context.Context, id string, body WebhookReplayRequest, opts ...RequestOption) (*WebhookReplay, error) {
+	ctx, _, ed := prepare(ctx, opts)
+	r, err := s.c.raw.ReplayWebhookWithResponse(ctx, id, &api.ReplayWebhookParams{}, body, ed)
+	if err != nil {
+		return nil, err
+	}
+	return result(r.HTTPResponse, r.Body, r.JSON201, r.JSON200)
+}
+
 // WebhookDeliveriesService is an endpoint's deliveries.
 type WebhookDeliveriesService struct{ c *Client }
 
 // List walks every delivery of an endpoint (GET /webhooks/{id}/deliveries).
+// A delivery made by a replay (WebhooksService.Replay) carries its ReplayId;
+// the others' is nil.
 func (s *WebhookDeliveriesService) List(ctx context.Context, webhookID string, params *ListWebhookDeliveriesParams, opts ...RequestOption) iter.Seq2[WebhookDelivery, error] {
 	p := valueOf(params)
 	return paginate(p.Cursor, func(cursor *string) ([]WebhookDelivery, bool, *string, error) {

@@ -708,6 +708,21 @@ func (e JournalEntryLinesRequestType) Valid() bool {
 	}
 }
 
+// Defines values for JournalEntryListObject.
+const (
+	JournalEntryListObjectList JournalEntryListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the JournalEntryListObject enum.
+func (e JournalEntryListObject) Valid() bool {
+	switch e {
+	case JournalEntryListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JournalEntryReversalRequestType.
 const (
 	JournalEntryReversalRequestTypeAdjustment JournalEntryReversalRequestType = "adjustment"
@@ -3054,6 +3069,84 @@ func (e WebhookEndpointListObject) Valid() bool {
 	}
 }
 
+// Defines values for WebhookReplayObject.
+const (
+	WebhookReplayObjectWebhookReplay WebhookReplayObject = "webhook_replay"
+)
+
+// Valid indicates whether the value is a known member of the WebhookReplayObject enum.
+func (e WebhookReplayObject) Valid() bool {
+	switch e {
+	case WebhookReplayObjectWebhookReplay:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookReplayRequestTypes.
+const (
+	WebhookReplayRequestTypesBookTransferCompleted       WebhookReplayRequestTypes = "book_transfer.completed"
+	WebhookReplayRequestTypesInboundTransferCompleted    WebhookReplayRequestTypes = "inbound_transfer.completed"
+	WebhookReplayRequestTypesKybApproved                 WebhookReplayRequestTypes = "kyb.approved"
+	WebhookReplayRequestTypesKybPendingReview            WebhookReplayRequestTypes = "kyb.pending_review"
+	WebhookReplayRequestTypesKybRejected                 WebhookReplayRequestTypes = "kyb.rejected"
+	WebhookReplayRequestTypesLedgerEntryCreated          WebhookReplayRequestTypes = "ledger.entry.created"
+	WebhookReplayRequestTypesPaymentApproved             WebhookReplayRequestTypes = "payment.approved"
+	WebhookReplayRequestTypesPaymentCanceled             WebhookReplayRequestTypes = "payment.canceled"
+	WebhookReplayRequestTypesPaymentCompleted            WebhookReplayRequestTypes = "payment.completed"
+	WebhookReplayRequestTypesPaymentCreated              WebhookReplayRequestTypes = "payment.created"
+	WebhookReplayRequestTypesPaymentDenied               WebhookReplayRequestTypes = "payment.denied"
+	WebhookReplayRequestTypesPaymentFailed               WebhookReplayRequestTypes = "payment.failed"
+	WebhookReplayRequestTypesPaymentNotificationOfChange WebhookReplayRequestTypes = "payment.notification_of_change"
+	WebhookReplayRequestTypesPaymentReleased             WebhookReplayRequestTypes = "payment.released"
+	WebhookReplayRequestTypesPaymentRequiresApproval     WebhookReplayRequestTypes = "payment.requires_approval"
+	WebhookReplayRequestTypesPaymentSubmitted            WebhookReplayRequestTypes = "payment.submitted"
+	WebhookReplayRequestTypesVirtualAccountCreated       WebhookReplayRequestTypes = "virtual_account.created"
+)
+
+// Valid indicates whether the value is a known member of the WebhookReplayRequestTypes enum.
+func (e WebhookReplayRequestTypes) Valid() bool {
+	switch e {
+	case WebhookReplayRequestTypesBookTransferCompleted:
+		return true
+	case WebhookReplayRequestTypesInboundTransferCompleted:
+		return true
+	case WebhookReplayRequestTypesKybApproved:
+		return true
+	case WebhookReplayRequestTypesKybPendingReview:
+		return true
+	case WebhookReplayRequestTypesKybRejected:
+		return true
+	case WebhookReplayRequestTypesLedgerEntryCreated:
+		return true
+	case WebhookReplayRequestTypesPaymentApproved:
+		return true
+	case WebhookReplayRequestTypesPaymentCanceled:
+		return true
+	case WebhookReplayRequestTypesPaymentCompleted:
+		return true
+	case WebhookReplayRequestTypesPaymentCreated:
+		return true
+	case WebhookReplayRequestTypesPaymentDenied:
+		return true
+	case WebhookReplayRequestTypesPaymentFailed:
+		return true
+	case WebhookReplayRequestTypesPaymentNotificationOfChange:
+		return true
+	case WebhookReplayRequestTypesPaymentReleased:
+		return true
+	case WebhookReplayRequestTypesPaymentRequiresApproval:
+		return true
+	case WebhookReplayRequestTypesPaymentSubmitted:
+		return true
+	case WebhookReplayRequestTypesVirtualAccountCreated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListEventsParamsType.
 const (
 	ListEventsParamsTypeBookTransferCompleted       ListEventsParamsType = "book_transfer.completed"
@@ -3216,6 +3309,87 @@ func (e ListLedgerEntriesParamsStatus) Valid() bool {
 	case ListLedgerEntriesParamsStatusPending:
 		return true
 	case ListLedgerEntriesParamsStatusPosted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListJournalEntriesParamsType.
+const (
+	ListJournalEntriesParamsTypeAdjustment      ListJournalEntriesParamsType = "adjustment"
+	ListJournalEntriesParamsTypeBookTransfer    ListJournalEntriesParamsType = "book_transfer"
+	ListJournalEntriesParamsTypeCorrection      ListJournalEntriesParamsType = "correction"
+	ListJournalEntriesParamsTypeFee             ListJournalEntriesParamsType = "fee"
+	ListJournalEntriesParamsTypeFunding         ListJournalEntriesParamsType = "funding"
+	ListJournalEntriesParamsTypeInboundTransfer ListJournalEntriesParamsType = "inbound_transfer"
+	ListJournalEntriesParamsTypePayment         ListJournalEntriesParamsType = "payment"
+	ListJournalEntriesParamsTypePaymentReversal ListJournalEntriesParamsType = "payment_reversal"
+)
+
+// Valid indicates whether the value is a known member of the ListJournalEntriesParamsType enum.
+func (e ListJournalEntriesParamsType) Valid() bool {
+	switch e {
+	case ListJournalEntriesParamsTypeAdjustment:
+		return true
+	case ListJournalEntriesParamsTypeBookTransfer:
+		return true
+	case ListJournalEntriesParamsTypeCorrection:
+		return true
+	case ListJournalEntriesParamsTypeFee:
+		return true
+	case ListJournalEntriesParamsTypeFunding:
+		return true
+	case ListJournalEntriesParamsTypeInboundTransfer:
+		return true
+	case ListJournalEntriesParamsTypePayment:
+		return true
+	case ListJournalEntriesParamsTypePaymentReversal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListJournalEntriesParamsStatus.
+const (
+	ListJournalEntriesParamsStatusArchived ListJournalEntriesParamsStatus = "archived"
+	ListJournalEntriesParamsStatusPending  ListJournalEntriesParamsStatus = "pending"
+	ListJournalEntriesParamsStatusPosted   ListJournalEntriesParamsStatus = "posted"
+)
+
+// Valid indicates whether the value is a known member of the ListJournalEntriesParamsStatus enum.
+func (e ListJournalEntriesParamsStatus) Valid() bool {
+	switch e {
+	case ListJournalEntriesParamsStatusArchived:
+		return true
+	case ListJournalEntriesParamsStatusPending:
+		return true
+	case ListJournalEntriesParamsStatusPosted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListJournalEntriesParamsSourceType.
+const (
+	ListJournalEntriesParamsSourceTypeBookTransfer    ListJournalEntriesParamsSourceType = "book_transfer"
+	ListJournalEntriesParamsSourceTypeInboundTransfer ListJournalEntriesParamsSourceType = "inbound_transfer"
+	ListJournalEntriesParamsSourceTypeJournalEntry    ListJournalEntriesParamsSourceType = "journal_entry"
+	ListJournalEntriesParamsSourceTypePayment         ListJournalEntriesParamsSourceType = "payment"
+)
+
+// Valid indicates whether the value is a known member of the ListJournalEntriesParamsSourceType enum.
+func (e ListJournalEntriesParamsSourceType) Valid() bool {
+	switch e {
+	case ListJournalEntriesParamsSourceTypeBookTransfer:
+		return true
+	case ListJournalEntriesParamsSourceTypeInboundTransfer:
+		return true
+	case ListJournalEntriesParamsSourceTypeJournalEntry:
+		return true
+	case ListJournalEntriesParamsSourceTypePayment:
 		return true
 	default:
 		return false
@@ -4028,6 +4202,21 @@ type JournalEntryLinesRequest struct {
 
 // JournalEntryLinesRequestType defines model for JournalEntryLinesRequest.Type.
 type JournalEntryLinesRequestType string
+
+// JournalEntryList A page of journal entries with their lines, newest first (in ledger order).
+type JournalEntryList struct {
+	Data []JournalEntry `json:"data"`
+
+	// HasMore Whether more items follow this page.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; null on the last page.
+	NextCursor *string                `json:"next_cursor"`
+	Object     JournalEntryListObject `json:"object"`
+}
+
+// JournalEntryListObject defines model for JournalEntryList.Object.
+type JournalEntryListObject string
 
 // JournalEntryRequest A manual journal entry in exactly one of three forms; a body mixing forms, or with none, is 400 (`param` `lines`). Common optional fields: `effective_at`, `idempotency_key`, `metadata`. A debit that would take a virtual account's available balance below zero is 422 `insufficient_funds` (with the account in `resource_id`); a line on a closed account is 422 `account_not_active`. Unknown fields are 400.
 type JournalEntryRequest struct {
@@ -5469,8 +5658,11 @@ type WebhookDelivery struct {
 	Id string `json:"id"`
 
 	// NextAttemptAt When the next attempt is due; null unless pending.
-	NextAttemptAt     *time.Time                 `json:"next_attempt_at"`
-	Object            WebhookDeliveryObject      `json:"object"`
+	NextAttemptAt *time.Time            `json:"next_attempt_at"`
+	Object        WebhookDeliveryObject `json:"object"`
+
+	// ReplayId The replay (`POST /webhooks/{id}/replay`) that made this delivery; null for a delivery of a new event, a retry of one, or a test event.
+	ReplayId          *string                    `json:"replay_id"`
 	Status            WebhookDeliveryStatusValue `json:"status"`
 	WebhookEndpointId string                     `json:"webhook_endpoint_id"`
 }
@@ -5557,6 +5749,42 @@ type WebhookEndpointList struct {
 
 // WebhookEndpointListObject defines model for WebhookEndpointList.Object.
 type WebhookEndpointListObject string
+
+// WebhookReplay A replay of past events to one endpoint: each event of the window became a new delivery (its own `msg_` id, `replay_id` naming this replay) carrying the event as first sent, with its original `id`.
+type WebhookReplay struct {
+	CreatedAfter  time.Time           `json:"created_after"`
+	CreatedAt     time.Time           `json:"created_at"`
+	CreatedBefore time.Time           `json:"created_before"`
+	Id            string              `json:"id"`
+	Object        WebhookReplayObject `json:"object"`
+
+	// Replayed How many events were queued for delivery again (API.md §12's `{replayed: n}`).
+	Replayed int `json:"replayed"`
+
+	// Types The types asked for; null when the request named none (the endpoint's subscriptions were used).
+	Types *[]string `json:"types"`
+
+	// WebhookId The endpoint the events are sent to.
+	WebhookId string `json:"webhook_id"`
+}
+
+// WebhookReplayObject defines model for WebhookReplay.Object.
+type WebhookReplayObject string
+
+// WebhookReplayRequest A window of past events to send to the endpoint again.
+type WebhookReplayRequest struct {
+	// CreatedAfter Start of the window, inclusive: an RFC 3339 time (a `YYYY-MM-DD` date is midnight UTC).
+	CreatedAfter time.Time `json:"created_after"`
+
+	// CreatedBefore End of the window, exclusive; after `created_after` (else 400). A window in the future is accepted and replays nothing.
+	CreatedBefore time.Time `json:"created_before"`
+
+	// Types Replay only events of these types, whether or not the endpoint subscribes to them (an unknown type, `*` or `webhook.test` is 400 with `param` `types[i]`). Left out: the types the endpoint subscribes to now (its `events`; `*`: all).
+	Types *[]WebhookReplayRequestTypes `json:"types,omitempty"`
+}
+
+// WebhookReplayRequestTypes defines model for WebhookReplayRequest.Types.
+type WebhookReplayRequestTypes string
 
 // WebhookRetryPolicy How webhook deliveries are retried: exponential backoff from `initial_delay_seconds`, capped at `max_delay_seconds`, until `max_attempts`.
 type WebhookRetryPolicy struct {
@@ -5816,6 +6044,51 @@ type ExportLedgerParams struct {
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
+
+// ListJournalEntriesParams defines parameters for ListJournalEntries.
+type ListJournalEntriesParams struct {
+	// Type Only entries of this type; another value is 400. (`payment_fee` is a line's type, never an entry's: a payment's entry is of type `payment`, with a `payment_fee` line; filter lines with `GET /ledger/entries?type=payment_fee`.)
+	Type *ListJournalEntriesParamsType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Status Only entries in this status; another value is 400.
+	Status *ListJournalEntriesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// VirtualAccountId Only the entries with a line on this virtual account (exact match; an unknown id, or another platform's or environment's account, gives an empty list).
+	VirtualAccountId *string `form:"virtual_account_id,omitempty" json:"virtual_account_id,omitempty"`
+
+	// SourceType Only the entries whose `source.type` is this: `journal_entry` for manual entries and fundings; another value is 400.
+	SourceType *ListJournalEntriesParamsSourceType `form:"source_type,omitempty" json:"source_type,omitempty"`
+
+	// SourceId Only the entries whose `source.id` is this (exact match): a payment's hold (and post) and, if it was returned, its reversal; an inbound or book transfer's entry. An unknown id gives an empty list.
+	SourceId *string `form:"source_id,omitempty" json:"source_id,omitempty"`
+
+	// Metadata Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`.
+	Metadata *MetadataFilter `json:"metadata,omitempty"`
+
+	// CreatedAfter Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400.
+	CreatedAfter *CreatedAfter `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400.
+	CreatedBefore *CreatedBefore `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// Limit Page size, 1 to 100 (else 400, `param` `limit`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListJournalEntriesParamsType defines parameters for ListJournalEntries.
+type ListJournalEntriesParamsType string
+
+// ListJournalEntriesParamsStatus defines parameters for ListJournalEntries.
+type ListJournalEntriesParamsStatus string
+
+// ListJournalEntriesParamsSourceType defines parameters for ListJournalEntries.
+type ListJournalEntriesParamsSourceType string
 
 // GetJournalEntryParams defines parameters for GetJournalEntry.
 type GetJournalEntryParams struct {
@@ -6243,6 +6516,15 @@ type RetryWebhookDeliveryParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// ReplayWebhookParams defines parameters for ReplayWebhook.
+type ReplayWebhookParams struct {
+	// IdempotencyKey Makes a creating request safe to retry (API.md §12): 1 to 255 bytes, no leading or trailing white space (else 400, `param` `idempotency_key`). Scope: the platform and the key's environment; keys are kept for good. Same key and same body (key order and white space do not matter): 200 with the resource the first request created (as it is now) and `Idempotent-Replayed: true`; a secret shown once is not shown again. Same key, different body: 409 `idempotency_conflict` with `resource_id`. Concurrent requests under one key create one resource (the others wait and replay it, or get 409 `idempotency_in_progress`, `x-should-retry: true`). A refused request (4xx) does not take the key.
+	IdempotencyKey *CreateIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
 type RotateWebhookSecretParams struct {
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
@@ -6341,6 +6623,9 @@ type UpdateWebhookJSONRequestBody = UpdateWebhookRequest
 
 // RetryWebhookDeliveryJSONRequestBody defines body for RetryWebhookDelivery for application/json ContentType.
 type RetryWebhookDeliveryJSONRequestBody = EmptyRequest
+
+// ReplayWebhookJSONRequestBody defines body for ReplayWebhook for application/json ContentType.
+type ReplayWebhookJSONRequestBody = WebhookReplayRequest
 
 // RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
 type RotateWebhookSecretJSONRequestBody = EmptyRequest
@@ -6872,6 +7157,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /ledger/exports (the `ExportLedger` operationId).
 	ExportLedger(ctx context.Context, params *ExportLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListJournalEntries List journal entries
+	//
+	// The journal entries of the caller's platform and environment, newest first (in ledger order), each with its lines and its `source`, exactly as `GET /ledger/journal-entries/{id}` shows it, the filters combined (API.md §12). `virtual_account_id` filters like the payments list's: an unknown account, or another platform's or environment's, gives an empty list, never 404. The list is an asynchronous projection of the event log: an entry appears shortly (normally milliseconds) after the command that posted it returns.
+	//
+	// Corresponds with GET /ledger/journal-entries (the `ListJournalEntries` operationId).
+	ListJournalEntries(ctx context.Context, params *ListJournalEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetJournalEntry Get a journal entry
 	//
@@ -7573,6 +7865,40 @@ type ClientInterface interface {
 	// Corresponds with POST /webhooks/{id}/deliveries/{delivery_id}/retry (the `RetryWebhookDelivery` operationId).
 	RetryWebhookDelivery(ctx context.Context, id WebhookId, deliveryId DeliveryId, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReplayWebhookWithBody Replay past events to an endpoint
+	//
+	// Sends the caller's past public events (of its platform and the key's environment) whose `created_at` is in [`created_after`, `created_before`) to this endpoint again, as new deliveries (API.md §12). Each is the event as `GET /v1/events` shows it, with its original `id`, signed and retried like any delivery; the delivery has its own id (the `webhook-id` header) and `replay_id` naming the replay.
+	//
+	// **Which events.** With `types`: every event of the window of those types, whether or not the endpoint subscribes to them (the caller named them). Without: the types the endpoint subscribes to now (its `events`). Events are those already visible in `GET /v1/events` (an event a few milliseconds old may not be yet).
+	//
+	// **Checks, in order.** The body is decoded strictly (400); `created_after` and `created_before` are required RFC 3339 times with `created_after` before `created_before` (400; a window in the future is fine and replays 0 events); each of `types` a known event type (400 `types[i]`); the idempotency key's form (400). The endpoint must be the caller's, in the key's environment (else 404 `not_found`); a disabled endpoint is 409 `invalid_state` (enable it first: a replay to an endpoint that gets nothing would only fail). A window holding more than 10,000 selected events is 400 `replay_too_large` and nothing is queued: split it.
+	//
+	// **Delivery.** The deliveries exist when the answer is sent (they are made in the same transaction as the `webhook_endpoint.replay_requested` event that records the replay). They drain in a lane of their own: the sender takes deliveries of new events (to this endpoint and every other) first, and sends replayed ones with the room left, so a large replay never delays new events.
+	//
+	// **Idempotency.** `Idempotency-Key` as for other creating requests (the endpoint is part of the request): the same key and body answer 200 with the replay and `Idempotent-Replayed: true`, and queue nothing again; another body (or endpoint) under the key is 409 `idempotency_conflict` naming the replay; concurrent duplicates make one replay.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/{id}/replay (the `ReplayWebhook` operationId).
+	ReplayWebhookWithBody(ctx context.Context, id WebhookId, params *ReplayWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayWebhook Replay past events to an endpoint
+	//
+	// Sends the caller's past public events (of its platform and the key's environment) whose `created_at` is in [`created_after`, `created_before`) to this endpoint again, as new deliveries (API.md §12). Each is the event as `GET /v1/events` shows it, with its original `id`, signed and retried like any delivery; the delivery has its own id (the `webhook-id` header) and `replay_id` naming the replay.
+	//
+	// **Which events.** With `types`: every event of the window of those types, whether or not the endpoint subscribes to them (the caller named them). Without: the types the endpoint subscribes to now (its `events`). Events are those already visible in `GET /v1/events` (an event a few milliseconds old may not be yet).
+	//
+	// **Checks, in order.** The body is decoded strictly (400); `created_after` and `created_before` are required RFC 3339 times with `created_after` before `created_before` (400; a window in the future is fine and replays 0 events); each of `types` a known event type (400 `types[i]`); the idempotency key's form (400). The endpoint must be the caller's, in the key's environment (else 404 `not_found`); a disabled endpoint is 409 `invalid_state` (enable it first: a replay to an endpoint that gets nothing would only fail). A window holding more than 10,000 selected events is 400 `replay_too_large` and nothing is queued: split it.
+	//
+	// **Delivery.** The deliveries exist when the answer is sent (they are made in the same transaction as the `webhook_endpoint.replay_requested` event that records the replay). They drain in a lane of their own: the sender takes deliveries of new events (to this endpoint and every other) first, and sends replayed ones with the room left, so a large replay never delays new events.
+	//
+	// **Idempotency.** `Idempotency-Key` as for other creating requests (the endpoint is part of the request): the same key and body answer 200 with the replay and `Idempotent-Replayed: true`, and queue nothing again; another body (or endpoint) under the key is 409 `idempotency_conflict` naming the replay; concurrent duplicates make one replay.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/{id}/replay (the `ReplayWebhook` operationId).
+	ReplayWebhook(ctx context.Context, id WebhookId, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RotateWebhookSecretWithBody Rotate a webhook endpoint's secret
 	//
 	// Creates a new signing secret, returned this once. For 24 h the old secret keeps signing beside the new one: `webhook-signature` carries both signatures, space-separated.
@@ -7917,6 +8243,23 @@ func (c *Client) PostJournalEntry(ctx context.Context, params *PostJournalEntryP
 // Corresponds with GET /ledger/exports (the `ExportLedger` operationId).
 func (c *Client) ExportLedger(ctx context.Context, params *ExportLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExportLedgerRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListJournalEntries List journal entries
+//
+// The journal entries of the caller's platform and environment, newest first (in ledger order), each with its lines and its `source`, exactly as `GET /ledger/journal-entries/{id}` shows it, the filters combined (API.md §12). `virtual_account_id` filters like the payments list's: an unknown account, or another platform's or environment's, gives an empty list, never 404. The list is an asynchronous projection of the event log: an entry appears shortly (normally milliseconds) after the command that posted it returns.
+//
+// Corresponds with GET /ledger/journal-entries (the `ListJournalEntries` operationId).
+func (c *Client) ListJournalEntries(ctx context.Context, params *ListJournalEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListJournalEntriesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9347,6 +9690,60 @@ func (c *Client) RetryWebhookDelivery(ctx context.Context, id WebhookId, deliver
 	return c.Client.Do(req)
 }
 
+// ReplayWebhookWithBody Replay past events to an endpoint
+//
+// Sends the caller's past public events (of its platform and the key's environment) whose `created_at` is in [`created_after`, `created_before`) to this endpoint again, as new deliveries (API.md §12). Each is the event as `GET /v1/events` shows it, with its original `id`, signed and retried like any delivery; the delivery has its own id (the `webhook-id` header) and `replay_id` naming the replay.
+//
+// **Which events.** With `types`: every event of the window of those types, whether or not the endpoint subscribes to them (the caller named them). Without: the types the endpoint subscribes to now (its `events`). Events are those already visible in `GET /v1/events` (an event a few milliseconds old may not be yet).
+//
+// **Checks, in order.** The body is decoded strictly (400); `created_after` and `created_before` are required RFC 3339 times with `created_after` before `created_before` (400; a window in the future is fine and replays 0 events); each of `types` a known event type (400 `types[i]`); the idempotency key's form (400). The endpoint must be the caller's, in the key's environment (else 404 `not_found`); a disabled endpoint is 409 `invalid_state` (enable it first: a replay to an endpoint that gets nothing would only fail). A window holding more than 10,000 selected events is 400 `replay_too_large` and nothing is queued: split it.
+//
+// **Delivery.** The deliveries exist when the answer is sent (they are made in the same transaction as the `webhook_endpoint.replay_requested` event that records the replay). They drain in a lane of their own: the sender takes deliveries of new events (to this endpoint and every other) first, and sends replayed ones with the room left, so a large replay never delays new events.
+//
+// **Idempotency.** `Idempotency-Key` as for other creating requests (the endpoint is part of the request): the same key and body answer 200 with the replay and `Idempotent-Replayed: true`, and queue nothing again; another body (or endpoint) under the key is 409 `idempotency_conflict` naming the replay; concurrent duplicates make one replay.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/{id}/replay (the `ReplayWebhook` operationId).
+func (c *Client) ReplayWebhookWithBody(ctx context.Context, id WebhookId, params *ReplayWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayWebhook Replay past events to an endpoint
+//
+// Sends the caller's past public events (of its platform and the key's environment) whose `created_at` is in [`created_after`, `created_before`) to this endpoint again, as new deliveries (API.md §12). Each is the event as `GET /v1/events` shows it, with its original `id`, signed and retried like any delivery; the delivery has its own id (the `webhook-id` header) and `replay_id` naming the replay.
+//
+// **Which events.** With `types`: every event of the window of those types, whether or not the endpoint subscribes to them (the caller named them). Without: the types the endpoint subscribes to now (its `events`). Events are those already visible in `GET /v1/events` (an event a few milliseconds old may not be yet).
+//
+// **Checks, in order.** The body is decoded strictly (400); `created_after` and `created_before` are required RFC 3339 times with `created_after` before `created_before` (400; a window in the future is fine and replays 0 events); each of `types` a known event type (400 `types[i]`); the idempotency key's form (400). The endpoint must be the caller's, in the key's environment (else 404 `not_found`); a disabled endpoint is 409 `invalid_state` (enable it first: a replay to an endpoint that gets nothing would only fail). A window holding more than 10,000 selected events is 400 `replay_too_large` and nothing is queued: split it.
+//
+// **Delivery.** The deliveries exist when the answer is sent (they are made in the same transaction as the `webhook_endpoint.replay_requested` event that records the replay). They drain in a lane of their own: the sender takes deliveries of new events (to this endpoint and every other) first, and sends replayed ones with the room left, so a large replay never delays new events.
+//
+// **Idempotency.** `Idempotency-Key` as for other creating requests (the endpoint is part of the request): the same key and body answer 200 with the replay and `Idempotent-Replayed: true`, and queue nothing again; another body (or endpoint) under the key is 409 `idempotency_conflict` naming the replay; concurrent duplicates make one replay.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/{id}/replay (the `ReplayWebhook` operationId).
+func (c *Client) ReplayWebhook(ctx context.Context, id WebhookId, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RotateWebhookSecretWithBody Rotate a webhook endpoint's secret
 //
 // Creates a new signing secret, returned this once. For 24 h the old secret keeps signing beside the new one: `webhook-signature` carries both signatures, space-separated.
@@ -10408,6 +10805,183 @@ func NewExportLedgerRequest(server string, params *ExportLedgerParams) (*http.Re
 		if params.CreatedBefore != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListJournalEntriesRequest constructs an http.Request for the ListJournalEntries method
+func NewListJournalEntriesRequest(server string, params *ListJournalEntriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ledger/journal-entries")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VirtualAccountId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "virtual_account_id", *params.VirtualAccountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SourceType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source_type", *params.SourceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SourceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source_id", *params.SourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Metadata != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("deepObject", true, "metadata", *params.Metadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -13599,6 +14173,79 @@ func NewRetryWebhookDeliveryRequestWithBody(server string, id WebhookId, deliver
 	return req, nil
 }
 
+// NewReplayWebhookRequest calls the generic ReplayWebhook builder with application/json body
+func NewReplayWebhookRequest(server string, id WebhookId, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplayWebhookRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewReplayWebhookRequestWithBody constructs an http.Request for the ReplayWebhook method, with any body, and a specified content type
+func NewReplayWebhookRequestWithBody(server string, id WebhookId, params *ReplayWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/replay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewRotateWebhookSecretRequest calls the generic RotateWebhookSecret builder with application/json body
 func NewRotateWebhookSecretRequest(server string, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -13951,6 +14598,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /ledger/exports (the `ExportLedger` operationId).
 	ExportLedgerWithResponse(ctx context.Context, params *ExportLedgerParams, reqEditors ...RequestEditorFn) (*ExportLedgerResponse, error)
+
+	// ListJournalEntriesWithResponse List journal entries
+	//
+	// The journal entries of the caller's platform and environment, newest first (in ledger order), each with its lines and its `source`, exactly as `GET /ledger/journal-entries/{id}` shows it, the filters combined (API.md §12). `virtual_account_id` filters like the payments list's: an unknown account, or another platform's or environment's, gives an empty list, never 404. The list is an asynchronous projection of the event log: an entry appears shortly (normally milliseconds) after the command that posted it returns.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /ledger/journal-entries (the `ListJournalEntries` operationId).
+	ListJournalEntriesWithResponse(ctx context.Context, params *ListJournalEntriesParams, reqEditors ...RequestEditorFn) (*ListJournalEntriesResponse, error)
 
 	// GetJournalEntryWithResponse Get a journal entry
 	//
@@ -14692,6 +15348,40 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /webhooks/{id}/deliveries/{delivery_id}/retry (the `RetryWebhookDelivery` operationId).
 	RetryWebhookDeliveryWithResponse(ctx context.Context, id WebhookId, deliveryId DeliveryId, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
 
+	// ReplayWebhookWithBodyWithResponse Replay past events to an endpoint
+	//
+	// Sends the caller's past public events (of its platform and the key's environment) whose `created_at` is in [`created_after`, `created_before`) to this endpoint again, as new deliveries (API.md §12). Each is the event as `GET /v1/events` shows it, with its original `id`, signed and retried like any delivery; the delivery has its own id (the `webhook-id` header) and `replay_id` naming the replay.
+	//
+	// **Which events.** With `types`: every event of the window of those types, whether or not the endpoint subscribes to them (the caller named them). Without: the types the endpoint subscribes to now (its `events`). Events are those already visible in `GET /v1/events` (an event a few milliseconds old may not be yet).
+	//
+	// **Checks, in order.** The body is decoded strictly (400); `created_after` and `created_before` are required RFC 3339 times with `created_after` before `created_before` (400; a window in the future is fine and replays 0 events); each of `types` a known event type (400 `types[i]`); the idempotency key's form (400). The endpoint must be the caller's, in the key's environment (else 404 `not_found`); a disabled endpoint is 409 `invalid_state` (enable it first: a replay to an endpoint that gets nothing would only fail). A window holding more than 10,000 selected events is 400 `replay_too_large` and nothing is queued: split it.
+	//
+	// **Delivery.** The deliveries exist when the answer is sent (they are made in the same transaction as the `webhook_endpoint.replay_requested` event that records the replay). They drain in a lane of their own: the sender takes deliveries of new events (to this endpoint and every other) first, and sends replayed ones with the room left, so a large replay never delays new events.
+	//
+	// **Idempotency.** `Idempotency-Key` as for other creating requests (the endpoint is part of the request): the same key and body answer 200 with the replay and `Idempotent-Replayed: true`, and queue nothing again; another body (or endpoint) under the key is 409 `idempotency_conflict` naming the replay; concurrent duplicates make one replay.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{id}/replay (the `ReplayWebhook` operationId).
+	ReplayWebhookWithBodyWithResponse(ctx context.Context, id WebhookId, params *ReplayWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error)
+
+	// ReplayWebhookWithResponse Replay past events to an endpoint
+	//
+	// Sends the caller's past public events (of its platform and the key's environment) whose `created_at` is in [`created_after`, `created_before`) to this endpoint again, as new deliveries (API.md §12). Each is the event as `GET /v1/events` shows it, with its original `id`, signed and retried like any delivery; the delivery has its own id (the `webhook-id` header) and `replay_id` naming the replay.
+	//
+	// **Which events.** With `types`: every event of the window of those types, whether or not the endpoint subscribes to them (the caller named them). Without: the types the endpoint subscribes to now (its `events`). Events are those already visible in `GET /v1/events` (an event a few milliseconds old may not be yet).
+	//
+	// **Checks, in order.** The body is decoded strictly (400); `created_after` and `created_before` are required RFC 3339 times with `created_after` before `created_before` (400; a window in the future is fine and replays 0 events); each of `types` a known event type (400 `types[i]`); the idempotency key's form (400). The endpoint must be the caller's, in the key's environment (else 404 `not_found`); a disabled endpoint is 409 `invalid_state` (enable it first: a replay to an endpoint that gets nothing would only fail). A window holding more than 10,000 selected events is 400 `replay_too_large` and nothing is queued: split it.
+	//
+	// **Delivery.** The deliveries exist when the answer is sent (they are made in the same transaction as the `webhook_endpoint.replay_requested` event that records the replay). They drain in a lane of their own: the sender takes deliveries of new events (to this endpoint and every other) first, and sends replayed ones with the room left, so a large replay never delays new events.
+	//
+	// **Idempotency.** `Idempotency-Key` as for other creating requests (the endpoint is part of the request): the same key and body answer 200 with the replay and `Idempotent-Replayed: true`, and queue nothing again; another body (or endpoint) under the key is 409 `idempotency_conflict` naming the replay; concurrent duplicates make one replay.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{id}/replay (the `ReplayWebhook` operationId).
+	ReplayWebhookWithResponse(ctx context.Context, id WebhookId, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error)
+
 	// RotateWebhookSecretWithBodyWithResponse Rotate a webhook endpoint's secret
 	//
 	// Creates a new signing secret, returned this once. For 24 h the old secret keeps signing beside the new one: `webhook-signature` carries both signatures, space-separated.
@@ -15253,6 +15943,47 @@ func (r ExportLedgerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ExportLedgerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListJournalEntriesResponse200Headers the declared response headers of an HTTP 200 response for ListJournalEntries
+type ListJournalEntriesResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ListJournalEntriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *JournalEntryList
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListJournalEntriesResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r ListJournalEntriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListJournalEntriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListJournalEntriesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17201,6 +17932,60 @@ func (r RetryWebhookDeliveryResponse) ContentType() string {
 	return ""
 }
 
+// ReplayWebhookResponse200Headers the declared response headers of an HTTP 200 response for ReplayWebhook
+type ReplayWebhookResponse200Headers struct {
+	IdempotentReplayed string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// ReplayWebhookResponse201Headers the declared response headers of an HTTP 201 response for ReplayWebhook
+type ReplayWebhookResponse201Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ReplayWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookReplay
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *WebhookReplay
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReplayWebhookResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *ReplayWebhookResponse201Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplayWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplayWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReplayWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RotateWebhookSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookSecret
 type RotateWebhookSecretResponse200Headers struct {
 	RateLimitLimit     *int
@@ -17556,6 +18341,21 @@ func (c *ClientWithResponses) ExportLedgerWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseExportLedgerResponse(rsp)
+}
+
+// ListJournalEntriesWithResponse List journal entries
+//
+// The journal entries of the caller's platform and environment, newest first (in ledger order), each with its lines and its `source`, exactly as `GET /ledger/journal-entries/{id}` shows it, the filters combined (API.md §12). `virtual_account_id` filters like the payments list's: an unknown account, or another platform's or environment's, gives an empty list, never 404. The list is an asynchronous projection of the event log: an entry appears shortly (normally milliseconds) after the command that posted it returns.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /ledger/journal-entries (the `ListJournalEntries` operationId).
+func (c *ClientWithResponses) ListJournalEntriesWithResponse(ctx context.Context, params *ListJournalEntriesParams, reqEditors ...RequestEditorFn) (*ListJournalEntriesResponse, error) {
+	rsp, err := c.ListJournalEntries(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListJournalEntriesResponse(rsp)
 }
 
 // GetJournalEntryWithResponse Get a journal entry
@@ -18730,6 +19530,52 @@ func (c *ClientWithResponses) RetryWebhookDeliveryWithResponse(ctx context.Conte
 	return ParseRetryWebhookDeliveryResponse(rsp)
 }
 
+// ReplayWebhookWithBodyWithResponse Replay past events to an endpoint
+//
+// Sends the caller's past public events (of its platform and the key's environment) whose `created_at` is in [`created_after`, `created_before`) to this endpoint again, as new deliveries (API.md §12). Each is the event as `GET /v1/events` shows it, with its original `id`, signed and retried like any delivery; the delivery has its own id (the `webhook-id` header) and `replay_id` naming the replay.
+//
+// **Which events.** With `types`: every event of the window of those types, whether or not the endpoint subscribes to them (the caller named them). Without: the types the endpoint subscribes to now (its `events`). Events are those already visible in `GET /v1/events` (an event a few milliseconds old may not be yet).
+//
+// **Checks, in order.** The body is decoded strictly (400); `created_after` and `created_before` are required RFC 3339 times with `created_after` before `created_before` (400; a window in the future is fine and replays 0 events); each of `types` a known event type (400 `types[i]`); the idempotency key's form (400). The endpoint must be the caller's, in the key's environment (else 404 `not_found`); a disabled endpoint is 409 `invalid_state` (enable it first: a replay to an endpoint that gets nothing would only fail). A window holding more than 10,000 selected events is 400 `replay_too_large` and nothing is queued: split it.
+//
+// **Delivery.** The deliveries exist when the answer is sent (they are made in the same transaction as the `webhook_endpoint.replay_requested` event that records the replay). They drain in a lane of their own: the sender takes deliveries of new events (to this endpoint and every other) first, and sends replayed ones with the room left, so a large replay never delays new events.
+//
+// **Idempotency.** `Idempotency-Key` as for other creating requests (the endpoint is part of the request): the same key and body answer 200 with the replay and `Idempotent-Replayed: true`, and queue nothing again; another body (or endpoint) under the key is 409 `idempotency_conflict` naming the replay; concurrent duplicates make one replay.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{id}/replay (the `ReplayWebhook` operationId).
+func (c *ClientWithResponses) ReplayWebhookWithBodyWithResponse(ctx context.Context, id WebhookId, params *ReplayWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error) {
+	rsp, err := c.ReplayWebhookWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayWebhookResponse(rsp)
+}
+
+// ReplayWebhookWithResponse Replay past events to an endpoint
+//
+// Sends the caller's past public events (of its platform and the key's environment) whose `created_at` is in [`created_after`, `created_before`) to this endpoint again, as new deliveries (API.md §12). Each is the event as `GET /v1/events` shows it, with its original `id`, signed and retried like any delivery; the delivery has its own id (the `webhook-id` header) and `replay_id` naming the replay.
+//
+// **Which events.** With `types`: every event of the window of those types, whether or not the endpoint subscribes to them (the caller named them). Without: the types the endpoint subscribes to now (its `events`). Events are those already visible in `GET /v1/events` (an event a few milliseconds old may not be yet).
+//
+// **Checks, in order.** The body is decoded strictly (400); `created_after` and `created_before` are required RFC 3339 times with `created_after` before `created_before` (400; a window in the future is fine and replays 0 events); each of `types` a known event type (400 `types[i]`); the idempotency key's form (400). The endpoint must be the caller's, in the key's environment (else 404 `not_found`); a disabled endpoint is 409 `invalid_state` (enable it first: a replay to an endpoint that gets nothing would only fail). A window holding more than 10,000 selected events is 400 `replay_too_large` and nothing is queued: split it.
+//
+// **Delivery.** The deliveries exist when the answer is sent (they are made in the same transaction as the `webhook_endpoint.replay_requested` event that records the replay). They drain in a lane of their own: the sender takes deliveries of new events (to this endpoint and every other) first, and sends replayed ones with the room left, so a large replay never delays new events.
+//
+// **Idempotency.** `Idempotency-Key` as for other creating requests (the endpoint is part of the request): the same key and body answer 200 with the replay and `Idempotent-Replayed: true`, and queue nothing again; another body (or endpoint) under the key is 409 `idempotency_conflict` naming the replay; concurrent duplicates make one replay.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{id}/replay (the `ReplayWebhook` operationId).
+func (c *ClientWithResponses) ReplayWebhookWithResponse(ctx context.Context, id WebhookId, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error) {
+	rsp, err := c.ReplayWebhook(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayWebhookResponse(rsp)
+}
+
 // RotateWebhookSecretWithBodyWithResponse Rotate a webhook endpoint's secret
 //
 // Creates a new signing secret, returned this once. For 24 h the old secret keeps signing beside the new one: `webhook-signature` carries both signatures, space-separated.
@@ -19608,6 +20454,66 @@ func ParseExportLedgerResponse(rsp *http.Response) (*ExportLedgerResponse, error
 			}
 			headers.ContentDisposition = &value
 		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListJournalEntriesResponse parses an HTTP response from a ListJournalEntriesWithResponse call
+func ParseListJournalEntriesResponse(rsp *http.Response) (*ListJournalEntriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListJournalEntriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JournalEntryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListJournalEntriesResponse200Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22470,6 +23376,111 @@ func ParseRetryWebhookDeliveryResponse(rsp *http.Response) (*RetryWebhookDeliver
 			headers.XRequestId = value
 		}
 		response.Headers202 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReplayWebhookResponse parses an HTTP response from a ReplayWebhookWithResponse call
+func ParseReplayWebhookResponse(rsp *http.Response) (*ReplayWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplayWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookReplay
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest WebhookReplay
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReplayWebhookResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers ReplayWebhookResponse201Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
 	}
 
 	return response, nil
