@@ -50,6 +50,7 @@ func TestIdempotentCreates(t *testing.T) {
 				"originator": map[string]any{"name": "Globex", "account_number": "123456789", "routing_number": "021000021"}}, "", "", false},
 		{"/v1/book-transfers", map[string]any{"from_virtual_account_id": funded, "to_virtual_account_id": va, "amount": 100},
 			map[string]any{"from_virtual_account_id": funded, "to_virtual_account_id": va, "amount": 200}, "", "/v1/book-transfers?limit=100", false},
+		{"/v1/counterparties", cpBody("987654321"), cpBody("123456789"), "", "/v1/counterparties?limit=100", false},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {

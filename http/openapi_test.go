@@ -270,6 +270,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		domain.CodeRequestTooLarge, domain.CodeRequestTimeout, domain.CodeKYBNotApproved, domain.CodeComplianceRejected,
 		domain.CodeInsufficientFunds, domain.CodeAccountNotActive, domain.CodeLimitExceeded,
 		domain.CodeLiveNotEnabled, domain.CodeRateLimited, domain.CodeInternal, domain.CodeUnavailable,
+		domain.CodeCounterpartyNotVerified, domain.CodeNotImplemented,
 	} {
 		want = append(want, string(c))
 	}
