@@ -71,7 +71,9 @@ func TestOpenAPICounterpartiesResponsesMatchSchemas(t *testing.T) {
 	check("GET", one, api.do("GET", "/v1/counterparties/nope", key, nil), 404, "not_found")
 
 	v := "/counterparties/{id}/verify"
-	verify := func(k, id string, body any) response { return api.do("POST", "/v1/counterparties/"+id+"/verify", k, body) }
+	verify := func(k, id string, body any) response {
+		return api.do("POST", "/v1/counterparties/"+id+"/verify", k, body)
+	}
 	prenote := map[string]any{"method": "prenote"}
 	failing := cpCreate(t, api, key, "4000000003")["id"].(string)
 	check("POST", v, verify(key, failing, prenote), 200, "")
