@@ -3,6 +3,7 @@ package http_test
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -368,5 +369,39 @@ func TestRequireVerifiedCounterparty(t *testing.T) {
 	liveKey := api.enableLive(platformID)
 	if got := vaGet(t, api, liveKey, "/v1/platform/settings"); got["require_verified_counterparty"] != false {
 		t.Errorf("live settings: %v", got)
+	}
+}
+
+// Twenty verifies at once send one prenote: one 200, the others 409
+// invalid_state; one verification_requested in the log.
+func TestCounterpartyConcurrentVerifySendsOnePrenote(t *testing.T) {
+	api, _, key := vaAPI(t)
+	id := cpCreate(t, api, key, "987654321")["id"].(string)
+	statuses := make(chan int, 20)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			r := api.do("POST", "/v1/counterparties/"+id+"/verify", key, map[string]any{"method": "prenote"})
+			if r.Status != http.StatusOK && r.Str("code") != "invalid_state" {
+				t.Errorf("verify: %d %s", r.Status, r.Body)
+			}
+			statuses <- r.Status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	ok := 0
+	for s := range statuses {
+		if s == http.StatusOK {
+			ok++
+		}
+	}
+	var requested int
+	if err := api.Pool.QueryRow(t.Context(), `SELECT count(*) FROM events WHERE stream_id = $1 AND event_type = 'counterparty.verification_requested'`,
+		"counterparty-"+id).Scan(&requested); err != nil {
+		t.Fatal(err)
+	}
+	if ok != 1 || requested != 1 {
+		t.Errorf("%d verifies answered 200 and %d prenotes were logged, want 1 and 1", ok, requested)
 	}
 }
