@@ -6,6 +6,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/booktransfer"
+	"github.com/opentreasury/treasury/domain/counterparty"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/ledger"
@@ -49,6 +50,9 @@ var (
 	bookTransfers = aggregate[booktransfer.State]{kind: "book_transfer", streamType: booktransfer.StreamType, streamID: booktransfer.StreamID,
 		initial: func(string) booktransfer.State { return booktransfer.State{} }, evolve: booktransfer.Evolve,
 		exists: func(s booktransfer.State) bool { return s.BookTransferID != "" }}
+	counterparties = aggregate[counterparty.State]{kind: "counterparty", streamType: counterparty.StreamType, streamID: counterparty.StreamID,
+		initial: func(string) counterparty.State { return counterparty.State{} }, evolve: counterparty.Evolve,
+		exists: counterparty.State.Exists}
 	webhooks = aggregate[webhook.State]{kind: "webhook_endpoint", streamType: webhook.StreamType, streamID: webhook.StreamID,
 		initial: func(string) webhook.State { return webhook.State{} }, evolve: webhook.Evolve,
 		exists: func(s webhook.State) bool { return s.ID != "" && !s.Deleted }}

@@ -37,6 +37,9 @@ import (
 func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c Caller, req payment.Request) (Result, error) {
 	// Validated before the idempotency key is looked at: a malformed
 	// request is a 400 whatever key it carries.
+	if err := req.CheckTarget(); err != nil {
+		return Result{}, err
+	}
 	if _, err := req.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -47,11 +50,18 @@ func (a *App) CreatePayment(ctx context.Context, meta Meta, idem *Idempotency, c
 	id := domain.NewID(domain.PrefixPayment)
 	cmd := command{idem: idem, resourceID: id, claimAtCommit: true, pipelined: true, verifyKeyID: c.VerifyKeyID}
 	return a.execute(ctx, cmd, func(ctx context.Context, tx *commandTx) (Result, error) {
-		in, err := loadPaymentInputs(ctx, tx, c, req.VirtualAccountID)
+		in, err := loadPaymentInputs(ctx, tx, c, req.VirtualAccountID, req.CounterpartyID)
 		if err != nil || !in.keyFree {
 			return Result{}, err // the key is taken: the runner replays the earlier result
 		}
+		req := req
+		if cp := in.counterparty; cp != nil { // the payment copies the counterparty's destination
+			req.Destination = cp.destination
+		}
 		decision := in.decisionInputs(c, idem, req, id, now())
+		if cp := in.counterparty; cp != nil {
+			decision.Counterparty = &payment.CounterpartyRef{ID: req.CounterpartyID, VerificationStatus: cp.status}
+		}
 		decision.CreatedBy = meta.Actor
 		// The parties' rules need nothing more: a payment they refuse makes
 		// no more reads than it did before the decider (DecideCreate runs
@@ -112,12 +122,24 @@ type paymentInputs struct {
 	settings  queries.SettingsView
 	fees      map[string]int64
 	chart     map[string]string
+	// counterparty is the payment's counterparty, when it names one.
+	counterparty *paymentCounterparty
+}
+
+// paymentCounterparty is what a payment reads of its counterparty.
+type paymentCounterparty struct {
+	destination payment.Destination
+	status      string
 }
 
 // loadPaymentInputs looks the idempotency key up and reads the rules'
 // inputs, in one batch that locks and writes nothing: what the decision
 // relies on is checked again under the balance lock (queueStillStands).
-func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, accountID string) (paymentInputs, error) {
+// counterpartyID, if set, is read too: the caller's, not deleted (else 404
+// on counterparty_id, as for any id of another platform or environment).
+// A counterparty deleted after this read is paid all the same: as if the
+// delete came after the payment.
+func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, accountID, counterpartyID string) (paymentInputs, error) {
 	var in paymentInputs
 	env := c.Environment.String()
 	b := &pgx.Batch{}
@@ -129,6 +151,10 @@ func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, accountID s
 	b.Queue(`SELECT fee_schedule FROM platforms WHERE id = $1`, c.PlatformID)
 	b.Queue(`SELECT code, id FROM ledger_accounts WHERE platform_id = $1 AND environment = $2 AND virtual_account_id IS NULL`,
 		c.PlatformID, env)
+	if counterpartyID != "" {
+		b.Queue(`SELECT name, account_number, routing_number, verification_status FROM counterparties
+            WHERE id = $1 AND platform_id = $2 AND environment = $3 AND NOT deleted`, counterpartyID, c.PlatformID, env)
+	}
 	br, err := tx.sendFirst(ctx, b)
 	if err != nil {
 		return in, err
@@ -169,6 +195,18 @@ func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, accountID s
 	}
 	if err := rows.Err(); err != nil {
 		return in, err
+	}
+	if counterpartyID != "" {
+		cp := &paymentCounterparty{}
+		d := &cp.destination
+		err := br.QueryRow().Scan(&d.Name, &d.AccountNumber, &d.RoutingNumber, &cp.status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return in, &domain.Error{Code: domain.CodeNotFound, Param: "counterparty_id", Message: "no such counterparty: " + counterpartyID}
+		}
+		if err != nil {
+			return in, err
+		}
+		in.counterparty = cp
 	}
 	return in, br.Close()
 }

@@ -19,6 +19,7 @@ const (
 	PrefixPayment        = "pay_"
 	PrefixInbound        = "itx_"
 	PrefixBookTransfer   = "bt_"
+	PrefixCounterparty   = "cp_"
 	PrefixKYB            = "kyb_"
 	PrefixLedgerAccount  = "la_"
 	PrefixJournalEntry   = "je_"

@@ -136,6 +136,17 @@ var bodyRoutes = map[string]bodyRoute{
 		},
 		valid: `{"from_virtual_account_id":"va_01jx00000000000000000000aa","to_virtual_account_id":"va_01jx00000000000000000000bb","amount":1500,"idempotency_key":"bt-1","description":"rent","metadata":{"k":"v"}}`,
 	},
+	"POST /v1/counterparties": {
+		decodeInto: func() any { return &counterpartyRequest{} },
+		then: func(_ echo.Context, v any, _ []byte) error {
+			return v.(*counterpartyRequest).request().Validate()
+		},
+		valid: `{"name":"Initech LLC","account_number":"987654321","routing_number":"021000021","account_type":"checking","metadata":{"k":"v"}}`,
+	},
+	"POST /v1/counterparties/:id/verify": {
+		decodeInto: func() any { return &verifyRequest{} },
+		valid:      `{"method":"prenote"}`,
+	},
 	"POST /v1/kyb": {
 		decodeInto: func() any { return &kybRequest{} },
 		then: func(_ echo.Context, v any, _ []byte) error {

@@ -55,6 +55,7 @@ func TestIdempotentCreates(t *testing.T) {
 		{"/v1/webhooks/" + replayed + "/replay", map[string]any{"created_after": "2020-01-01T00:00:00Z", "created_before": "2100-01-01T00:00:00Z"},
 			map[string]any{"created_after": "2020-01-01T00:00:00Z", "created_before": "2100-01-01T00:00:00Z", "types": []string{"payment.created"}},
 			"", "", false},
+		{"/v1/counterparties", cpBody("987654321"), cpBody("123456789"), "", "/v1/counterparties?limit=100", false},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {

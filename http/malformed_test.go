@@ -30,6 +30,7 @@ type mfIDs struct {
 	paymentID                string // a pending ACH payment
 	webhookID, deliveryID    string
 	operatingLedgerAccountID string
+	counterpartyID           string
 }
 
 // mfTemplates are valid bodies per POST route (several where a route has
@@ -82,6 +83,14 @@ var mfTemplates = map[string]func(ids mfIDs) []map[string]any{
 	"/v1/book-transfers": func(ids mfIDs) []map[string]any {
 		return []map[string]any{{"from_virtual_account_id": ids.accountID, "to_virtual_account_id": ids.kybAccountID, "amount": 1,
 			"description": "sweep", "metadata": map[string]any{"k": "v"}, "idempotency_key": mfIdemKey}}
+	},
+	"/v1/counterparties": func(mfIDs) []map[string]any {
+		b := cpBody("987654321")
+		b["metadata"] = map[string]any{"k": "v"}
+		return []map[string]any{b}
+	},
+	"/v1/counterparties/:id/verify": func(mfIDs) []map[string]any {
+		return []map[string]any{{"method": "prenote"}}
 	},
 	"/v1/kyb": func(ids mfIDs) []map[string]any {
 		return []map[string]any{kt2Submission(ids.kybAccountID, kt2EINFor("4321"))}
@@ -177,7 +186,8 @@ func mfPostRoutes(api *testAPI) []string {
 func mfPath(t *testing.T, route string, ids mfIDs) string {
 	t.Helper()
 	byResource := map[string]string{"platforms": ids.platformID, "kyb": ids.kybID, "api-keys": ids.apiKeyID,
-		"virtual-accounts": ids.statusAccountID, "payments": ids.paymentID, "webhooks": ids.webhookID, "deliveries": ids.deliveryID}
+		"virtual-accounts": ids.statusAccountID, "payments": ids.paymentID, "webhooks": ids.webhookID, "deliveries": ids.deliveryID,
+		"counterparties": ids.counterpartyID}
 	segs := strings.Split(route, "/")
 	for i, s := range segs {
 		if !strings.HasPrefix(s, ":") {
@@ -210,6 +220,7 @@ func mfSetup(t *testing.T, api *testAPI) mfIDs {
 	ids.paymentID = payCreated(t, api, ids.key, payBody(ids.accountID, 100, "ach_standard", "123456789"))["id"].(string)
 	ids.webhookID = vaRequire(t, api.do("POST", "/v1/webhooks", ids.key, map[string]any{"url": "https://sweep.example/hook"}), http.StatusCreated)["id"].(string)
 	ids.deliveryID = vaRequire(t, api.do("POST", "/v1/webhooks/"+ids.webhookID+"/test", ids.key, nil), http.StatusAccepted)["id"].(string)
+	ids.counterpartyID = cpCreate(t, api, ids.key, "987654321")["id"].(string)
 	ids.operatingLedgerAccountID, _ = vaLedgerAccounts(t, api, ids.key)["platform_operating"]["id"].(string)
 	if ids.operatingLedgerAccountID == "" {
 		t.Fatal("setup: no platform_operating ledger account")

@@ -223,7 +223,7 @@ func TestOpenAPIPaymentsSchemasDocumented(t *testing.T) {
 		reqFields = append(reqFields, p)
 	}
 	sort.Strings(reqFields)
-	if want := []string{"amount", "description", "destination", "idempotency_key", "metadata", "rail", "scheduled_for", "virtual_account_id"}; !slices.Equal(reqFields, want) {
+	if want := []string{"amount", "counterparty_id", "description", "destination", "idempotency_key", "metadata", "rail", "scheduled_for", "virtual_account_id"}; !slices.Equal(reqFields, want) {
 		t.Errorf("PaymentRequest documents %v, API.md §5 and §12 have %v", reqFields, want)
 	}
 
@@ -428,10 +428,10 @@ func TestOpenAPIPaymentsExamples(t *testing.T) {
 		"403": {"forbidden"}, "404": {"not_found"},
 		"409": {"idempotency_conflict", "idempotency_in_progress", "payment_not_cancelable", "invalid_state"},
 		"413": {"request_too_large"},
-		"422": {"account_not_active", "kyb_not_approved", "compliance_rejected", "limit_exceeded", "insufficient_funds"},
+		"422": {"account_not_active", "kyb_not_approved", "compliance_rejected", "limit_exceeded", "insufficient_funds", "counterparty_not_verified"},
 		"429": {"rate_limited"}, "500": {"internal_error"}, "503": {"unavailable"}}
 	withResource := map[string]bool{"idempotency_conflict": true, "account_not_active": true, "kyb_not_approved": true,
-		"limit_exceeded": true, "insufficient_funds": true}
+		"limit_exceeded": true, "insufficient_funds": true, "counterparty_not_verified": true}
 	for _, op := range oapOps {
 		for status, res := range oaObj(oapOp(doc, op.method, op.path)["responses"]) {
 			res := oaResolve(t, doc, oaObj(res))

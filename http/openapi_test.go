@@ -271,6 +271,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		domain.CodeInsufficientFunds, domain.CodeAccountNotActive, domain.CodeLimitExceeded,
 		domain.CodeLiveNotEnabled, domain.CodeRateLimited, domain.CodeInternal, domain.CodeUnavailable,
 		domain.CodeReplayTooLarge,
+		domain.CodeCounterpartyNotVerified, domain.CodeNotImplemented,
 	} {
 		want = append(want, string(c))
 	}

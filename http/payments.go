@@ -18,6 +18,7 @@ type paymentRequest struct {
 	Amount           int64               `json:"amount"`
 	Rail             string              `json:"rail"`
 	Destination      payment.Destination `json:"destination"`
+	CounterpartyID   string              `json:"counterparty_id"`
 	IdempotencyKey   string              `json:"idempotency_key"`
 	Description      string              `json:"description"`
 	Metadata         map[string]string   `json:"metadata"`
@@ -41,7 +42,7 @@ func (s *Server) createPayment(c echo.Context) error {
 	}
 	res, err := s.app.CreatePayment(c.Request().Context(), meta(c), idem, callerOf(c), payment.Request{
 		VirtualAccountID: req.VirtualAccountID, Amount: req.Amount, Rail: req.Rail, Destination: req.Destination,
-		Description: req.Description, Metadata: req.Metadata, ScheduledFor: req.ScheduledFor})
+		CounterpartyID: req.CounterpartyID, Description: req.Description, Metadata: req.Metadata, ScheduledFor: req.ScheduledFor})
 	if err != nil {
 		return err
 	}

@@ -825,7 +825,7 @@ func TestSettingsDefaults(t *testing.T) {
 	ktEqualJSON(t, "sandbox settings", r.JSON(), `{
 		"object": "platform_settings", "platform_id": "`+p.ID+`", "environment": "sandbox",
 		"webhook_retry_policy": {"max_attempts": 12, "initial_delay_seconds": 5, "max_delay_seconds": 36000},
-		"payment_approval_threshold": null, "daily_payment_limit": null,
+		"payment_approval_threshold": null, "daily_payment_limit": null, "require_verified_counterparty": false,
 		"sandbox": {"auto_settle": true, "ach_same_day_delay_seconds": 5, "ach_standard_delay_seconds": 15},
 		"updated_at": null}`)
 
@@ -834,7 +834,7 @@ func TestSettingsDefaults(t *testing.T) {
 	ktEqualJSON(t, "live settings", r.JSON(), `{
 		"object": "platform_settings", "platform_id": "`+p.ID+`", "environment": "live",
 		"webhook_retry_policy": {"max_attempts": 12, "initial_delay_seconds": 5, "max_delay_seconds": 36000},
-		"payment_approval_threshold": null, "daily_payment_limit": null,
+		"payment_approval_threshold": null, "daily_payment_limit": null, "require_verified_counterparty": false,
 		"sandbox": null, "updated_at": null}`)
 }
 

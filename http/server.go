@@ -190,6 +190,12 @@ func (s *Server) routes() {
 	v1.POST("/payments/:id/approve", s.approvePayment, platform...)
 	v1.POST("/payments/:id/deny", s.denyPayment, platform...)
 
+	v1.POST("/counterparties", s.createCounterparty, platform...)
+	v1.GET("/counterparties", s.listCounterparties, platform...)
+	v1.GET("/counterparties/:id", s.getCounterparty, platform...)
+	v1.DELETE("/counterparties/:id", s.deleteCounterparty, platform...)
+	v1.POST("/counterparties/:id/verify", s.verifyCounterparty, platform...)
+
 	v1.POST("/book-transfers", s.createBookTransfer, platform...)
 	v1.GET("/book-transfers", s.listBookTransfers, platform...)
 	v1.GET("/book-transfers/:id", s.getBookTransfer, platform...)

@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/domain/counterparty"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/eventstore"
@@ -60,6 +61,45 @@ func (e *env) paymentsAndKYB() {
 			e.t.Fatalf("payment step %d: %v", i, err)
 		}
 	}
+	e.counterparties(c, va)
+}
+
+// counterparties saves counterparties, verifies them by sandbox prenote
+// (one verified, one failed), pays one, deletes it while the payment is
+// in flight, and completes the payment.
+func (e *env) counterparties(c app.Caller, va string) {
+	e.t.Helper()
+	create := func(account string) string {
+		res, err := e.a.CreateCounterparty(e.ctx, app.Meta{}, nil, c, counterparty.Request{Name: "Initech LLC",
+			AccountNumber: account, RoutingNumber: "021000021", AccountType: "checking", Metadata: map[string]string{"k": account}})
+		if err != nil {
+			e.t.Fatalf("create counterparty: %v", err)
+		}
+		return res.ID
+	}
+	good, bad := create("987654321"), create("4000000003")
+	create("123456789") // left unverified
+	k := fmt.Sprintf("cp-%d", rand.Int())
+	res, err := e.a.CreatePayment(e.ctx, app.Meta{}, &app.Idempotency{Scope: c.PlatformID, Environment: "sandbox",
+		Key: k, Operation: "create_payment", RequestHash: k}, c, payment.Request{VirtualAccountID: va, Amount: 150,
+		Rail: "ach_same_day", CounterpartyID: good})
+	if err != nil {
+		e.t.Fatalf("pay a counterparty: %v", err)
+	}
+	steps := []error{
+		e.a.VerifyCounterparty(e.ctx, app.Meta{}, c, good, "prenote"),
+		e.a.VerifyCounterparty(e.ctx, app.Meta{}, c, bad, "prenote"),
+		e.a.SettleSandboxPrenote(e.ctx, app.Meta{}, good),
+		e.a.SettleSandboxPrenote(e.ctx, app.Meta{}, bad),
+		e.a.DeleteCounterparty(e.ctx, app.Meta{}, c, good),
+		e.a.SubmitPayment(e.ctx, app.Meta{}, res.ID),
+		e.a.CompletePayment(e.ctx, app.Meta{}, nil, res.ID),
+	}
+	for i, err := range steps {
+		if err != nil {
+			e.t.Fatalf("counterparty step %d: %v", i, err)
+		}
+	}
 }
 
 // A batch is folded in Go before anything is written: an entry recorded
@@ -88,7 +128,8 @@ func TestEveryBatchingGivesTheSameRows(t *testing.T) {
 	}
 	for _, want := range []string{"ledger.journal_entry.recorded", "ledger.journal_entry.posted",
 		"ledger.journal_entry.archived", "payment.completed", "payment.failed", "payment.canceled",
-		"payment.submitted", "kyb.approved", "inbound_transfer.completed"} {
+		"payment.submitted", "kyb.approved", "inbound_transfer.completed", "counterparty.created",
+		"counterparty.verification_requested", "counterparty.verified", "counterparty.verification_failed", "counterparty.deleted"} {
 		if !types[want] {
 			t.Fatalf("the log has no %s event: the workload does not cover it", want)
 		}

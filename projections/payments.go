@@ -122,16 +122,16 @@ func (Payments) Project(b *Batch) error {
 		b.Queue(`INSERT INTO payments (id, platform_id, environment, virtual_account_id, amount, fee, rail, destination,
                 idempotency_key, description, metadata, journal_entry_id, expected_settlement_at, created_at,
                 status, failure, updated_at, submitted_at, completed_at, failed_at, canceled_at, trace_number, ach_file_id,
-                notification_of_change, approval, cancel_reason, scheduled_for, release_at, released_at)
+                notification_of_change, approval, cancel_reason, scheduled_for, release_at, released_at, counterparty_id)
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
                 $8::jsonb[], $9::text[], $10::text[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::timestamptz[],
                 $15::text[], $16::jsonb[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::timestamptz[],
                 $21::timestamptz[], $22::text[], $23::text[], $24::jsonb[], $25::jsonb[], $26::text[], $27::date[],
-                $28::timestamptz[], $29::timestamptz[])`,
+                $28::timestamptz[], $29::timestamptz[], $30::text[])`,
 			ins.id, ins.platform, ins.env, ins.va, ins.amount, ins.fee, ins.rail, ins.destination, ins.key, ins.desc,
 			ins.metadata, ins.journal, ins.expected, ins.createdAt,
 			ins.status, ins.failure, ins.updatedAt, ins.submitted, ins.completed, ins.failed, ins.canceled, ins.trace, ins.achFile,
-			ins.change, ins.approval, ins.cancelReason, ins.scheduledFor, ins.releaseAt, ins.releasedAt)
+			ins.change, ins.approval, ins.cancelReason, ins.scheduledFor, ins.releaseAt, ins.releasedAt, ins.counterparty)
 	}
 	if len(upd.id) > 0 {
 		b.Queue(`UPDATE payments p SET status = coalesce(nullif(u.status, ''), p.status), failure = coalesce(u.failure, p.failure), updated_at = u.updated_at,
@@ -169,6 +169,7 @@ type paymentColumnsOf struct {
 	approval                                                                       []*string
 	cancelReason                                                                   []*string
 	scheduledFor                                                                   []*string // inserts only
+	counterparty                                                                   []*string // inserts only
 	releaseAt, releasedAt                                                          []*time.Time
 	releasedFee                                                                    []*int64 // updates only
 	releasedJournal                                                                []*string
@@ -207,6 +208,11 @@ func (c *paymentColumnsOf) add(id string, row *paymentRow) {
 			scheduledFor = &e.ScheduledFor
 		}
 		c.scheduledFor = append(c.scheduledFor, scheduledFor)
+		var cp *string
+		if e.CounterpartyID != "" {
+			cp = &e.CounterpartyID
+		}
+		c.counterparty = append(c.counterparty, cp)
 		c.releaseAt = append(c.releaseAt, e.ReleaseAt)
 		if r := row.released; r != nil { // scheduled and released in the same batch (a rebuild)
 			e2 := *e

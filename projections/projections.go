@@ -28,7 +28,7 @@ type Projector interface {
 // Inline are the projectors that commands update in their own transaction,
 // because later commands and authentication decide on them.
 func Inline() []Projector {
-	return []Projector{Platforms{}, Accounts{}, PlatformBalances{}, KYB{}, Payments{}, Webhooks{}, ACHFiles{}}
+	return []Projector{Platforms{}, Accounts{}, PlatformBalances{}, KYB{}, Payments{}, Webhooks{}, ACHFiles{}, Counterparties{}}
 }
 
 // AsyncSubscriber is one subscription of asynchronous projectors: they run

@@ -9,6 +9,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/booktransfer"
+	"github.com/opentreasury/treasury/domain/counterparty"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/kyb"
 	"github.com/opentreasury/treasury/domain/ledger"
@@ -150,6 +151,14 @@ func publicEventsOf(streams streamSource, r *eventstore.RecordedEvent) ([]public
 			return nil, err
 		}
 		out = append(out, publicEvent{r.EventID, r.Type, v})
+	case counterparty.Verified, counterparty.VerificationFailed:
+		// Public: the prenote's answer. Created, VerificationRequested and
+		// Deleted stay internal (API.md §12 names these two).
+		cp, err := eventstore.Fold(upTo(streams.stream(r.StreamID), r), counterparty.State{}, counterparty.Evolve)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, publicEvent{r.EventID, r.Type, queries.NewCounterpartyView(cp)})
 	case booktransfer.Completed:
 		out = append(out, publicEvent{r.EventID, "book_transfer.completed", queries.NewBookTransferView(e)})
 	case inbound.Completed:

@@ -8,7 +8,7 @@ import (
 )
 
 // StreamCache holds the events of the streams the public events fold
-// (payments, businesses, inbound transfers; of a journal entry only its
+// (payments, businesses, inbound transfers, counterparties; of a journal entry only its
 // first event, the only one read), kept across batches so that showing a
 // resource as it was at an event costs no read of the log.
 //
@@ -37,7 +37,7 @@ func NewLiveCache(max int) *StreamCache {
 
 // cacheable says whether the cache holds the stream (and so answers for it).
 func cacheable(streamID string) bool {
-	for _, p := range []string{"payment-", "kyb_entity-", "inbound_transfer-", "journal_entry-"} {
+	for _, p := range []string{"payment-", "kyb_entity-", "inbound_transfer-", "journal_entry-", "counterparty-"} {
 		if strings.HasPrefix(streamID, p) {
 			return true
 		}

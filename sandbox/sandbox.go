@@ -21,6 +21,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/counterparty"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
@@ -36,6 +37,8 @@ const (
 	actionSettleInbound = "settle_inbound"
 	actionSubmitPayment = "submit_payment"
 	actionSettlePayment = "settle_payment"
+	// actionSettlePrenote answers a counterparty's prenote (API.md §12).
+	actionSettlePrenote = "settle_prenote"
 )
 
 // SubmitAfter is how long a sandbox ACH payment stays pending (and can be
@@ -79,7 +82,7 @@ func (s *Simulator) scheduledCh() chan struct{} {
 func (s *Simulator) Subscription(wake <-chan struct{}) *eventstore.Subscription {
 	return &eventstore.Subscription{Name: SubscriptionName, Pool: s.Pool, Wake: wake, Log: s.Log, Handle: s.schedule, Derived: true,
 		Types: []string{(inbound.Received{}).EventType(), (payment.Created{}).EventType(), (payment.Approved{}).EventType(),
-			(payment.Released{}).EventType()},
+			(payment.Released{}).EventType(), (counterparty.VerificationRequested{}).EventType()},
 		// An instant payment is due as soon as it is scheduled: wake the
 		// settler rather than leave it to its poll.
 		OnCommit: func() {
@@ -137,6 +140,17 @@ func (s *Simulator) schedule(ctx context.Context, tx pgx.Tx, events []eventstore
 			env, _ := domain.ParseEnvironment(r.Environment)
 			payments = appendOrSettle(&p, payments, payment.Created{PaymentID: strings.TrimPrefix(r.StreamID, payment.StreamID("")),
 				PlatformID: r.PlatformID, Environment: env, Rail: e.Rail, ExpectedSettlementAt: e.ExpectedSettlementAt, At: e.At})
+		case (counterparty.VerificationRequested{}).EventType():
+			ev, err := r.Decode()
+			if err != nil {
+				return err
+			}
+			// Answered after the ACH same-day delay the command read from
+			// the platform's settings, whatever auto_settle says: no
+			// simulation route answers a prenote. A prenote sent again
+			// after a failure is a new action (the old one is done).
+			e := ev.(counterparty.VerificationRequested)
+			p.add(actionSettlePrenote, strings.TrimPrefix(r.StreamID, counterparty.StreamID(""))+"@"+strconv.FormatInt(r.StreamVersion, 10), e.ExpectedAt)
 		case (payment.Approved{}).EventType():
 			ev, err := r.Decode()
 			if err != nil {
@@ -642,6 +656,9 @@ func (s *Simulator) perform(ctx context.Context, j job) error {
 		return s.App.SubmitPayment(ctx, meta, j.object)
 	case actionSettlePayment:
 		return s.App.SettleSandboxPayment(ctx, meta, j.object)
+	case actionSettlePrenote:
+		id, _, _ := strings.Cut(j.object, "@")
+		return s.App.SettleSandboxPrenote(ctx, meta, id)
 	}
 	return errors.New("unknown sandbox action " + j.action)
 }

@@ -20,6 +20,9 @@ type CreateInputs struct {
 	PlatformID     string
 	Environment    domain.Environment
 	IdempotencyKey string
+	// Counterparty is the counterparty the payment goes to, as read in the
+	// command (nil: a raw destination).
+	Counterparty *CounterpartyRef
 	// CreatedBy is the API key that asks for the payment: the one key
 	// that may not approve it.
 	CreatedBy string
@@ -49,6 +52,12 @@ type Sender struct {
 	Balance         ledger.Balance
 }
 
+// CounterpartyRef is what a payment's rules read of its counterparty.
+type CounterpartyRef struct {
+	ID                 string
+	VerificationStatus string
+}
+
 // NewIDs names what a creation records. The payment's id comes first
 // because the caller claims the idempotency key with it before deciding.
 type NewIDs struct {
@@ -67,6 +76,12 @@ type NewIDs struct {
 func DecideCreate(in CreateInputs) ([]domain.Event, error) {
 	rail, err := in.Request.Validate()
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckParties(in); err != nil {
+		return nil, err
+	}
+	if err := checkCounterpartyVerified(in); err != nil {
 		return nil, err
 	}
 	if in.Request.ScheduledFor != "" {
@@ -179,7 +194,7 @@ func DecideRelease(s State, in CreateInputs) ([]domain.Event, error) {
 // release: the payment as it was asked for, less its date.
 func ReleaseRequest(s State) Request {
 	return Request{VirtualAccountID: s.VirtualAccountID, Amount: s.Amount, Rail: s.Rail, Destination: s.Destination,
-		Description: s.Description, Metadata: s.Metadata}
+		CounterpartyID: s.CounterpartyID, Description: s.Description, Metadata: s.Metadata}
 }
 
 // ruleAdvice is what a platform should do about a scheduled payment a
@@ -233,6 +248,27 @@ func CheckParties(in CreateInputs) error {
 	return nil
 }
 
+// checkCounterpartyVerified is the platform's require_verified_counterparty
+// rule (422 counterparty_not_verified): with it on, a payment goes only to
+// a verified counterparty; a raw destination is refused too, or the rule
+// would be one field away from nothing. It runs at creation only: a
+// scheduled payment's release keeps the counterparty it was accepted for.
+func checkCounterpartyVerified(in CreateInputs) error {
+	if !in.Settings.RequireVerifiedCounterparty {
+		return nil
+	}
+	cp := in.Counterparty
+	if cp == nil {
+		return &domain.Error{Code: domain.CodeCounterpartyNotVerified, Param: "destination",
+			Message: "require_verified_counterparty is on: pay a verified counterparty (counterparty_id), not a raw destination"}
+	}
+	if cp.VerificationStatus != "verified" {
+		return &domain.Error{Code: domain.CodeCounterpartyNotVerified, Param: "counterparty_id", ResourceID: cp.ID,
+			Message: "require_verified_counterparty is on and this counterparty is " + cp.VerificationStatus + ", not verified"}
+	}
+	return nil
+}
+
 // DailyWindow is the day whose payments count toward the daily limit of a
 // payment created at: the UTC day, [start, end).
 func DailyWindow(at time.Time) (start, end time.Time) {
@@ -263,7 +299,7 @@ func (in CreateInputs) created(rail rails.Rail, fee int64) Created {
 	r := in.Request
 	return Created{PaymentID: in.IDs.Payment, PlatformID: in.PlatformID, Environment: in.Environment,
 		VirtualAccountID: in.Account.ID, Amount: r.Amount, Fee: fee, Rail: rail.String(), Destination: r.Destination,
-		IdempotencyKey: in.IdempotencyKey, Description: r.Description, Metadata: r.Metadata,
+		CounterpartyID: r.CounterpartyID, IdempotencyKey: in.IdempotencyKey, Description: r.Description, Metadata: r.Metadata,
 		JournalEntryID: in.IDs.JournalEntry, ExpectedSettlementAt: in.expectedSettlement(rail), At: in.Now}
 }
 

@@ -62,11 +62,25 @@ type Request struct {
 	Amount           int64
 	Rail             string
 	Destination      Destination
-	Description      string
-	Metadata         map[string]string
+	// CounterpartyID, instead of Destination, names a saved counterparty
+	// whose account the payment goes to (API.md §12): the command copies
+	// its destination into Destination before deciding.
+	CounterpartyID string
+	Description    string
+	Metadata       map[string]string
 	// ScheduledFor, if set, is the date (YYYY-MM-DD, Eastern) the payment
 	// is released on.
 	ScheduledFor string
+}
+
+// CheckTarget refuses a request that names both a destination and a
+// counterparty, or neither (400): a payment goes to exactly one.
+func (r Request) CheckTarget() error {
+	hasDest := r.Destination != (Destination{})
+	if hasDest == (r.CounterpartyID != "") {
+		return domain.Invalid("counterparty_id", "exactly one of destination and counterparty_id is required")
+	}
+	return nil
 }
 
 // Validate checks a request's fields (400): amount, rail and its limit,
@@ -80,8 +94,15 @@ func (r Request) Validate() (rails.Rail, error) {
 		return rail, err
 	}
 	d := r.Destination
-	if err := rails.CheckCounterparty("destination", d.AccountNumber, d.RoutingNumber, d.Name); err != nil {
-		return rail, err
+	if r.CounterpartyID != "" {
+		if !domain.HasPrefix(r.CounterpartyID, domain.PrefixCounterparty) {
+			return rail, domain.Invalid("counterparty_id", "counterparty_id must be a cp_ id")
+		}
+	}
+	if r.CounterpartyID == "" || d != (Destination{}) { // a counterparty's destination is copied in later
+		if err := rails.CheckCounterparty("destination", d.AccountNumber, d.RoutingNumber, d.Name); err != nil {
+			return rail, err
+		}
 	}
 	if utf8.RuneCountInString(r.Description) > MaxDescriptionLen {
 		return rail, domain.Invalid("description", "description must be at most %d characters", MaxDescriptionLen)
@@ -96,19 +117,22 @@ func (r Request) Validate() (rails.Rail, error) {
 
 // Created: a payment was accepted and amount + fee are held.
 type Created struct {
-	PaymentID            string             `json:"payment_id"`
-	PlatformID           string             `json:"platform_id"`
-	Environment          domain.Environment `json:"environment"`
-	VirtualAccountID     string             `json:"virtual_account_id"`
-	Amount               int64              `json:"amount"`
-	Fee                  int64              `json:"fee"`
-	Rail                 string             `json:"rail"`
-	Destination          Destination        `json:"destination"`
-	IdempotencyKey       string             `json:"idempotency_key"`
-	Description          string             `json:"description"`
-	Metadata             map[string]string  `json:"metadata"`
-	JournalEntryID       string             `json:"journal_entry_id"`
-	ExpectedSettlementAt time.Time          `json:"expected_settlement_at"`
+	PaymentID        string             `json:"payment_id"`
+	PlatformID       string             `json:"platform_id"`
+	Environment      domain.Environment `json:"environment"`
+	VirtualAccountID string             `json:"virtual_account_id"`
+	Amount           int64              `json:"amount"`
+	Fee              int64              `json:"fee"`
+	Rail             string             `json:"rail"`
+	Destination      Destination        `json:"destination"`
+	// CounterpartyID: the counterparty whose destination was copied (absent
+	// for a payment to a raw destination).
+	CounterpartyID       string            `json:"counterparty_id,omitempty"`
+	IdempotencyKey       string            `json:"idempotency_key"`
+	Description          string            `json:"description"`
+	Metadata             map[string]string `json:"metadata"`
+	JournalEntryID       string            `json:"journal_entry_id"`
+	ExpectedSettlementAt time.Time         `json:"expected_settlement_at"`
 	// RequiresApproval: an ApprovalRequired follows in the same append;
 	// no rail may take the payment until it is approved.
 	RequiresApproval bool `json:"requires_approval,omitempty"`

@@ -9,10 +9,13 @@ import (
 
 // Settings are what a platform configures for one environment (API.md §3).
 type Settings struct {
-	WebhookRetryPolicy       RetryPolicy      `json:"webhook_retry_policy"`
-	PaymentApprovalThreshold *int64           `json:"payment_approval_threshold"`
-	DailyPaymentLimit        *int64           `json:"daily_payment_limit"`
-	Sandbox                  *SandboxSettings `json:"sandbox"`
+	WebhookRetryPolicy       RetryPolicy `json:"webhook_retry_policy"`
+	PaymentApprovalThreshold *int64      `json:"payment_approval_threshold"`
+	DailyPaymentLimit        *int64      `json:"daily_payment_limit"`
+	// RequireVerifiedCounterparty: payments go only to verified
+	// counterparties (API.md §12); a raw destination is refused too.
+	RequireVerifiedCounterparty bool             `json:"require_verified_counterparty"`
+	Sandbox                     *SandboxSettings `json:"sandbox"`
 }
 
 // RetryPolicy is the webhook retry schedule (API.md §8).
@@ -57,10 +60,11 @@ func DefaultSettings(env domain.Environment) Settings {
 
 // SettingsPatch is a PATCH of settings: only the fields set change.
 type SettingsPatch struct {
-	WebhookRetryPolicy       domain.Optional[RetryPolicyPatch]     `json:"webhook_retry_policy"`
-	PaymentApprovalThreshold domain.Optional[int64]                `json:"payment_approval_threshold"`
-	DailyPaymentLimit        domain.Optional[int64]                `json:"daily_payment_limit"`
-	Sandbox                  domain.Optional[SandboxSettingsPatch] `json:"sandbox"`
+	WebhookRetryPolicy          domain.Optional[RetryPolicyPatch]     `json:"webhook_retry_policy"`
+	PaymentApprovalThreshold    domain.Optional[int64]                `json:"payment_approval_threshold"`
+	DailyPaymentLimit           domain.Optional[int64]                `json:"daily_payment_limit"`
+	RequireVerifiedCounterparty domain.Optional[bool]                 `json:"require_verified_counterparty"`
+	Sandbox                     domain.Optional[SandboxSettingsPatch] `json:"sandbox"`
 }
 
 type RetryPolicyPatch struct {
@@ -104,6 +108,12 @@ func (s Settings) Apply(env domain.Environment, p SettingsPatch) (Settings, erro
 	}
 	if next.DailyPaymentLimit, err = applyAmount("daily_payment_limit", s.DailyPaymentLimit, p.DailyPaymentLimit); err != nil {
 		return s, err
+	}
+	if p.RequireVerifiedCounterparty.Set {
+		if p.RequireVerifiedCounterparty.Value == nil {
+			return s, domain.Invalid("require_verified_counterparty", "require_verified_counterparty must be true or false")
+		}
+		next.RequireVerifiedCounterparty = *p.RequireVerifiedCounterparty.Value
 	}
 	if p.Sandbox.Set {
 		if env != domain.Sandbox {

@@ -92,6 +92,9 @@ func TestSettingsApplyJSON(t *testing.T) {
 			want: func(s *platform.Settings) {
 				s.Sandbox = &platform.SandboxSettings{ACHSameDayDelaySeconds: 5, ACHStandardDelaySeconds: 15}
 			}},
+		{name: "require verified counterparty on", env: domain.Live, body: `{"require_verified_counterparty":true}`,
+			want: func(s *platform.Settings) { s.RequireVerifiedCounterparty = true }},
+		{name: "require verified counterparty null", env: domain.Sandbox, body: `{"require_verified_counterparty":null}`, param: "require_verified_counterparty"},
 		{name: "sandbox null", env: domain.Sandbox, body: `{"sandbox":null}`, param: "sandbox"},
 		{name: "sandbox in live", env: domain.Live, body: `{"sandbox":{}}`, param: "sandbox"},
 		{name: "threshold zero", env: domain.Sandbox, body: `{"payment_approval_threshold":0}`, param: "payment_approval_threshold"},
@@ -137,7 +140,7 @@ func TestSettingsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"webhook_retry_policy":{"max_attempts":12,"initial_delay_seconds":5,"max_delay_seconds":36000},"payment_approval_threshold":null,"daily_payment_limit":9,"sandbox":null}`
+	const want = `{"webhook_retry_policy":{"max_attempts":12,"initial_delay_seconds":5,"max_delay_seconds":36000},"payment_approval_threshold":null,"daily_payment_limit":9,"require_verified_counterparty":false,"sandbox":null}`
 	if string(b) != want {
 		t.Errorf("json\n got %s\nwant %s", b, want)
 	}

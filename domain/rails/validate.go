@@ -25,16 +25,20 @@ const MaxNameLen = 80
 
 // CheckCounterparty checks a bank account at the other end of a transfer:
 // an ABA routing number with a valid checksum, 4 to 17 digits of account
-// number, a name of 1 to 80 characters. param prefixes the field names.
+// number, a name of 1 to 80 characters. param prefixes the field names
+// ("": the fields are top-level, as in POST /counterparties).
 func CheckCounterparty(param, accountNumber, routingNumber, name string) error {
+	if param != "" {
+		param += "."
+	}
 	if !ValidABA(routingNumber) {
-		return domain.Invalid(param+".routing_number", "routing_number must be 9 digits with a valid ABA checksum")
+		return domain.Invalid(param+"routing_number", "routing_number must be 9 digits with a valid ABA checksum")
 	}
 	if !allDigits(accountNumber, 4, 17) {
-		return domain.Invalid(param+".account_number", "account_number must be 4 to 17 digits")
+		return domain.Invalid(param+"account_number", "account_number must be 4 to 17 digits")
 	}
 	if strings.TrimSpace(name) == "" || utf8.RuneCountInString(name) > MaxNameLen {
-		return domain.Invalid(param+".name", "name must be 1 to %d characters", MaxNameLen)
+		return domain.Invalid(param+"name", "name must be 1 to %d characters", MaxNameLen)
 	}
 	return nil
 }

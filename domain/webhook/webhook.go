@@ -32,6 +32,7 @@ var EventTypes = map[string]bool{
 	"payment.requires_approval": true, "payment.approved": true, "payment.denied": true, "payment.released": true,
 	"kyb.pending_review": true, "kyb.approved": true, "kyb.rejected": true,
 	"ledger.entry.created": true, "inbound_transfer.completed": true, "book_transfer.completed": true, "webhook.test": true,
+	"counterparty.verified": true, "counterparty.verification_failed": true,
 }
 
 // Config is what a platform sets on an endpoint.

@@ -25,11 +25,15 @@ type PaymentView struct {
 	Currency         string              `json:"currency"`
 	Rail             string              `json:"rail"`
 	Destination      payment.Destination `json:"destination"`
-	Status           string              `json:"status"`
-	Fee              int64               `json:"fee"`
-	IdempotencyKey   string              `json:"idempotency_key"`
-	Description      string              `json:"description"`
-	Metadata         map[string]string   `json:"metadata"`
+	// CounterpartyID: the counterparty the payment was made to, whose
+	// destination it copied (absent for a raw destination, so that the
+	// events of other payments keep their bytes).
+	CounterpartyID string            `json:"counterparty_id,omitempty"`
+	Status         string            `json:"status"`
+	Fee            int64             `json:"fee"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Description    string            `json:"description"`
+	Metadata       map[string]string `json:"metadata"`
 	// JournalEntryID is the entry that holds and then posts amount + fee
 	// (GET /ledger/journal-entries/:id); its source names the payment.
 	JournalEntryID *string        `json:"journal_entry_id"`
@@ -63,7 +67,7 @@ type PaymentView struct {
 // NewPaymentView shows a payment folded from the log.
 func NewPaymentView(s payment.State) PaymentView {
 	return PaymentView{ID: s.PaymentID, Object: "payment", VirtualAccountID: s.VirtualAccountID, Amount: s.Amount,
-		Currency: "USD", Rail: s.Rail, Destination: s.Destination, Status: s.Status, Fee: s.Fee,
+		Currency: "USD", Rail: s.Rail, Destination: s.Destination, CounterpartyID: s.CounterpartyID, Status: s.Status, Fee: s.Fee,
 		IdempotencyKey: s.IdempotencyKey, Description: s.Description, Metadata: Metadata(s.Metadata),
 		JournalEntryID: nonEmpty(s.JournalEntryID), Failure: s.Failure,
 		TraceNumber: s.TraceNumber, ACHFileID: s.ACHFileID, NotificationOfChange: NewChangeView(s.Change),
@@ -75,7 +79,7 @@ func NewPaymentView(s payment.State) PaymentView {
 const paymentColumns = `id, virtual_account_id, amount, rail, destination, status, fee, idempotency_key, description,
     metadata, failure, expected_settlement_at, submitted_at, completed_at, failed_at, canceled_at, environment, created_at,
     coalesce(trace_number, ''), coalesce(ach_file_id, ''), notification_of_change, approval, coalesce(cancel_reason, ''),
-    nullif(journal_entry_id, ''), coalesce(to_char(scheduled_for, 'YYYY-MM-DD'), '')`
+    nullif(journal_entry_id, ''), coalesce(to_char(scheduled_for, 'YYYY-MM-DD'), ''), coalesce(counterparty_id, '')`
 
 func scanPayment(row pgx.Row) (PaymentView, error) {
 	var p PaymentView
@@ -84,7 +88,7 @@ func scanPayment(row pgx.Row) (PaymentView, error) {
 	err := row.Scan(&p.ID, &p.VirtualAccountID, &p.Amount, &p.Rail, &p.Destination, &p.Status, &p.Fee,
 		&p.IdempotencyKey, &p.Description, &p.Metadata, &p.Failure, &expected, &submitted, &completed, &failed,
 		&canceled, &p.Environment, &created, &p.TraceNumber, &p.ACHFileID, &p.NotificationOfChange, &p.Approval, &p.CancellationReason,
-		&p.JournalEntryID, &p.ScheduledFor)
+		&p.JournalEntryID, &p.ScheduledFor, &p.CounterpartyID)
 	p.Object, p.Currency = "payment", "USD"
 	p.ExpectedSettlementAt, p.CreatedAt = NewTime(expected), NewTime(created)
 	p.SubmittedAt, p.CompletedAt, p.FailedAt, p.CanceledAt = NewTimePtr(submitted), NewTimePtr(completed), NewTimePtr(failed), NewTimePtr(canceled)
