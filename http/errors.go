@@ -55,7 +55,8 @@ const HeaderShouldRetry = "x-should-retry"
 func shouldRetry(code domain.Code, status int) bool {
 	switch {
 	case code == domain.CodeIdempotencyInProgress,
-		status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500:
+		status == http.StatusRequestTimeout, status == http.StatusTooManyRequests,
+		status >= 500 && status != http.StatusNotImplemented: // a 501 meets the same refusal again
 		return true
 	}
 	return false

@@ -167,7 +167,7 @@ func requireError(t testing.TB, r response, status int, code string) map[string]
 	// The retry verdict of every error answer (API.md §11): retry what did
 	// not run, never a refusal the same request meets again.
 	retry := code == "idempotency_in_progress" || status == http.StatusRequestTimeout ||
-		status == http.StatusTooManyRequests || status >= 500
+		status == http.StatusTooManyRequests || status >= 500 && status != http.StatusNotImplemented
 	if got := r.Header.Get("x-should-retry"); got != fmt.Sprint(retry) {
 		t.Fatalf("x-should-retry %q on %d %s, want %v", got, status, code, retry)
 	}
