@@ -66,6 +66,8 @@ const pending = []; // inline object interfaces still to emit: [name, schema, pa
 function tsType(schema, path, nameHint) {
   if (OVERRIDES[path]) return OVERRIDES[path];
   if (schema.$ref) return tsName(refName(schema.$ref));
+  // A lone `allOf: [{ $ref }]` is how the document puts a description beside a reference.
+  if (schema.allOf?.length === 1 && !schema.properties) return tsType(schema.allOf[0], path, nameHint);
   const alts = schema.anyOf ?? schema.oneOf;
   if (alts && !schema.properties) {
     return unique(alts.map((a) => tsType(a, path, nameHint))).join(' | ');
@@ -179,6 +181,7 @@ export type EventObject =
   | LedgerEntry
   | InboundTransfer
   | BookTransfer
+  | Counterparty
   | Record<string, unknown>;
 `;
 

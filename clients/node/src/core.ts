@@ -32,7 +32,7 @@ export interface ClientOptions {
   baseURL?: string | undefined;
   /**
    * How many times a failed request is retried (connection errors, 408, 429, 409
-   * `idempotency_in_progress`, 5xx, or whatever the server's `x-should-retry` says). Default 2.
+   * `idempotency_in_progress`, 5xx, or whatever the server's `x-should-retry` says; never a 501). Default 2.
    */
   maxRetries?: number | undefined;
   /** Milliseconds to wait for each attempt's answer before giving up on it. Default 60 000. */
@@ -282,10 +282,14 @@ export class APIClient {
 }
 
 /**
- * Whether an error answer should be retried: the server's `x-should-retry` decides when it is
- * present; otherwise 408, 429, 409 `idempotency_in_progress` and 5xx are retried.
+ * Whether an error answer should be retried: never a 501 (`not_implemented`); otherwise the
+ * server's `x-should-retry` decides when it is present; otherwise 408, 429, 409
+ * `idempotency_in_progress` and 5xx are retried.
  */
 export function shouldRetry(response: { status: number; headers: Headers }, code?: string): boolean {
+  // 501 (`not_implemented`: live prenotes) meets the same answer every time: never retried, even
+  // though the server's `x-should-retry` says `true` for every 5xx.
+  if (response.status === 501) return false;
   const header = response.headers.get('x-should-retry');
   if (header === 'true') return true;
   if (header === 'false') return false;

@@ -88,7 +88,7 @@ export class PermissionDeniedError extends APIError {}
 export class NotFoundError extends APIError {}
 /** 409: a conflict with the object's state or with an idempotency key (`idempotency_conflict`, `payment_not_cancelable`, …). */
 export class ConflictError extends APIError {}
-/** 422: a business rule refused the request (`insufficient_funds`, `kyb_not_approved`, `compliance_rejected`, …). */
+/** 422: a business rule refused the request (`insufficient_funds`, `kyb_not_approved`, `compliance_rejected`, `counterparty_not_verified`, …). */
 export class UnprocessableEntityError extends APIError {}
 /** 429: over the rate limit; the client already retried after `Retry-After` as many times as allowed. */
 export class RateLimitError extends APIError {
@@ -99,7 +99,7 @@ export class RateLimitError extends APIError {
     return Number.isFinite(n) ? n : undefined;
   }
 }
-/** 500 or another 5xx: a fault of the service (`internal_error`, `unavailable`). */
+/** 500 or another 5xx: a fault of the service (`internal_error`, `unavailable`), or 501 `not_implemented` (a live counterparty's prenote; never retried). */
 export class InternalServerError extends APIError {}
 
 /** No answer came: the connection failed or was cut. */

@@ -16,6 +16,7 @@ import { APIClient, type ClientOptions } from './core.js';
 import * as Errors from './errors.js';
 import {
   BookTransfers,
+  Counterparties,
   CurrentPlatform,
   Events,
   KYB,
@@ -60,10 +61,12 @@ export class Treasury extends APIClient {
   readonly platform: CurrentPlatform;
   /** Virtual accounts, with `transactions`, `balance`, `statements`, `freeze`/`unfreeze`/`close`. */
   readonly virtualAccounts: VirtualAccounts;
-  /** Payments (created now or `scheduled_for` a date), with `cancel`, and `approve`/`deny` for those awaiting an approval. */
+  /** Payments (to a `destination` or a `counterparty_id`; created now or `scheduled_for` a date), with `cancel`, and `approve`/`deny` for those awaiting an approval. */
   readonly payments: Payments;
   /** Book transfers between two of the platform's virtual accounts: `create`, `retrieve`, `list`. */
   readonly bookTransfers: BookTransfers;
+  /** Counterparties (saved bank accounts, paid by `counterparty_id`): `create`, `retrieve`, `list`, `delete`, `verify` (prenote). */
+  readonly counterparties: Counterparties;
   /** KYB verifications. */
   readonly kyb: KYB;
   /** The ledger: `accounts`, `entries`, `journalEntries` (`list`, `retrieve`), `exports`. */
@@ -87,6 +90,7 @@ export class Treasury extends APIClient {
     this.virtualAccounts = new VirtualAccounts(this);
     this.payments = new Payments(this);
     this.bookTransfers = new BookTransfers(this);
+    this.counterparties = new Counterparties(this);
     this.kyb = new KYB(this);
     this.ledger = new Ledger(this);
     this.webhooks = new Webhooks(this);

@@ -4,7 +4,7 @@
 /** The body of every error response. `param` names the request field at fault (for `invalid_request`); `resource_id` names the resource an idempotency key already produced (for `idempotency_conflict`) or a resource the error recorded. */
 export interface ErrorBody {
   /** Stable machine-readable code; see the table in the introduction for the status of each. */
-  code: "invalid_request" | "unbalanced_entry" | "amount_exceeds_rail_limit" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "idempotency_in_progress" | "payment_not_cancelable" | "kyb_in_progress" | "kyb_already_approved" | "invalid_state" | "request_too_large" | "request_timeout" | "kyb_not_approved" | "compliance_rejected" | "insufficient_funds" | "account_not_active" | "limit_exceeded" | "live_not_enabled" | "rate_limited" | "internal_error" | "unavailable" | "replay_too_large";
+  code: "invalid_request" | "unbalanced_entry" | "amount_exceeds_rail_limit" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "idempotency_in_progress" | "payment_not_cancelable" | "kyb_in_progress" | "kyb_already_approved" | "invalid_state" | "request_too_large" | "request_timeout" | "kyb_not_approved" | "compliance_rejected" | "insufficient_funds" | "account_not_active" | "limit_exceeded" | "live_not_enabled" | "counterparty_not_verified" | "rate_limited" | "internal_error" | "not_implemented" | "unavailable" | "replay_too_large";
   /** Human-readable explanation; not stable, do not parse. */
   message: string;
   /** The request's `X-Request-Id`; quote it when reporting a problem. */
@@ -165,6 +165,8 @@ export interface PlatformSettings {
   payment_approval_threshold: number | null;
   /** Most a virtual account may send a day, in cents; null for no limit. The day is the UTC day; the payments created in it count by their `amount` (fees not counted), failed and canceled ones left out. A payment that would go over it is refused with 422 `limit_exceeded`. */
   daily_payment_limit: number | null;
+  /** Default false. When true, a payment goes only to a `verified` counterparty: a payment to a counterparty not verified (`unverified`, `pending`, `failed`), and a payment to a raw `destination`, are refused with 422 `counterparty_not_verified`. Checked when the payment is created (a scheduled payment is not checked again at its release). */
+  require_verified_counterparty: boolean;
   /** The simulated rails' settings: an object in sandbox, always null in live. */
   sandbox: SandboxSettings | null;
   /** When these settings last changed; null while they are the defaults. */
@@ -212,6 +214,8 @@ export interface UpdateSettingsRequest {
   payment_approval_threshold?: number | null;
   /** Cents per virtual account per day, 1 to 99999999999; null removes the limit. Counted over the UTC day, without fees and without failed or canceled payments. */
   daily_payment_limit?: number | null;
+  /** true or false (null: 400). See the settings' `require_verified_counterparty`. */
+  require_verified_counterparty?: boolean;
   /** Sandbox keys only: with a live key this field is 400 `invalid_request` (`param` `sandbox`). The fields given replace their values. null is refused. */
   sandbox?: UpdateSettingsRequestSandbox;
 }
@@ -722,6 +726,8 @@ export interface Payment {
   environment: "sandbox" | "live";
   /** RFC 3339, UTC, millisecond precision. */
   created_at: string;
+  /** Present on a payment made with `counterparty_id` (absent on others): the counterparty whose account the payment copied into `destination` at its creation. The payment keeps that destination if the counterparty is deleted later. */
+  counterparty_id?: string;
 }
 
 /** Live ACH only: the latest notification of change the receiving bank sent (NACHA addenda 98). The payment went through; the bank says what to use for the next one. Absent unless one came (`payment.notification_of_change` is emitted when it does). */
@@ -742,7 +748,7 @@ export interface PaymentList {
   next_cursor: string | null;
 }
 
-/** A payment to send. An idempotency key is required, in `idempotency_key` or the `Idempotency-Key` header. */
+/** A payment to send. An idempotency key is required, in `idempotency_key` or the `Idempotency-Key` header. Exactly one of `destination` and `counterparty_id` (both or neither: 400 `param` `counterparty_id`). */
 export interface PaymentRequest {
   /** One of the caller's accounts in the key's environment (else 404); missing: 400. */
   virtual_account_id: string;
@@ -750,7 +756,10 @@ export interface PaymentRequest {
   amount: number;
   /** `ach_standard` (next-day ACH), `ach_same_day`, `rtp` (RTP, instant) or `fednow` (FedNow, instant). */
   rail: "ach_standard" | "ach_same_day" | "rtp" | "fednow";
-  destination: Destination;
+  /** Where the money goes; or give `counterparty_id` instead. */
+  destination?: Destination;
+  /** Instead of `destination`: one of the caller's counterparties in the key's environment (`cp_…`; another kind of id: 400). Its name, account and routing numbers are copied into the payment's `destination`, and the payment shows `counterparty_id`. Unknown, deleted, or another platform's or environment's: 404 `not_found` with `param` `counterparty_id`, as for a foreign account id. */
+  counterparty_id?: string;
   /** Required (a generated client must send it): 1 to 255 bytes, no leading or trailing white space. The server also takes the key from the `Idempotency-Key` header alone (then this field may be left out), and when both are given they must be equal (else 400 `param` `idempotency_key`); neither: 400 `param` `idempotency_key`. */
   idempotency_key: string;
   /** Optional, at most 140 characters; the ledger entries' description (default `Payment to <destination name>`). */
@@ -770,7 +779,7 @@ export interface SimulatePaymentFailRequest {
 export interface Event {
   id: string;
   object: "event";
-  type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "counterparty.verified" | "counterparty.verification_failed" | "webhook.test";
   platform_id: string;
   environment: "sandbox" | "live";
   created_at: string;
@@ -1024,7 +1033,7 @@ export interface WebhookDelivery {
   object: "webhook_delivery";
   webhook_endpoint_id: string;
   event_id: string;
-  event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  event_type: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "counterparty.verified" | "counterparty.verification_failed" | "webhook.test";
   /** The replay (`POST /webhooks/{id}/replay`) that made this delivery; null for a delivery of a new event, a retry of one, or a test event. */
   replay_id: string | null;
   status: "pending" | "succeeded" | "failed";
@@ -1045,7 +1054,7 @@ export interface WebhookDeliveryList {
 export interface QueuedWebhookDelivery {
   id: string;
   object: "webhook_delivery";
-  event_type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  event_type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "counterparty.verified" | "counterparty.verification_failed" | "webhook.test";
   status: "pending";
 }
 
@@ -1060,7 +1069,7 @@ export interface CreateWebhookRequest {
   /** Where deliveries are POSTed: an absolute http(s) URL without credentials, at most 2048 characters. Live: `https` only, and the host must resolve to public addresses (checked when connecting; redirects are not followed). Sandbox: `http` allowed; private and loopback addresses only when the server runs with `TREASURY_WEBHOOK_ALLOW_PRIVATE=true`. */
   url: string;
   /** Event types to deliver, or `["*"]` for all (alone). Default `["*"]`. */
-  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
+  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "counterparty.verified" | "counterparty.verification_failed" | "webhook.test">;
   /** Free text, at most 500 characters. */
   description?: string;
   /** A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically. */
@@ -1073,7 +1082,7 @@ export interface UpdateWebhookRequest {
   /** Where deliveries are POSTed: an absolute http(s) URL without credentials, at most 2048 characters. Live: `https` only, and the host must resolve to public addresses (checked when connecting; redirects are not followed). Sandbox: `http` allowed; private and loopback addresses only when the server runs with `TREASURY_WEBHOOK_ALLOW_PRIVATE=true`. */
   url?: string;
   /** Event types to deliver, or `["*"]` for all (alone). Default `["*"]`. */
-  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test">;
+  events?: Array<"*" | "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "counterparty.verified" | "counterparty.verification_failed" | "webhook.test">;
   /** Free text, at most 500 characters. */
   description?: string;
   /** A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically. */
@@ -1259,6 +1268,63 @@ export interface WebhookReplay {
   created_at: string;
 }
 
+/** How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's settlement passed without a return) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`). */
+export interface CounterpartyVerification {
+  status: "unverified" | "pending" | "verified" | "failed";
+  /** `prenote` once a verification was asked for; null before. */
+  method: "prenote" | null;
+  /** Present only when `status` is `failed`: the ACH return code of the prenote (in the sandbox, the code of the magic account number: R02, R03, R04, R16, R23). */
+  failure_code?: string;
+}
+
+/** A bank account the platform pays again and again, saved once (API.md §12). The whole account number is kept (a payment to the counterparty copies it into its `destination`) but never shown: only its last four digits. */
+export interface Counterparty {
+  id: string;
+  object: "counterparty";
+  /** The account holder's name; a payment's `destination.name` (screened at each payment). */
+  name: string;
+  account_number_last4: string;
+  routing_number: string;
+  account_type: "checking" | "savings";
+  verification: CounterpartyVerification;
+  metadata: Metadata;
+  environment: "sandbox" | "live";
+  created_at: string;
+}
+
+/** A counterparty to save. Checked as a payment's `destination` is (400, `param` the field). */
+export interface CounterpartyRequest {
+  /** 1 to 80 characters, not only white space. */
+  name: string;
+  /** 4 to 17 digits. Stored whole, shown by its last four. In the sandbox, the magic numbers of `POST /payments` fail a prenote with their ACH return code. */
+  account_number: string;
+  /** 9 digits with a valid ABA checksum. */
+  routing_number: string;
+  account_type: "checking" | "savings";
+  metadata?: Metadata;
+}
+
+export interface VerifyCounterpartyRequest {
+  /** The one method: a zero-dollar ACH prenote. */
+  method: "prenote";
+}
+
+/** A page of counterparties of the caller's environment, newest first (deleted ones left out). */
+export interface CounterpartyList {
+  object: "list";
+  data: Counterparty[];
+  /** Whether more items follow this page. */
+  has_more: boolean;
+  /** Pass as `cursor` to get the next page; null on the last page. */
+  next_cursor: string | null;
+}
+
+export interface DeletedCounterparty {
+  id: string;
+  object: "counterparty";
+  deleted: true;
+}
+
 /** Query parameters of `GET /operator/platforms` (`listPlatforms`). */
 export interface ListPlatformsParams {
   /** Page size, 1 to 100 (else 400, `param` `limit`). */
@@ -1438,7 +1504,7 @@ export interface ListEventsParams {
   /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */
   cursor?: string;
   /** Only events of this type; another value is 400. */
-  type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "webhook.test";
+  type?: "virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "counterparty.verified" | "counterparty.verification_failed" | "webhook.test";
   /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
   created_after?: string;
   /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
@@ -1477,6 +1543,22 @@ export interface ListACHFilesParams {
   cursor?: string;
 }
 
+/** Query parameters of `GET /counterparties` (`listCounterparties`). */
+export interface ListCounterpartiesParams {
+  /** Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`. */
+  metadata?: Record<string, string>;
+  /** Page size, 1 to 100 (else 400, `param` `limit`). */
+  limit?: number;
+  /** The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`). */
+  cursor?: string;
+  /** Only the counterparties whose `verification.status` is this. */
+  verification_status?: "unverified" | "pending" | "verified" | "failed";
+  /** Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
+  created_after?: string;
+  /** Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400. */
+  created_before?: string;
+}
+
 /** The resource an event carries in `data.object`, as `GET` returns it. */
 export type EventObject =
   | VirtualAccount
@@ -1485,4 +1567,5 @@ export type EventObject =
   | LedgerEntry
   | InboundTransfer
   | BookTransfer
+  | Counterparty
   | Record<string, unknown>;

@@ -292,6 +292,15 @@ export class Payments extends APIResource {
    * again returns the original payment (`lastResponse.idempotentReplayed`); the same key with
    * another body throws {@link ConflictError} `idempotency_conflict`.
    *
+   * Pay either a raw `destination` or a saved counterparty by `counterparty_id` (`cp_…`; see
+   * {@link Counterparties}), exactly one of the two (both or neither: {@link BadRequestError}
+   * `param` `counterparty_id`). With `counterparty_id` the payment copies the counterparty's name,
+   * account and routing numbers into its `destination` and shows `counterparty_id`; an unknown,
+   * deleted, or another platform's or environment's counterparty: {@link NotFoundError} `param`
+   * `counterparty_id`. With the platform setting `require_verified_counterparty` on, a payment to a
+   * counterparty not `verified`, or to a raw `destination`: {@link UnprocessableEntityError}
+   * `counterparty_not_verified`.
+   *
    * With `scheduled_for` (`YYYY-MM-DD`, Eastern; after today and at most 365 days ahead, else
    * {@link BadRequestError} `param` `scheduled_for`) the payment is created `scheduled`: nothing
    * held, `journal_entry_id` null, no rail sees it until 06:00 ET on that date, when the rules run
@@ -353,6 +362,70 @@ export class Payments extends APIResource {
    */
   deny(id: string, body?: M.DenyPaymentRequest, options?: RequestOptions): Promise<WithResponse<M.Payment>> {
     return this._client.post(`/payments/${seg(id)}/deny`, body, options);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counterparties
+
+/** Counterparties: bank accounts saved once and paid again and again by `counterparty_id`. */
+export class Counterparties extends APIResource {
+  /**
+   * Saves a bank account (`POST /counterparties`): `name`, `account_number` (4 to 17 digits, stored
+   * whole but shown only as `account_number_last4`), `routing_number` (valid ABA checksum),
+   * `account_type` (`checking` | `savings`), `metadata`; checked as a payment's destination
+   * ({@link BadRequestError} with `param`). Created `unverified` (`verification.method` null).
+   * An `Idempotency-Key` is sent as on every `POST` (yours, else a random one, the same on the
+   * client's retries): the same key and body answer the same counterparty (200,
+   * `lastResponse.idempotentReplayed`); another body, {@link ConflictError} `idempotency_conflict`.
+   */
+  create(body: M.CounterpartyRequest, options?: RequestOptions): Promise<WithResponse<M.Counterparty>> {
+    return this._client.post('/counterparties', body, options);
+  }
+
+  /** One counterparty (`GET /counterparties/{id}`); a deleted, unknown, or another platform's or environment's one: {@link NotFoundError}. */
+  retrieve(id: string, options?: RequestOptions): Promise<WithResponse<M.Counterparty>> {
+    return this._client.get(`/counterparties/${seg(id)}`, undefined, options);
+  }
+
+  /**
+   * The counterparties, newest first, deleted ones left out (`GET /counterparties`), filtered by
+   * `verification_status` (`unverified`, `pending`, `verified`, `failed`), `created_after`,
+   * `created_before` and `metadata` (an object, sent as `metadata[key]=value`, all pairs matching);
+   * the filters are kept on every page.
+   */
+  list(params?: M.ListCounterpartiesParams, options?: RequestOptions): PagePromise<M.Counterparty> {
+    return this._client.list('/counterparties', params, options);
+  }
+
+  /**
+   * Deletes a counterparty (`DELETE /counterparties/{id}`) → `{ id, object: 'counterparty', deleted: true }`.
+   * From then on it is {@link NotFoundError} everywhere, new payments naming it too; a payment to it
+   * already made keeps its copied destination and goes on.
+   */
+  delete(id: string, options?: RequestOptions): Promise<WithResponse<M.DeletedCounterparty>> {
+    return this._client.delete(`/counterparties/${seg(id)}`, options);
+  }
+
+  /**
+   * Verifies the account by a zero-dollar ACH prenote (`POST /counterparties/{id}/verify`, body
+   * `{ method: 'prenote' }`, the default): the answer is the counterparty with `verification.status`
+   * `pending`. In the sandbox it becomes `verified` after the platform's
+   * `sandbox.ach_same_day_delay_seconds` (event `counterparty.verified`), or `failed` with
+   * `verification.failure_code` the ACH return code for the magic account numbers 4000000002, …03,
+   * …04, …16, …23 (R02, R03, R04, R16, R23; event `counterparty.verification_failed`): poll
+   * {@link retrieve} or listen for the events.
+   *
+   * A `pending` or `verified` counterparty: {@link ConflictError} `invalid_state` (a `failed` one may
+   * be verified again). With a live key: {@link InternalServerError} 501 `not_implemented` (live
+   * prenotes are not sent yet; nothing changes), never retried.
+   */
+  verify(
+    id: string,
+    body: M.VerifyCounterpartyRequest = { method: 'prenote' },
+    options?: RequestOptions,
+  ): Promise<WithResponse<M.Counterparty>> {
+    return this._client.post(`/counterparties/${seg(id)}/verify`, body, options);
   }
 }
 

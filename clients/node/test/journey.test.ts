@@ -12,6 +12,7 @@ import Treasury, {
   AuthenticationError,
   BadRequestError,
   ConflictError,
+  InternalServerError,
   NotFoundError,
   PermissionDeniedError,
   RateLimitError,
@@ -2075,6 +2076,252 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
       assert.equal(e.param, param, JSON.stringify(bad));
       assert.deepEqual(answeredSince(mark), [400], 'a 400 is not retried');
     }
+  });
+
+  test('counterparties: saved, read, listed with filters over pages, idempotent, verified by prenote (verified, failed R03), paid, required verified, deleted; live 501; every refusal from the server', async (ctx) => {
+    // An account of its own (KYB approved, funded with $1,000.00) to pay the counterparties from.
+    const acct = await sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-cp-${RUN}`, type: 'checking' });
+    const k = await sb.kyb.create(kybBody(acct.id, `Counterparty Co ${RUN}`, '12-3450007'));
+    assert.equal((await poll(() => sb.kyb.retrieve(k.id), (x) => x.status !== 'pending')).status, 'approved');
+    await sb.simulations.inboundTransfers.create({ virtual_account_id: acct.id, amount: 100_000, rail: 'rtp', originator: ORIGINATOR });
+    await poll(() => sb.virtualAccounts.retrieve(acct.id), (a) => a.balance.available === 100_000);
+    // Another platform: it sees none of this platform's counterparties.
+    const other = await op.platforms.register({ name: `node client cp ${RUN}`, contact_email: 'ops@example.com' });
+    const foreign = newClient((await op.platforms.approve(other.id)).sandbox_api_key.secret);
+
+    // An endpoint subscribed to the two counterparty events alone, on its own path of the journey's receiver.
+    const cpPath = '/hooks/counterparties';
+    const cpEndpoint = await sb.webhooks.create({
+      url: new URL(cpPath, receiverURL).toString(),
+      events: ['counterparty.verified', 'counterparty.verification_failed'],
+      description: `counterparties ${RUN}`,
+    });
+    assert.deepEqual(cpEndpoint.events, ['counterparty.verified', 'counterparty.verification_failed']);
+    const cpDeliveries = () => deliveries.filter((d) => d.path === cpPath);
+
+    // Saved: the shape of the document, the account number shown by its last four digits only.
+    const ACCOUNT = '98765432101';
+    const body = { name: `Initech ${RUN}`, account_number: ACCOUNT, routing_number: '021000021', account_type: 'checking' as const, metadata: { run: RUN, group: 'cp' } };
+    const since = new Date(Date.now() - 1).toISOString();
+    const a = await sb.counterparties.create(body, { idempotencyKey: `cp-a-${RUN}` });
+    assert.equal(a.lastResponse.status, 201);
+    assert.equal(a.lastResponse.idempotentReplayed, false);
+    assert.deepEqual(Object.keys(a).sort(), ['account_number_last4', 'account_type', 'created_at', 'environment', 'id', 'metadata', 'name', 'object', 'routing_number', 'verification']);
+    assert.match(a.id, /^cp_[0-9a-hjkmnp-tv-z]{26}$/);
+    assert.equal(a.object, 'counterparty');
+    assert.equal(a.name, body.name);
+    assert.equal(a.account_number_last4, '2101');
+    assert.equal(a.routing_number, '021000021');
+    assert.equal(a.account_type, 'checking');
+    assert.deepEqual(a.verification, { status: 'unverified', method: null }, 'no failure_code unless failed');
+    assert.deepEqual(a.metadata, body.metadata);
+    assert.equal(a.environment, 'sandbox');
+    assert.match(a.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    assert.ok(!JSON.stringify(a).includes(ACCOUNT), 'the whole account number is never shown');
+
+    // The same key and body: the same counterparty (200, replayed); another body: 409 idempotency_conflict, not retried.
+    const again = await sb.counterparties.create(body, { idempotencyKey: `cp-a-${RUN}` });
+    assert.equal(again.id, a.id);
+    assert.equal(again.lastResponse.status, 200);
+    assert.equal(again.lastResponse.idempotentReplayed, true);
+    let mark = statuses.length;
+    const conflict = await expectError(sb.counterparties.create({ ...body, name: `Other ${RUN}` }, { idempotencyKey: `cp-a-${RUN}` }), ConflictError, 'idempotency_conflict');
+    assert.equal(conflict.resourceId, a.id);
+    assert.deepEqual(answeredSince(mark), [409], 'an idempotency conflict is not retried');
+
+    // Read back as created.
+    const got = await sb.counterparties.retrieve(a.id);
+    assert.deepEqual(JSON.parse(JSON.stringify(got)), JSON.parse(JSON.stringify(a)));
+
+    // More: one whose prenote fails (4000000003 → R03), one left unverified, and one without this run's metadata.
+    const b = await sb.counterparties.create({ name: `Returned ${RUN}`, account_number: '4000000003', routing_number: '021000021', account_type: 'savings', metadata: { run: RUN, group: 'cp', magic: 'r03' } });
+    assert.equal(b.account_number_last4, '0003');
+    assert.equal(b.account_type, 'savings');
+    const c = await sb.counterparties.create({ name: `Unverified ${RUN}`, account_number: '55554444', routing_number: '021000021', account_type: 'checking', metadata: { run: RUN, group: 'cp' } });
+    const e = await sb.counterparties.create({ name: `Elsewhere ${RUN}`, account_number: '11112222', routing_number: '021000021', account_type: 'checking', metadata: { group: 'other' } });
+    const until = new Date(Date.now() + 1).toISOString();
+
+    // Validation: 400 naming the field, not retried.
+    for (const [bad, param] of [
+      [{ routing_number: '021000022' }, 'routing_number'],
+      [{ account_number: '12a' }, 'account_number'],
+      [{ account_type: 'brokerage' }, 'account_type'],
+      [{ name: '' }, 'name'],
+    ] as const) {
+      mark = statuses.length;
+      const err = await expectError(sb.counterparties.create({ ...body, ...(bad as any) }), BadRequestError, 'invalid_request');
+      assert.equal(err.param, param, JSON.stringify(bad));
+      assert.deepEqual(answeredSince(mark), [400], 'a 400 is not retried');
+    }
+
+    // Lists: newest first, the metadata filter kept on every page (limit 1 and 2).
+    const ids = (l: { id: string }[]) => l.map((x) => x.id);
+    for (const limit of [1, 2]) {
+      const pages: string[][] = [];
+      for await (const page of sb.counterparties.list({ metadata: { run: RUN }, limit }).pages()) {
+        assert.ok(page.data.length <= limit);
+        pages.push(ids(page.data));
+      }
+      assert.ok(pages.length >= 2, `several pages with limit ${limit}`);
+      assert.deepEqual(pages.flat(), [c.id, b.id, a.id], 'this run\'s counterparties alone, newest first, over pages');
+    }
+    assert.deepEqual(ids(await sb.counterparties.list({ metadata: { run: RUN, magic: 'r03' }, limit: 1 }).toArray()), [b.id], 'several pairs all match');
+    assert.deepEqual(ids(await sb.counterparties.list({ metadata: { group: 'other' } }).toArray()), [e.id]);
+    assert.deepEqual(ids(await sb.counterparties.list({ created_after: since, created_before: until, limit: 2 }).toArray()), [e.id, c.id, b.id, a.id]);
+    assert.deepEqual(ids(await sb.counterparties.list({ verification_status: 'unverified', metadata: { run: RUN }, limit: 1 }).toArray()), [c.id, b.id, a.id]);
+
+    // Verify by prenote: pending at once; again while pending, 409 invalid_state (not retried); verified after the delay.
+    const pending = await sb.counterparties.verify(a.id);
+    assert.equal(pending.lastResponse.status, 200);
+    assert.equal(pending.id, a.id);
+    assert.equal(pending.verification.status, 'pending');
+    assert.equal(pending.verification.method, 'prenote');
+    mark = statuses.length;
+    const twice = await expectError(sb.counterparties.verify(a.id, { method: 'prenote' }), ConflictError, 'invalid_state');
+    assert.equal(twice.resourceId, a.id);
+    assert.deepEqual(answeredSince(mark), [409], 'invalid_state is not retried');
+    const failing = await sb.counterparties.verify(b.id);
+    assert.equal(failing.verification.status, 'pending');
+    const verified = await poll(() => sb.counterparties.retrieve(a.id), (x) => x.verification.status !== 'pending');
+    assert.deepEqual(verified.verification, { status: 'verified', method: 'prenote' });
+    const failed = await poll(() => sb.counterparties.retrieve(b.id), (x) => x.verification.status !== 'pending');
+    assert.deepEqual(failed.verification, { status: 'failed', method: 'prenote', failure_code: 'R03' });
+    // A verified one is not verified twice.
+    await expectError(sb.counterparties.verify(a.id), ConflictError, 'invalid_state');
+    // Invalid method: 400.
+    const badMethod = await expectError(sb.counterparties.verify(c.id, { method: 'microdeposits' as any }), BadRequestError, 'invalid_request');
+    assert.equal(badMethod.param, 'method');
+
+    // The filter on verification status.
+    assert.deepEqual(ids(await sb.counterparties.list({ verification_status: 'verified', metadata: { run: RUN } }).toArray()), [a.id]);
+    assert.deepEqual(ids(await sb.counterparties.list({ verification_status: 'failed', metadata: { run: RUN } }).toArray()), [b.id]);
+    assert.deepEqual(ids(await sb.counterparties.list({ verification_status: 'unverified', metadata: { run: RUN }, limit: 1 }).toArray()), [c.id]);
+    mark = statuses.length;
+    const badStatus = await expectError(sb.counterparties.list({ verification_status: 'done' as any }).firstPage(), BadRequestError, 'invalid_request');
+    assert.equal(badStatus.param, 'verification_status');
+    assert.deepEqual(answeredSince(mark), [400]);
+
+    // The events, in the list and delivered (signed) to the endpoint: data.object the counterparty, no account number.
+    const verifiedEvent = (await poll(
+      () => sb.events.list({ type: 'counterparty.verified', limit: 100 }).toArray(),
+      (l) => l.some((ev) => (ev.data.object as any).id === a.id),
+    )).find((ev) => (ev.data.object as any).id === a.id)!;
+    assert.deepEqual((verifiedEvent.data.object as any).verification, { status: 'verified', method: 'prenote' });
+    const failedEvent = (await poll(
+      () => sb.events.list({ type: 'counterparty.verification_failed', limit: 100 }).toArray(),
+      (l) => l.some((ev) => (ev.data.object as any).id === b.id),
+    )).find((ev) => (ev.data.object as any).id === b.id)!;
+    assert.deepEqual((failedEvent.data.object as any).verification, { status: 'failed', method: 'prenote', failure_code: 'R03' });
+    assert.deepEqual(JSON.parse(JSON.stringify(await sb.events.retrieve(failedEvent.id))), JSON.parse(JSON.stringify(failedEvent)));
+    for (const ev of [verifiedEvent, failedEvent]) {
+      const d = await waitForDelivery((x) => x.path === cpPath && eventOf(x).id === ev.id);
+      const delivered = Treasury.webhooks.verify(d.body, d.headers, cpEndpoint.secret);
+      assert.equal(delivered.type, ev.type);
+      assert.deepEqual((delivered.data.object as any).verification, (ev.data.object as any).verification);
+      assert.ok(!d.body.includes(ACCOUNT) && !d.body.includes('4000000003'), 'no whole account number in an event');
+    }
+    assert.deepEqual(cpDeliveries().map((d) => eventOf(d).type).sort(), ['counterparty.verification_failed', 'counterparty.verified'], 'the endpoint gets the two subscribed events only');
+
+    // A failed one may be verified again: pending once more, its failure_code cleared; then failed again.
+    const retried = await sb.counterparties.verify(b.id);
+    assert.deepEqual(retried.verification, { status: 'pending', method: 'prenote' });
+    assert.equal((await poll(() => sb.counterparties.retrieve(b.id), (x) => x.verification.status !== 'pending')).verification.failure_code, 'R03');
+
+    // Paid by counterparty_id: the destination copied, counterparty_id shown; a raw destination has none.
+    const pay = (extra: Partial<PaymentCreateParams>, leg: string) =>
+      sb.payments.create({ virtual_account_id: acct.id, amount: 1_000, rail: 'rtp', description: `cp ${leg} ${RUN}`, metadata: { run: RUN, leg }, ...extra } as PaymentCreateParams);
+    const toA = await pay({ counterparty_id: a.id }, 'a');
+    assert.equal(toA.lastResponse.status, 201);
+    assert.equal(toA.counterparty_id, a.id);
+    assert.deepEqual(toA.destination, { account_number: ACCOUNT, routing_number: '021000021', name: a.name });
+    const readBack = await sb.payments.retrieve(toA.id);
+    assert.equal(readBack.counterparty_id, a.id);
+    assert.deepEqual(readBack.destination, toA.destination);
+    const raw = await pay({ destination: DEST }, 'raw');
+    assert.ok(!('counterparty_id' in raw), 'a payment to a raw destination has no counterparty_id');
+    // Both, or neither: 400 counterparty_id; not a cp_ id: 400; unknown, or another platform's: 404 counterparty_id.
+    for (const [extra, cls, code, param] of [
+      [{ destination: DEST, counterparty_id: a.id }, BadRequestError, 'invalid_request', 'counterparty_id'],
+      [{}, BadRequestError, 'invalid_request', 'counterparty_id'],
+      [{ counterparty_id: acct.id }, BadRequestError, 'invalid_request', 'counterparty_id'],
+      [{ counterparty_id: 'cp_00000000000000000000000000' }, NotFoundError, 'not_found', 'counterparty_id'],
+    ] as const) {
+      mark = statuses.length;
+      const err = await expectError(pay(extra as any, 'bad'), cls as any, code);
+      assert.equal((err as any).param, param, JSON.stringify(extra));
+      assert.deepEqual(answeredSince(mark), [(err as any).status], 'not retried');
+    }
+
+    // require_verified_counterparty: an unverified (or failed) counterparty and a raw destination are 422; a verified one pays.
+    assert.equal((await sb.platform.settings.retrieve()).require_verified_counterparty, false, 'off by default');
+    const on = await sb.platform.settings.update({ require_verified_counterparty: true });
+    ctx.after(async () => {
+      // Whatever happened above, the setting goes back off for the rest of the journey.
+      await sb.platform.settings.update({ require_verified_counterparty: false });
+    });
+    try {
+      assert.equal(on.require_verified_counterparty, true);
+      assert.equal((await sb.platform.settings.retrieve()).require_verified_counterparty, true);
+      for (const [cp, leg] of [[c, 'unverified'], [b, 'failed']] as const) {
+        mark = statuses.length;
+        const err = await expectError(pay({ counterparty_id: cp.id }, leg), UnprocessableEntityError, 'counterparty_not_verified');
+        assert.equal(err.param, 'counterparty_id');
+        assert.equal(err.resourceId, cp.id);
+        assert.deepEqual(answeredSince(mark), [422], 'a 422 is not retried');
+      }
+      const rawRefused = await expectError(pay({ destination: DEST }, 'raw-refused'), UnprocessableEntityError, 'counterparty_not_verified');
+      assert.equal(rawRefused.param, 'destination');
+      const ok = await pay({ counterparty_id: a.id }, 'a-required');
+      assert.equal(ok.counterparty_id, a.id);
+      assert.ok(['pending', 'submitted', 'completed'].includes(ok.status), ok.status);
+    } finally {
+      const off = await sb.platform.settings.update({ require_verified_counterparty: false });
+      assert.equal(off.require_verified_counterparty, false);
+    }
+    assert.equal((await sb.platform.settings.retrieve()).require_verified_counterparty, false);
+    const toC = await pay({ counterparty_id: c.id }, 'c');
+    assert.equal(toC.counterparty_id, c.id, 'with the setting off an unverified counterparty is paid');
+
+    // Deleted: deleted:true, then 404 everywhere (retrieve, delete, verify, a new payment), left out of lists;
+    // the payment already made keeps its copied destination.
+    const del = await sb.counterparties.delete(c.id);
+    assert.deepEqual({ ...del }, { id: c.id, object: 'counterparty', deleted: true });
+    assert.equal(del.lastResponse.status, 200);
+    await expectError(sb.counterparties.retrieve(c.id), NotFoundError, 'not_found');
+    await expectError(sb.counterparties.delete(c.id), NotFoundError, 'not_found');
+    await expectError(sb.counterparties.verify(c.id), NotFoundError, 'not_found');
+    const gone = await expectError(pay({ counterparty_id: c.id }, 'deleted'), NotFoundError, 'not_found');
+    assert.equal(gone.param, 'counterparty_id');
+    assert.deepEqual(ids(await sb.counterparties.list({ metadata: { run: RUN } }).toArray()), [b.id, a.id]);
+    const kept = await sb.payments.retrieve(toC.id);
+    assert.equal(kept.counterparty_id, c.id);
+    assert.equal(kept.destination.account_number, '55554444');
+
+    // Another platform: 404 for each of this platform's counterparties, an empty list; its own is 404 here.
+    await expectError(foreign.counterparties.retrieve(a.id), NotFoundError, 'not_found');
+    await expectError(foreign.counterparties.verify(b.id), NotFoundError, 'not_found');
+    await expectError(foreign.counterparties.delete(a.id), NotFoundError, 'not_found');
+    assert.deepEqual(await foreign.counterparties.list().toArray(), []);
+    const theirs = await foreign.counterparties.create({ name: `Theirs ${RUN}`, account_number: '33334444', routing_number: '021000021', account_type: 'checking' });
+    await expectError(sb.counterparties.retrieve(theirs.id), NotFoundError, 'not_found');
+    const foreignPay = await expectError(pay({ counterparty_id: theirs.id }, 'foreign'), NotFoundError, 'not_found');
+    assert.equal(foreignPay.param, 'counterparty_id');
+    await expectError(sb.counterparties.retrieve('cp_unknown'), NotFoundError, 'not_found');
+
+    // Live: counterparties are saved, read, listed and deleted; a prenote is 501 not_implemented, not retried, and changes nothing.
+    const live = newClient(liveKey, { maxRetries: 3 });
+    const liveCp = await live.counterparties.create({ name: `Live ${RUN}`, account_number: '77778888', routing_number: '021000021', account_type: 'checking' });
+    assert.equal(liveCp.environment, 'live');
+    mark = statuses.length;
+    const notYet = await expectError(live.counterparties.verify(liveCp.id), InternalServerError, 'not_implemented');
+    assert.equal(notYet.status, 501);
+    assert.equal(notYet.attempts, 1);
+    assert.deepEqual(answeredSince(mark), [501], 'a 501 is not retried');
+    assert.deepEqual((await live.counterparties.retrieve(liveCp.id)).verification, { status: 'unverified', method: null });
+    await expectError(sb.counterparties.retrieve(liveCp.id), NotFoundError, 'not_found');
+    await expectError(live.counterparties.retrieve(a.id), NotFoundError, 'not_found');
+    assert.deepEqual(ids(await live.counterparties.list().toArray()), [liveCp.id]);
+    assert.equal((await live.counterparties.delete(liveCp.id)).deleted, true);
   });
 
   test('every route of the API was called against the server', () => {

@@ -805,6 +805,191 @@ describe('journal entries list (unit)', () => {
   });
 });
 
+describe('counterparties (unit)', () => {
+  const cp = (id: string, status = 'unverified') => ({
+    id,
+    object: 'counterparty',
+    name: 'Initech LLC',
+    account_number_last4: '4321',
+    routing_number: '021000021',
+    account_type: 'checking',
+    verification: { status, method: status === 'unverified' ? null : 'prenote' },
+    metadata: { region: 'east' },
+    environment: 'sandbox',
+    created_at: '2026-01-02T10:00:00.000Z',
+  });
+  const body = { name: 'Initech LLC', account_number: '987654321', routing_number: '021000021', account_type: 'checking' as const, metadata: { region: 'east' } };
+
+  test('create POSTs the body with an Idempotency-Key, the same on every retry; a replayed answer says so', async () => {
+    const s = await stub([
+      { status: 503, headers: { 'Retry-After': '0' }, body: err('unavailable') },
+      { status: 201, body: cp('cp_01') },
+      { status: 200, headers: { 'Idempotent-Replayed': 'true' }, body: cp('cp_01') },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const c = await client.counterparties.create(body);
+      assert.equal(c.id, 'cp_01');
+      assert.equal(c.account_number_last4, '4321');
+      assert.equal(c.verification.status, 'unverified');
+      assert.equal(c.lastResponse.status, 201);
+      assert.equal(c.lastResponse.attempts, 2);
+      const keys = s.seen.map((x) => x.headers['idempotency-key']);
+      assert.match(String(keys[0]), /^[0-9a-f-]{36}$/, 'a generated key when the caller gives none');
+      assert.equal(keys[1], keys[0], 'the retry reuses the key');
+      for (const x of s.seen) {
+        assert.equal(x.method, 'POST');
+        assert.equal(x.url, '/v1/counterparties');
+        assert.deepEqual(JSON.parse(x.body), body, 'the body as given, no key in it');
+      }
+      const again = await client.counterparties.create(body, { idempotencyKey: 'cp-1' });
+      assert.equal(again.id, 'cp_01');
+      assert.equal(again.lastResponse.idempotentReplayed, true);
+      assert.equal(s.seen[2]!.headers['idempotency-key'], 'cp-1');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('retrieve, delete and verify hit their routes (verify sends {method: prenote} by default)', async () => {
+    const s = await stub([
+      { status: 200, body: cp('cp_01') },
+      { status: 200, body: cp('cp_01', 'pending') },
+      { status: 200, body: cp('cp_01', 'pending') },
+      { status: 200, body: { id: 'cp_01', object: 'counterparty', deleted: true } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      assert.equal((await client.counterparties.retrieve('cp_01/x')).id, 'cp_01');
+      const v = await client.counterparties.verify('cp_01');
+      assert.equal(v.verification.status, 'pending');
+      assert.equal(v.verification.method, 'prenote');
+      await client.counterparties.verify('cp_01', { method: 'prenote' }, { idempotencyKey: 'v-1' });
+      const d = await client.counterparties.delete('cp_01');
+      assert.deepEqual({ ...d }, { id: 'cp_01', object: 'counterparty', deleted: true });
+      assert.deepEqual(
+        s.seen.map((x) => `${x.method} ${x.url}`),
+        ['GET /v1/counterparties/cp_01%2Fx', 'POST /v1/counterparties/cp_01/verify', 'POST /v1/counterparties/cp_01/verify', 'DELETE /v1/counterparties/cp_01'],
+      );
+      assert.deepEqual(JSON.parse(s.seen[1]!.body), { method: 'prenote' });
+      assert.deepEqual(JSON.parse(s.seen[2]!.body), { method: 'prenote' });
+      assert.ok(s.seen[1]!.headers['idempotency-key'], 'every POST sends a key');
+      assert.equal(s.seen[2]!.headers['idempotency-key'], 'v-1');
+      assert.equal(s.seen[0]!.headers['idempotency-key'], undefined);
+      assert.equal(s.seen[3]!.headers['idempotency-key'], undefined);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('list sends every filter (metadata as deepObject) on every page and walks the cursor', async () => {
+    const s = await stub([
+      { status: 200, body: { object: 'list', data: [cp('cp_03', 'verified'), cp('cp_02', 'verified')], has_more: true, next_cursor: 'c1' } },
+      { status: 200, body: { object: 'list', data: [cp('cp_01', 'verified')], has_more: false, next_cursor: null } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const ids: string[] = [];
+      for await (const c of client.counterparties.list({
+        verification_status: 'verified',
+        metadata: { region: 'east', 'order id': 'A&B' },
+        created_after: '2026-01-01',
+        created_before: '2026-02-01T00:00:00Z',
+        limit: 2,
+      })) {
+        ids.push(c.id);
+      }
+      assert.deepEqual(ids, ['cp_03', 'cp_02', 'cp_01']);
+      const first =
+        '/v1/counterparties?verification_status=verified&metadata%5Bregion%5D=east&metadata%5Border+id%5D=A%26B' +
+        '&created_after=2026-01-01&created_before=2026-02-01T00%3A00%3A00Z&limit=2';
+      assert.equal(s.seen[0]!.url, first);
+      assert.equal(s.seen[1]!.url, `${first}&cursor=c1`, 'the filters travel with the next page');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('501 not_implemented (a live prenote) is an InternalServerError, never retried even with x-should-retry: true', async () => {
+    const s = await stub([
+      { status: 501, headers: { 'x-should-retry': 'true' }, body: { ...err('not_implemented', 'live prenote verification is not available yet'), resource_id: 'cp_01' } },
+      { status: 200, body: cp('cp_01', 'pending') },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url, maxRetries: 3 });
+      await assert.rejects(client.counterparties.verify('cp_01'), (e: unknown) => {
+        assert.ok(e instanceof InternalServerError);
+        assert.equal(e.status, 501);
+        assert.equal(e.code, 'not_implemented');
+        assert.equal(e.resourceId, 'cp_01');
+        assert.equal(e.attempts, 1);
+        return true;
+      });
+      assert.equal(s.seen.length, 1, 'not retried');
+      assert.equal(shouldRetry({ status: 501, headers: new Headers({ 'x-should-retry': 'true' }) }), false);
+      assert.equal(shouldRetry({ status: 502, headers: new Headers() }), true, 'other 5xx still are');
+      assert.equal(errorClassForStatus(501), InternalServerError);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('invalid_state is a ConflictError, counterparty_not_verified an UnprocessableEntityError, not retried', async () => {
+    const s = await stub([
+      { status: 409, headers: { 'x-should-retry': 'false' }, body: { ...err('invalid_state', 'a prenote for this counterparty is already pending'), resource_id: 'cp_01' } },
+      { status: 422, headers: { 'x-should-retry': 'false' }, body: { ...err('counterparty_not_verified'), param: 'counterparty_id', resource_id: 'cp_01' } },
+      { status: 404, headers: { 'x-should-retry': 'false' }, body: err('not_found') },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      await assert.rejects(client.counterparties.verify('cp_01'), (e: unknown) => {
+        assert.ok(e instanceof ConflictError);
+        assert.equal(e.code, 'invalid_state');
+        return true;
+      });
+      await assert.rejects(client.payments.create({ virtual_account_id: 'va_01', amount: 100, rail: 'rtp', counterparty_id: 'cp_01' }), (e: unknown) => {
+        assert.ok(e instanceof UnprocessableEntityError);
+        assert.equal(e.code, 'counterparty_not_verified');
+        assert.equal(e.param, 'counterparty_id');
+        assert.equal(e.resourceId, 'cp_01');
+        return true;
+      });
+      await assert.rejects(client.counterparties.retrieve('cp_gone'), NotFoundError);
+      assert.equal(s.seen.length, 3, 'none was retried');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('payments.create sends counterparty_id instead of destination; the payment shows it', async () => {
+    const s = await stub([
+      { status: 201, body: { ...payment, counterparty_id: 'cp_01', destination: { account_number: '987654321', routing_number: '021000021', name: 'Initech LLC' } } },
+    ]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const p = await client.payments.create({ virtual_account_id: 'va_01', amount: 100, rail: 'rtp', counterparty_id: 'cp_01' }, { idempotencyKey: 'pay-cp-1' });
+      assert.equal(p.counterparty_id, 'cp_01');
+      assert.equal(p.destination.account_number, '987654321');
+      assert.deepEqual(JSON.parse(s.seen[0]!.body), { virtual_account_id: 'va_01', amount: 100, rail: 'rtp', counterparty_id: 'cp_01', idempotency_key: 'pay-cp-1' });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('settings carry require_verified_counterparty', async () => {
+    const s = await stub([{ status: 200, body: { object: 'platform_settings', require_verified_counterparty: true } }]);
+    try {
+      const client = new Treasury({ apiKey: 'k', baseURL: s.url });
+      const st = await client.platform.settings.update({ require_verified_counterparty: true });
+      assert.equal(st.require_verified_counterparty, true);
+      assert.equal(s.seen[0]!.method, 'PATCH');
+      assert.deepEqual(JSON.parse(s.seen[0]!.body), { require_verified_counterparty: true });
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('webhook verification (unit)', () => {
   const secret = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64');
   const other = 'whsec_' + Buffer.from('another secret of thirty-two byt').toString('base64');

@@ -61,6 +61,12 @@ ROUTES: Dict[str, Callable[[Treasury], Callable[..., Any]]] = {
     "POST /book-transfers": lambda c: c.book_transfers.create,
     "GET /book-transfers": lambda c: c.book_transfers.list,
     "GET /book-transfers/{id}": lambda c: c.book_transfers.retrieve,
+    # counterparties
+    "POST /counterparties": lambda c: c.counterparties.create,
+    "GET /counterparties": lambda c: c.counterparties.list,
+    "GET /counterparties/{id}": lambda c: c.counterparties.retrieve,
+    "DELETE /counterparties/{id}": lambda c: c.counterparties.delete,
+    "POST /counterparties/{id}/verify": lambda c: c.counterparties.verify,
     # KYB
     "POST /kyb": lambda c: c.kyb.create,
     "GET /kyb": lambda c: c.kyb.list,

@@ -48,13 +48,15 @@ class Exchange:
     """One HTTP exchange the client made."""
 
     def __init__(self, method: str, url: str, headers: Dict[str, str], body: Optional[bytes],
-                 status: Optional[int], response_headers: Dict[str, str]) -> None:
+                 status: Optional[int], response_headers: Dict[str, str],
+                 response_body: Optional[bytes] = None) -> None:
         self.method = method
         self.url = url
         self.headers = {k.lower(): v for k, v in headers.items()}
         self.body = body
         self.status = status
         self.response_headers = response_headers
+        self.response_body = response_body
 
     @property
     def path(self) -> str:
@@ -80,7 +82,8 @@ class RecordingTreasury(treasury.Treasury):
                 EXCHANGES.append(Exchange(method, url, dict(headers), data, None, {}))
             raise
         with _EXCHANGES_LOCK:
-            EXCHANGES.append(Exchange(method, url, dict(headers), data, resp.status, dict(resp.headers)))
+            EXCHANGES.append(Exchange(method, url, dict(headers), data, resp.status, dict(resp.headers),
+                                      resp.body))
         return resp
 
 

@@ -1713,6 +1713,279 @@ class Journey(unittest.TestCase):
             self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.param),
                              (400, "invalid_request", param))
 
+    # -- counterparties (issue #18) ------------------------------------------------------------
+
+    def test_28_counterparties(self) -> None:
+        c: RecordingTreasury = S["client"]
+        main = S["va"]["main"]
+        tag = f"cp-{RUN}"
+        other = RecordingTreasury(api_key=S["other_platform_key"], base_url=BASE_URL)
+        live: RecordingTreasury = S["live_client"]
+
+        def refused(call: Any, error: type, status: int, code: str) -> APIError:
+            with self.assertRaises(error) as cm:
+                call()
+            e = cm.exception
+            self.assertIsInstance(e, APIError)
+            self.assertEqual((e.status, e.code), (status, code))
+            return e
+
+        def ids(page: Any) -> List[str]:
+            return [x["id"] for x in page]
+
+        # a prenote answered 3 s after the verify, so that "pending" can be seen (restored below)
+        sandbox = {"auto_settle": False, "ach_same_day_delay_seconds": 3, "ach_standard_delay_seconds": 1}
+        self.assertEqual(c.platform.settings.update(sandbox=sandbox)["sandbox"], sandbox)
+        # an endpoint subscribed to the two new event types alone
+        wh = c.webhooks.create(url=f"{RECEIVER.url}/counterparties/{RUN}",
+                               events=["counterparty.verified", "counterparty.verification_failed"])
+        self.assertEqual(wh["events"], ["counterparty.verified", "counterparty.verification_failed"])
+        try:
+            # created: 201, unverified, the last four digits only; a key made by the client
+            mark = exchange_mark()
+            good = c.counterparties.create(name="Initech LLC", account_number="55500012345", routing_number=ROUTING,
+                                           account_type="checking", metadata={"batch": tag, "kind": "good"})
+            [sent] = answered_since(mark)
+            self.assertEqual((sent.method, sent.path.rsplit("/v1", 1)[1], sent.status), ("POST", "/counterparties", 201))
+            self.assertTrue(sent.headers.get("idempotency-key"), "a generated Idempotency-Key")
+            self.assertNotIn("idempotency_key", json.loads(sent.body or b"{}"))
+            self.assertRegex(good["id"], r"^cp_[0-9a-hjkmnp-tv-z]{26}$")
+            self.assertEqual(set(good), {"id", "object", "name", "account_number_last4", "routing_number",
+                                         "account_type", "verification", "metadata", "environment", "created_at"})
+            self.assertEqual((good["object"], good["name"], good["account_number_last4"], good["routing_number"],
+                              good["account_type"], good["environment"], good["metadata"]),
+                             ("counterparty", "Initech LLC", "2345", ROUTING, "checking", "sandbox",
+                              {"batch": tag, "kind": "good"}))
+            self.assertEqual(good["verification"], {"status": "unverified", "method": None})
+            self.assertNotIn("55500012345", json.dumps(good), "no full account number in the answer")
+            self.assertEqual(c.counterparties.retrieve(good["id"]), good)
+            bad = c.counterparties.create(name="Returned Co", account_number="4000000003", routing_number=ROUTING,
+                                          account_type="savings", metadata={"batch": tag, "kind": "bad"})
+            spare = c.counterparties.create(name="Spare Parts LLC", account_number="987654321", routing_number=ROUTING,
+                                            account_type="checking",
+                                            metadata={"batch": tag, "kind": "spare", "order id": "A&B"})
+            self.assertEqual((bad["account_number_last4"], bad["account_type"]), ("0003", "savings"))
+            for x in answered_since(mark):  # no answer, the raw bodies included, shows a whole number
+                for number in (b"55500012345", b"4000000003", b"987654321"):
+                    self.assertNotIn(number, x.response_body or b"", x)
+
+            # idempotent create: the same key twice → the same counterparty (200, replayed); another body → 409
+            key = f"cp-create-{RUN}"
+            mark = exchange_mark()
+            first = c.counterparties.create(name="Keyed LLC", account_number="123456789", routing_number=ROUTING,
+                                            account_type="checking", idempotency_key=key)
+            again = c.counterparties.create(name="Keyed LLC", account_number="123456789", routing_number=ROUTING,
+                                            account_type="checking", idempotency_key=key)
+            self.assertEqual(again["id"], first["id"])
+            self.assertEqual(again, first)
+            answers = answered_since(mark)
+            self.assertEqual([x.status for x in answers], [201, 200])
+            self.assertEqual(answers[1].response_headers.get("idempotent-replayed"), "true")
+            self.assertEqual({x.headers["idempotency-key"] for x in answers}, {key})
+            e = refused(lambda: c.counterparties.create(name="Keyed LLC", account_number="123456780",
+                                                        routing_number=ROUTING, account_type="checking",
+                                                        idempotency_key=key),
+                        ConflictError, 409, "idempotency_conflict")
+            self.assertEqual(e.resource_id, first["id"])
+            self.assertTrue(c.counterparties.delete(first["id"])["deleted"])
+
+            # validation: 400 naming the field
+            for field, kw in (("routing_number", {"routing_number": "123456789"}),
+                              ("account_number", {"account_number": "12"}),
+                              ("account_type", {"account_type": "brokerage"})):
+                args: Dict[str, Any] = dict(name="X LLC", account_number="123456789", routing_number=ROUTING,
+                                            account_type="checking")
+                args.update(kw)
+                e = refused(lambda: c.counterparties.create(**args), BadRequestError, 400, "invalid_request")
+                self.assertEqual(e.param, field)
+
+            # the list, newest first, by metadata one a page with the filter on every page
+            mark = exchange_mark()
+            listed = list(c.counterparties.list(metadata={"batch": tag}, limit=1))
+            self.assertEqual(ids(listed), [spare["id"], bad["id"], good["id"]])
+            self.assert_query_on_every_page(mark, "/counterparties", {"metadata[batch]": tag, "limit": "1"}, 3)
+            for item in listed:
+                self.assertEqual(item, c.counterparties.retrieve(item["id"]))
+            self.assertEqual(ids(c.counterparties.list(metadata={"batch": tag, "order id": "A&B"})), [spare["id"]])
+            self.assertEqual(ids(c.counterparties.list(metadata={"batch": tag, "kind": "good"})), [good["id"]])
+            self.assertEqual(ids(c.counterparties.list(verification_status="unverified", metadata={"batch": tag})),
+                             [spare["id"], bad["id"], good["id"]])
+            self.assertEqual(ids(c.counterparties.list(metadata={"batch": tag}, created_after=bad["created_at"])),
+                             [spare["id"], bad["id"]], "created_after is inclusive")
+            self.assertEqual(ids(c.counterparties.list(metadata={"batch": tag}, created_before=bad["created_at"])),
+                             [good["id"]], "created_before is exclusive")
+            e = refused(lambda: c.counterparties.list(verification_status="done"),  # type: ignore[arg-type]
+                        BadRequestError, 400, "invalid_request")
+            self.assertEqual(e.param, "verification_status")
+
+            # verify → pending (prenote); again while pending → 409 invalid_state
+            for cp in (good, bad):
+                pending = c.counterparties.verify(cp["id"], method="prenote")
+                self.assertEqual((pending["id"], pending["verification"]), (cp["id"], {"status": "pending",
+                                                                                       "method": "prenote"}))
+            mark = exchange_mark()
+            self.assertEqual(ids(c.counterparties.list(verification_status="pending", metadata={"batch": tag},
+                                                       limit=1)), [bad["id"], good["id"]])
+            self.assert_query_on_every_page(mark, "/counterparties", {"verification_status": "pending",
+                                                                      "metadata[batch]": tag, "limit": "1"}, 2)
+            mark = exchange_mark()
+            refused(lambda: c.counterparties.verify(good["id"], method="prenote"), ConflictError, 409, "invalid_state")
+            self.assertEqual(len(answered_since(mark)), 1, "409 invalid_state is not retried")
+            # then (bounded) verified, and the magic number failed with its return code
+            verified = poll(lambda: c.counterparties.retrieve(good["id"]),
+                            lambda x: x["verification"]["status"] != "pending", timeout=30, what="the good prenote")
+            self.assertEqual(verified["verification"], {"status": "verified", "method": "prenote"})
+            failed = poll(lambda: c.counterparties.retrieve(bad["id"]),
+                          lambda x: x["verification"]["status"] != "pending", timeout=30, what="the returned prenote")
+            self.assertEqual(failed["verification"], {"status": "failed", "method": "prenote", "failure_code": "R03"})
+            refused(lambda: c.counterparties.verify(good["id"], method="prenote"), ConflictError, 409, "invalid_state")
+            for status, want in (("verified", [good["id"]]), ("failed", [bad["id"]]), ("unverified", [spare["id"]]),
+                                 ("pending", [])):
+                self.assertEqual(ids(c.counterparties.list(verification_status=status, metadata={"batch": tag})), want,
+                                 status)
+            # a failed one may be verified again: pending, its failure_code cleared, then failed again
+            retried = c.counterparties.verify(bad["id"], method="prenote")
+            self.assertEqual(retried["verification"], {"status": "pending", "method": "prenote"})
+            failed = poll(lambda: c.counterparties.retrieve(bad["id"]),
+                          lambda x: x["verification"]["status"] != "pending", timeout=30, what="the second prenote")
+            self.assertEqual(failed["verification"], {"status": "failed", "method": "prenote", "failure_code": "R03"})
+
+            # the events, data.object the counterparty; and their verified deliveries
+            def events_of(kind: str, cid: str, n: int) -> List[Dict[str, Any]]:
+                found = poll(lambda: [ev for ev in c.events.list(type=kind, limit=100)
+                                      if ev["data"]["object"]["id"] == cid],
+                             lambda es: len(es) >= n, what=f"the {kind} events of {cid}")
+                self.assertEqual(len(found), n)
+                return found
+
+            [ok_event] = events_of("counterparty.verified", good["id"], 1)
+            self.assertEqual(ok_event["data"]["object"]["verification"], verified["verification"])
+            self.assertEqual(ok_event["data"]["object"]["account_number_last4"], "2345")
+            fail_events = events_of("counterparty.verification_failed", bad["id"], 2)
+            self.assertEqual([ev["data"]["object"]["verification"]["failure_code"] for ev in fail_events], ["R03"] * 2)
+            self.assertEqual(c.events.retrieve(ok_event["id"]), ok_event)
+            for kind, event_id in (("counterparty.verified", ok_event["id"]),
+                                   ("counterparty.verification_failed", fail_events[-1]["id"])):
+                delivered = deliveries(lambda r: r.path == f"/counterparties/{RUN}" and event_type_is(kind)(r)
+                                       and json.loads(r.body)["id"] == event_id, timeout=30)
+                event = treasury.webhooks.verify(delivered.body, delivered.headers, wh["secret"])
+                self.assertEqual((event["id"], event["type"]), (event_id, kind))
+            listed_deliveries = poll(lambda: list(c.webhooks.deliveries.list(wh["id"])), lambda ds: len(ds) >= 3,
+                                     what="the endpoint's deliveries")
+            self.assertEqual(sorted(d["event_type"] for d in listed_deliveries),
+                             ["counterparty.verification_failed"] * 2 + ["counterparty.verified"])
+
+            # pay a counterparty: counterparty_id on the payment, its destination copied
+            mark = exchange_mark()
+            paid = c.payments.create(virtual_account_id=main, amount=1_000, rail="rtp", counterparty_id=good["id"],
+                                     metadata={"batch": tag})
+            [sent] = answered_since(mark)
+            body = json.loads(sent.body or b"{}")
+            self.assertEqual(body["counterparty_id"], good["id"])
+            self.assertNotIn("destination", body)
+            self.assertEqual(paid.get("counterparty_id"), good["id"])
+            self.assertEqual(paid["destination"], {"account_number": "55500012345", "routing_number": ROUTING,
+                                                   "name": "Initech LLC"})
+            done = poll(lambda: c.payments.retrieve(paid["id"]), lambda p: p["status"] in ("completed", "failed"),
+                        timeout=20, what="the payment to the counterparty")
+            self.assertEqual((done["status"], done.get("counterparty_id"), done["destination"]),
+                             ("completed", good["id"], paid["destination"]))
+            raw = c.payments.create(virtual_account_id=main, amount=500, rail="rtp", destination=DEST)
+            self.assertNotIn("counterparty_id", raw, "absent on a payment to a raw destination")
+            # both, or neither: 400 naming counterparty_id; not a cp_ id: 400; unknown or another's: 404
+            e = refused(lambda: c.payments.create(virtual_account_id=main, amount=500, rail="rtp", destination=DEST,
+                                                  counterparty_id=good["id"]), BadRequestError, 400, "invalid_request")
+            self.assertEqual(e.param, "counterparty_id")
+            e = refused(lambda: c.payments.create(virtual_account_id=main, amount=500, rail="rtp"),
+                        BadRequestError, 400, "invalid_request")
+            self.assertEqual(e.param, "counterparty_id")
+            e = refused(lambda: c.payments.create(virtual_account_id=main, amount=500, rail="rtp",
+                                                  counterparty_id=main), BadRequestError, 400, "invalid_request")
+            self.assertEqual(e.param, "counterparty_id")
+            e = refused(lambda: c.payments.create(virtual_account_id=main, amount=500, rail="rtp",
+                                                  counterparty_id="cp_" + "0" * 26), NotFoundError, 404, "not_found")
+            self.assertEqual(e.param, "counterparty_id")
+            other_cp = other.counterparties.create(name="Globex Vendor", account_number="123456789",
+                                                   routing_number=ROUTING, account_type="checking")
+            e = refused(lambda: c.payments.create(virtual_account_id=main, amount=500, rail="rtp",
+                                                  counterparty_id=other_cp["id"]), NotFoundError, 404, "not_found")
+            self.assertEqual(e.param, "counterparty_id")
+
+            # require_verified_counterparty: unverified and raw destinations → 422; set back to false after
+            settings = c.platform.settings.update(require_verified_counterparty=True)
+            try:
+                self.assertIs(settings["require_verified_counterparty"], True)
+                self.assertIs(c.platform.settings.retrieve()["require_verified_counterparty"], True)
+                for cp in (spare, bad):
+                    e = refused(lambda: c.payments.create(virtual_account_id=main, amount=500, rail="rtp",
+                                                          counterparty_id=cp["id"]),
+                                UnprocessableEntityError, 422, "counterparty_not_verified")
+                    self.assertEqual((e.param, e.resource_id), ("counterparty_id", cp["id"]))
+                e = refused(lambda: c.payments.create(virtual_account_id=main, amount=500, rail="rtp",
+                                                      destination=DEST),
+                            UnprocessableEntityError, 422, "counterparty_not_verified")
+                self.assertEqual(e.param, "destination")
+                ok = c.payments.create(virtual_account_id=main, amount=700, rail="rtp", counterparty_id=good["id"])
+                self.assertEqual(ok.get("counterparty_id"), good["id"])
+                poll(lambda: c.payments.retrieve(ok["id"]), lambda p: p["status"] == "completed", timeout=20,
+                     what="the payment to the verified counterparty")
+                e = refused(lambda: c.platform.settings.update(require_verified_counterparty=None),  # type: ignore[arg-type]
+                            BadRequestError, 400, "invalid_request")
+                self.assertEqual(e.param, "require_verified_counterparty")
+            finally:
+                back = c.platform.settings.update(require_verified_counterparty=False)
+            self.assertIs(back["require_verified_counterparty"], False)
+            self.assertIs(c.platform.settings.retrieve()["require_verified_counterparty"], False)
+            again_raw = c.payments.create(virtual_account_id=main, amount=500, rail="rtp", destination=DEST)
+            self.assertNotEqual(again_raw["status"], "failed")
+
+            # another platform's key and the live key do not find it: 404
+            for stranger in (other, live):
+                refused(lambda: stranger.counterparties.retrieve(good["id"]), NotFoundError, 404, "not_found")
+                refused(lambda: stranger.counterparties.verify(spare["id"], method="prenote"), NotFoundError, 404,
+                        "not_found")
+                refused(lambda: stranger.counterparties.delete(spare["id"]), NotFoundError, 404, "not_found")
+                self.assertEqual(ids(stranger.counterparties.list(metadata={"batch": tag})), [])
+            self.assertEqual(ids(other.counterparties.list()), [other_cp["id"]])
+            refused(lambda: c.counterparties.retrieve(other_cp["id"]), NotFoundError, 404, "not_found")
+
+            # a live key's verify: 501 not_implemented, not retried, nothing changed
+            live_cp = live.counterparties.create(name="Live Vendor LLC", account_number="123456789",
+                                                 routing_number=ROUTING, account_type="checking")
+            self.assertEqual((live_cp["environment"], live_cp["verification"]["status"]), ("live", "unverified"))
+            mark = exchange_mark()
+            e = refused(lambda: live.counterparties.verify(live_cp["id"], method="prenote"),
+                        treasury.NotImplementedAPIError, 501, "not_implemented")
+            self.assertIsInstance(e, treasury.InternalServerError)
+            # (the server's x-should-retry on it does not matter: the client never retries a 501)
+            sent_501 = [x for x in exchanges_since(mark) if x.status == 501]
+            self.assertEqual(len(sent_501), 1, "a 501 is sent once: the client does not retry it")
+            self.assertEqual(live.counterparties.retrieve(live_cp["id"])["verification"],
+                             {"status": "unverified", "method": None})
+            self.assertTrue(live.counterparties.delete(live_cp["id"])["deleted"])
+
+            # delete → deleted: true; then 404 everywhere, left out of the list, and payments naming it 404
+            deleted = c.counterparties.delete(spare["id"])
+            self.assertEqual(deleted, {"id": spare["id"], "object": "counterparty", "deleted": True})
+            refused(lambda: c.counterparties.retrieve(spare["id"]), NotFoundError, 404, "not_found")
+            refused(lambda: c.counterparties.delete(spare["id"]), NotFoundError, 404, "not_found")
+            refused(lambda: c.counterparties.verify(spare["id"], method="prenote"), NotFoundError, 404, "not_found")
+            self.assertEqual(ids(c.counterparties.list(metadata={"batch": tag})), [bad["id"], good["id"]])
+            e = refused(lambda: c.payments.create(virtual_account_id=main, amount=500, rail="rtp",
+                                                  counterparty_id=spare["id"]), NotFoundError, 404, "not_found")
+            self.assertEqual(e.param, "counterparty_id")
+            # a payment made before the counterparty's deletion keeps its copied destination
+            self.assertTrue(c.counterparties.delete(good["id"])["deleted"])
+            kept = c.payments.retrieve(paid["id"])
+            self.assertEqual((kept["status"], kept.get("counterparty_id"), kept["destination"]),
+                             ("completed", good["id"], paid["destination"]))
+            self.assertTrue(other.counterparties.delete(other_cp["id"])["deleted"])
+        finally:
+            c.platform.settings.update(require_verified_counterparty=False,
+                                       sandbox={"auto_settle": False, "ach_same_day_delay_seconds": 1,
+                                                "ach_standard_delay_seconds": 1})
+            c.webhooks.delete(wh["id"])
+
     # -- every route was exercised ----------------------------------------------------------
 
     def test_99_every_route_was_called(self) -> None:

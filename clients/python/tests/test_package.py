@@ -54,7 +54,8 @@ class PackageTest(unittest.TestCase):
         for name in treasury.__all__:
             self.assertTrue(hasattr(treasury, name), name)
         for name in ("BadRequestError", "AuthenticationError", "PermissionDeniedError", "NotFoundError",
-                     "ConflictError", "UnprocessableEntityError", "RateLimitError", "InternalServerError"):
+                     "ConflictError", "UnprocessableEntityError", "RateLimitError", "InternalServerError",
+                     "NotImplementedAPIError"):
             self.assertTrue(issubclass(getattr(treasury, name), treasury.APIError), name)
         self.assertTrue(callable(treasury.webhooks.verify))
 

@@ -217,6 +217,125 @@ class StubTest(unittest.TestCase):
             self.assertEqual(cm409.exception.code, "invalid_state")
             self.assertEqual(len(server.all), 1)
 
+    def test_counterparties(self) -> None:
+        # create: a key made by the client (the header; the body has no key field), the
+        # same across a retry; metadata only when given; the full account number sent.
+        cp = {"id": "cp_1", "object": "counterparty", "name": "Initech LLC", "account_number_last4": "4321",
+              "routing_number": "021000021", "account_type": "checking",
+              "verification": {"status": "unverified", "method": None}, "metadata": {},
+              "environment": "sandbox", "created_at": "2026-01-15T09:30:00.000Z"}
+        with LocalServer(scripted(json_answer(503, error_body("unavailable"), {"Retry-After": "0"}),
+                                  json_answer(201, cp))) as server:
+            c = self.client(server)
+            got = c.counterparties.create(name="Initech LLC", account_number="987654321", routing_number="021000021",
+                                          account_type="checking")
+            self.assertEqual((got["id"], got["verification"]["status"], got["verification"]["method"]),
+                             ("cp_1", "unverified", None))
+            c.counterparties.create(name="Initech LLC", account_number="987654321", routing_number="021000021",
+                                    account_type="savings", metadata={"vendor": "42"}, idempotency_key="cp-1")
+            self.assertEqual([(r.method, r.path) for r in server.all], [("POST", "/v1/counterparties")] * 3)
+            bodies = [json.loads(r.body) for r in server.all]
+            plain = {"name": "Initech LLC", "account_number": "987654321", "routing_number": "021000021",
+                     "account_type": "checking"}
+            self.assertEqual(bodies, [plain, plain, dict(plain, account_type="savings", metadata={"vendor": "42"})])
+            keys = [r.header("Idempotency-Key") for r in server.all]
+            self.assertTrue(keys[0])
+            self.assertEqual(keys[0], keys[1], "the same key on the retry")
+            self.assertEqual(keys[2], "cp-1")
+        # retrieve, delete, verify: the id one quoted path segment; verify's body and a key each
+        pending = dict(cp, verification={"status": "pending", "method": "prenote"})
+        with LocalServer(scripted(json_answer(200, cp), json_answer(200, {"id": "cp_1", "object": "counterparty",
+                                                                            "deleted": True}),
+                                  json_answer(200, pending), json_answer(200, pending))) as server:
+            c = self.client(server)
+            c.counterparties.retrieve("cp/../1")
+            deleted = c.counterparties.delete("cp_1")
+            self.assertTrue(deleted["deleted"])
+            verified = c.counterparties.verify("cp_1", method="prenote")
+            self.assertEqual(verified["verification"], {"status": "pending", "method": "prenote"})
+            c.counterparties.verify("cp_1", method="prenote", idempotency_key="verify-1")
+            self.assertEqual([(r.method, r.path) for r in server.all],
+                             [("GET", "/v1/counterparties/cp%2F..%2F1"), ("DELETE", "/v1/counterparties/cp_1"),
+                              ("POST", "/v1/counterparties/cp_1/verify"), ("POST", "/v1/counterparties/cp_1/verify")])
+            self.assertEqual([json.loads(r.body) for r in server.all[2:]], [{"method": "prenote"}] * 2)
+            self.assertIsNone(server.all[0].header("Idempotency-Key"))
+            self.assertIsNone(server.all[1].header("Idempotency-Key"))
+            self.assertTrue(server.all[2].header("Idempotency-Key"))
+            self.assertEqual(server.all[3].header("Idempotency-Key"), "verify-1")
+        # 409 invalid_state (pending or verified) is not retried
+        with LocalServer(scripted(json_answer(409, error_body("invalid_state")))) as server:
+            with self.assertRaises(ConflictError) as cm:
+                self.client(server).counterparties.verify("cp_1", method="prenote")
+            self.assertEqual(cm.exception.code, "invalid_state")
+            self.assertEqual(len(server.all), 1)
+
+    def test_a_501_is_never_retried(self) -> None:
+        # not_implemented (a live key's verify) is NotImplementedAPIError, an
+        # InternalServerError, and is not retried whatever x-should-retry says.
+        for headers in ({}, {"x-should-retry": "false"}, {"x-should-retry": "true", "Retry-After": "0"}):
+            with self.subTest(headers=headers):
+                body = error_body("not_implemented", resource_id="cp_1")
+                with LocalServer(scripted(json_answer(501, body, headers), json_answer(200, {"id": "cp_1"}))) as server:
+                    with self.assertRaises(treasury.NotImplementedAPIError) as cm:
+                        self.client(server).counterparties.verify("cp_1", method="prenote")
+                    e = cm.exception
+                    self.assertIsInstance(e, InternalServerError)
+                    self.assertEqual((e.status, e.code, e.resource_id), (501, "not_implemented", "cp_1"))
+                    self.assertEqual(len(server.all), 1)
+
+    def test_counterparties_are_listed_with_their_filters_on_every_page(self) -> None:
+        pages = {
+            None: {"object": "list", "data": [{"id": "cp_2"}], "has_more": True, "next_cursor": "c1"},
+            "c1": {"object": "list", "data": [{"id": "cp_1"}], "has_more": False, "next_cursor": None},
+        }
+
+        def respond(r: support.Received):  # type: ignore[no-untyped-def]
+            from urllib.parse import parse_qs, urlsplit
+            url = urlsplit(r.path)
+            self.assertEqual(url.path, "/v1/counterparties")
+            q = parse_qs(url.query)
+            self.assertEqual({k: v for k, v in q.items() if k != "cursor"},
+                             {"verification_status": ["verified"], "created_after": ["2026-01-01"],
+                              "created_before": ["2026-02-01"], "metadata[order id]": ["A&B"], "limit": ["1"]})
+            return json_answer(200, pages[q.get("cursor", [None])[0]])
+
+        with LocalServer(respond) as server:
+            page = self.client(server).counterparties.list(verification_status="verified", created_after="2026-01-01",
+                                                           created_before="2026-02-01", metadata={"order id": "A&B"},
+                                                           limit=1)
+            self.assertEqual([cp["id"] for cp in page], ["cp_2", "cp_1"])
+            self.assertEqual(len(server.all), 2)
+
+    def test_a_payment_to_a_counterparty_and_the_setting(self) -> None:
+        # counterparty_id instead of destination: only the one given goes in the body
+        paid = dict(PAYMENT, counterparty_id="cp_1", destination=dict(DEST, account_number="987654321"))
+        with LocalServer(scripted(json_answer(201, paid))) as server:
+            c = self.client(server)
+            got = c.payments.create(virtual_account_id="va_1", amount=100, rail="rtp", counterparty_id="cp_1")
+            self.assertEqual(got.get("counterparty_id"), "cp_1")
+            c.payments.create(virtual_account_id="va_1", amount=100, rail="rtp", destination=DEST)
+            bodies = [json.loads(r.body) for r in server.all]
+            self.assertEqual(bodies[0]["counterparty_id"], "cp_1")
+            self.assertNotIn("destination", bodies[0])
+            self.assertEqual(bodies[1]["destination"], DEST)
+            self.assertNotIn("counterparty_id", bodies[1])
+        # 422 counterparty_not_verified is an UnprocessableEntityError, not retried
+        with LocalServer(scripted(json_answer(422, error_body("counterparty_not_verified", param="counterparty_id",
+                                                              resource_id="cp_1")))) as server:
+            with self.assertRaises(UnprocessableEntityError) as cm:
+                self.client(server).payments.create(virtual_account_id="va_1", amount=100, rail="rtp",
+                                                    counterparty_id="cp_1")
+            self.assertEqual((cm.exception.code, cm.exception.param, cm.exception.resource_id),
+                             ("counterparty_not_verified", "counterparty_id", "cp_1"))
+            self.assertEqual(len(server.all), 1)
+        # the setting goes in the PATCH only when given
+        with LocalServer(scripted(json_answer(200, {"require_verified_counterparty": True}))) as server:
+            c = self.client(server)
+            c.platform.settings.update(require_verified_counterparty=True)
+            c.platform.settings.update(daily_payment_limit=None)
+            self.assertEqual([json.loads(r.body) for r in server.all],
+                             [{"require_verified_counterparty": True}, {"daily_payment_limit": None}])
+
     def test_journal_entries_are_listed_with_their_filters_on_every_page(self) -> None:
         pages = {
             None: {"object": "list", "data": [{"id": "je_3"}, {"id": "je_2"}], "has_more": True, "next_cursor": "c1"},
@@ -355,6 +474,7 @@ class StubTest(unittest.TestCase):
         table = [(400, BadRequestError), (401, AuthenticationError), (403, PermissionDeniedError),
                  (404, NotFoundError), (409, ConflictError), (422, UnprocessableEntityError),
                  (429, RateLimitError), (500, InternalServerError), (503, InternalServerError),
+                 (501, treasury.NotImplementedAPIError),
                  (413, APIError)]
         for status, cls in table:
             with self.subTest(status=status):

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 # The Ruby client of the Treasury API: virtual accounts, payments over ACH, RTP and FedNow, book
-# transfers, KYB, the ledger, webhooks and events. Standard library only.
+# transfers, counterparties, KYB, the ledger, webhooks and events. Standard library only.
 #
 # @example
 #   require "treasury"
@@ -35,6 +35,7 @@ require_relative "treasury/resources/platform"
 require_relative "treasury/resources/virtual_accounts"
 require_relative "treasury/resources/payments"
 require_relative "treasury/resources/book_transfers"
+require_relative "treasury/resources/counterparties"
 require_relative "treasury/resources/kyb"
 require_relative "treasury/resources/ledger"
 require_relative "treasury/resources/webhooks"

@@ -1553,6 +1553,221 @@ class IntegrationTest < Minitest::Test
     assert_equal "status", error.param
   end
 
+  # Counterparties: saved, listed with their filters over pages, created again under one key,
+  # verified by prenote (verified; failed R03 for 4000000003, with its event and webhook), paid, the
+  # require_verified_counterparty setting, deleted; a live key's prenote is 501; another platform's
+  # and environment's counterparties are 404.
+  def test_13i_counterparties
+    receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
+    live = Treasury::Client.new(api_key: S.fetch(:live_key), base_url: BASE_URL)
+    foreign = Treasury::Client.new(api_key: S.fetch(:foreign_key), base_url: BASE_URL)
+    batch = "ruby-cp-#{RUN}"
+    # The prenote's answer comes after the same-day delay: long enough to see it pending.
+    client.platform.settings.update(sandbox: { ach_same_day_delay_seconds: 3 })
+    endpoint = client.webhooks.create(url: receiver.url("/hooks/counterparties"),
+                                      events: %w[counterparty.verified counterparty.verification_failed])
+    secret = endpoint.secret
+    save = lambda do |name, number, type, vendor, **opts|
+      client.counterparties.create(name: "#{name} #{RUN}", account_number: number, routing_number: "021000021",
+                                   account_type: type, metadata: { "batch" => batch, "vendor" => vendor }, **opts)
+    end
+
+    # Saved: the shape, the last four digits only, nowhere the whole account number.
+    key = "ruby-#{RUN}-cp-1"
+    initech = save.call("Initech", "987654321", "checking", "initech", idempotency_key: key)
+    assert_kind_of Treasury::Models::Counterparty, initech
+    assert_match(/\Acp_[0-9a-hjkmnp-tv-z]{26}\z/, initech.id)
+    assert_equal %i[account_number_last4 account_type created_at environment id metadata name object routing_number
+                    verification], initech.to_h.keys.sort
+    assert_equal ["counterparty", "Initech #{RUN}", "4321", "021000021", "checking", "sandbox"],
+                 [initech.object, initech.name, initech.account_number_last4, initech.routing_number,
+                  initech.account_type, initech.environment]
+    assert_equal({ "batch" => batch, "vendor" => "initech" }, initech.metadata)
+    assert_kind_of Treasury::Models::CounterpartyVerification, initech.verification
+    assert_equal({ status: "unverified", method: nil }, initech.verification.to_h)
+    refute_includes JSON.generate(initech.to_h), "987654321"
+    assert_match(/\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\z/, initech.created_at)
+    # The same key and body: the same counterparty (201 then 200); another body: 409 naming it.
+    again = save.call("Initech", "987654321", "checking", "initech", idempotency_key: key)
+    assert_equal initech.to_h, again.to_h
+    statuses = Recorder.calls.select { |c| c.method == :post && c.headers["Idempotency-Key"] == key }.map(&:status)
+    assert_equal [201, 200], statuses.reject { |st| [429, 503].include?(st) }, statuses.inspect
+    error = assert_api_error(Treasury::ConflictError, code: "idempotency_conflict", status: 409) do
+      save.call("Initech", "987654322", "checking", "initech", idempotency_key: key)
+    end
+    assert_equal initech.id, error.resource_id
+    # Without a key the client sends a random one: two calls, two counterparties.
+    globex = save.call("Globex", "123456789", "savings", "globex")
+    nobody = save.call("Nobody", "4000000003", "checking", "nobody")
+    refute_equal globex.id, nobody.id
+    assert_equal %w[savings 6789 0003], [globex.account_type, globex.account_number_last4, nobody.account_number_last4]
+    assert_equal initech.to_h, client.counterparties.retrieve(initech.id).to_h
+
+    # The list: newest first, one a page, the filter and the cursor on every page's request.
+    list = ->(**q) { client.counterparties.list(**q).to_a }
+    ids = ->(**q) { list.call(metadata: { "batch" => batch }, **q).map(&:id) }
+    before = Recorder.calls.size
+    walked = list.call(metadata: { "batch" => batch }, limit: 1)
+    assert_equal [nobody.id, globex.id, initech.id], walked.map(&:id)
+    pages = Recorder.calls[before..].select do |c|
+      c.method == :get && c.uri.path.end_with?("/counterparties") && ![429, 503].include?(c.status)
+    end
+    assert_equal 3, pages.size, pages.map { |c| c.uri.query }.inspect
+    assert(pages.all? { |c| c.uri.query.include?("metadata[batch]=#{URI.encode_www_form_component(batch)}") })
+    assert(pages.drop(1).all? { |c| c.uri.query.include?("cursor=") })
+    assert_equal initech.to_h, walked.last.to_h
+    assert_equal [globex.id], list.call(metadata: { "batch" => batch, "vendor" => "globex" }).map(&:id)
+    assert_equal [nobody.id, globex.id, initech.id], ids.call(verification_status: "unverified", limit: 2)
+    assert_empty ids.call(verification_status: "verified")
+    assert_equal [globex.id], ids.call(created_after: Time.iso8601(globex.created_at),
+                                       created_before: Time.iso8601(nobody.created_at))
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.counterparties.list(verification_status: "done")
+    end
+    assert_equal "verification_status", error.param
+
+    # Verified by prenote: pending at once (again: 409), then verified, or failed with the return code.
+    pending = client.counterparties.verify(initech.id)
+    assert_equal initech.id, pending.id
+    assert_equal({ status: "pending", method: "prenote" }, pending.verification.to_h)
+    failing = client.counterparties.verify(nobody.id, method: "prenote")
+    assert_equal "pending", failing.verification.status
+    assert_equal [nobody.id, initech.id], ids.call(verification_status: "pending")
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { client.counterparties.verify(initech.id) }
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.counterparties.verify(globex.id, method: "micro_deposits")
+    end
+    assert_equal "method", error.param
+    settled = lambda do |cp, status|
+      wait_until("#{cp.id} to be #{status}", timeout: 30, interval: 0.2) do
+        now = client.counterparties.retrieve(cp.id)
+        now.verification.status == status ? now : nil
+      end
+    end
+    verified = settled.call(initech, "verified")
+    assert_equal({ status: "verified", method: "prenote" }, verified.verification.to_h)
+    failed = settled.call(nobody, "failed")
+    assert_equal({ status: "failed", method: "prenote", failure_code: "R03" }, failed.verification.to_h)
+    assert_equal [initech.id], ids.call(verification_status: "verified")
+    assert_equal [nobody.id], ids.call(verification_status: "failed")
+    assert_equal [globex.id], ids.call(verification_status: "unverified")
+    assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) { client.counterparties.verify(initech.id) }
+
+    # Their events (data.object the counterparty) and webhooks, signed; no account number in them.
+    { initech.id => "counterparty.verified", nobody.id => "counterparty.verification_failed" }.each do |id, type|
+      event = wait_until("#{type} of #{id}", timeout: 15) do
+        client.events.list(type: type, limit: 100).find { |e| e.data.object["id"] == id }
+      end
+      assert_kind_of Treasury::Models::Counterparty, event.data.resource
+      assert_equal client.counterparties.retrieve(id).to_h, event.data.resource.to_h
+      delivery = receiver.wait_for(timeout: 20) do |r|
+        body = JSON.parse(r.body)
+        body["type"] == type && body.dig("data", "object", "id") == id
+      end
+      refute_nil delivery, "#{type} of #{id} was not delivered"
+      received = Treasury::Webhooks.verify(delivery.body, delivery.headers, secret)
+      assert_equal event.id, received["id"]
+      refute_includes delivery.body, id == nobody.id ? "4000000003" : "987654321"
+    end
+    received = receiver.requests.map { |r| JSON.parse(r.body) }
+    assert_equal "R03", received.find { |e| e["type"] == "counterparty.verification_failed" }
+                                .dig("data", "object", "verification", "failure_code")
+
+    # A failed one may be verified again: pending once more, its failure_code cleared.
+    retried = client.counterparties.verify(nobody.id)
+    assert_equal({ status: "pending", method: "prenote" }, retried.verification.to_h)
+    refute retried.verification.key?(:failure_code)
+
+    # Paid: the payment names the counterparty and copies its account; a raw payment does not.
+    payment = client.payments.create(virtual_account_id: S[:a], amount: 601, rail: "rtp", counterparty_id: initech.id)
+    assert_equal initech.id, payment.counterparty_id
+    assert_equal({ account_number: "987654321", routing_number: "021000021", name: initech.name },
+                 payment.destination.to_h)
+    completed = poll_payment(payment.id, "completed")
+    assert_equal [initech.id, "987654321"], [completed.counterparty_id, completed.destination.account_number]
+    raw = pay("rtp", 602)
+    assert_nil raw.counterparty_id
+    refute raw.key?(:counterparty_id), "absent on a payment to a raw destination"
+    # Both, or neither: 400 on counterparty_id; an unknown counterparty: 404 on counterparty_id.
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.payments.create(virtual_account_id: S[:a], amount: 603, rail: "rtp", destination: GOOD,
+                             counterparty_id: initech.id)
+    end
+    assert_equal "counterparty_id", error.param
+    error = assert_api_error(Treasury::BadRequestError, code: "invalid_request", status: 400) do
+      client.payments.create(virtual_account_id: S[:a], amount: 603, rail: "rtp")
+    end
+    assert_equal "counterparty_id", error.param
+    error = assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      client.payments.create(virtual_account_id: S[:a], amount: 603, rail: "rtp",
+                             counterparty_id: "cp_00000000000000000000000000")
+    end
+    assert_equal "counterparty_id", error.param
+
+    # require_verified_counterparty: an unverified counterparty, or a raw destination, is 422.
+    begin
+      settings = client.platform.settings.update(require_verified_counterparty: true)
+      assert_kind_of Treasury::Models::PlatformSettings, settings
+      assert_equal true, settings.require_verified_counterparty
+      assert_equal true, client.platform.settings.retrieve.require_verified_counterparty
+      error = assert_api_error(Treasury::UnprocessableEntityError, code: "counterparty_not_verified", status: 422) do
+        client.payments.create(virtual_account_id: S[:a], amount: 604, rail: "rtp", counterparty_id: globex.id)
+      end
+      assert_equal ["counterparty_id", globex.id], [error.param, error.resource_id]
+      error = assert_api_error(Treasury::UnprocessableEntityError, code: "counterparty_not_verified", status: 422) do
+        pay("rtp", 605)
+      end
+      assert_equal "destination", error.param
+      ok = client.payments.create(virtual_account_id: S[:a], amount: 606, rail: "rtp", counterparty_id: initech.id)
+      assert_equal initech.id, ok.counterparty_id
+    ensure
+      off = client.platform.settings.update(require_verified_counterparty: false)
+    end
+    assert_equal false, off.require_verified_counterparty
+    assert_equal false, client.platform.settings.retrieve.require_verified_counterparty
+
+    # Live: saved like a sandbox one, but its prenote is 501 not_implemented, asked once, and nothing
+    # changes. Each environment sees only its own.
+    live_cp = live.counterparties.create(name: "Live #{RUN}", account_number: "55555555", routing_number: "021000021",
+                                         account_type: "checking")
+    assert_equal ["live", "5555", "unverified"], [live_cp.environment, live_cp.account_number_last4,
+                                                 live_cp.verification.status]
+    before = Recorder.calls.size
+    error = assert_api_error(Treasury::NotImplementedError, code: "not_implemented", status: 501) do
+      live.counterparties.verify(live_cp.id)
+    end
+    assert_kind_of Treasury::InternalServerError, error
+    attempts = Recorder.calls[before..].select { |c| c.uri.path.end_with?("/verify") }.map(&:status)
+    assert_equal [501], attempts.reject { |st| [429, 503].include?(st) }, "not retried: #{attempts.inspect}"
+    assert_equal({ status: "unverified", method: nil }, live.counterparties.retrieve(live_cp.id).verification.to_h)
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { live.counterparties.retrieve(initech.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { client.counterparties.retrieve(live_cp.id) }
+    refute_includes list.call(limit: 100).map(&:id), live_cp.id
+    assert_equal({ id: live_cp.id, object: "counterparty", deleted: true }, live.counterparties.delete(live_cp.id).to_h)
+
+    # Another platform: 404 for each of them, and none listed.
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { foreign.counterparties.retrieve(initech.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { foreign.counterparties.verify(globex.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { foreign.counterparties.delete(globex.id) }
+    assert_empty foreign.counterparties.list(metadata: { "batch" => batch }).to_a
+
+    # Deleted: 404 from then on, for payments too, and out of the list.
+    deleted = client.counterparties.delete(globex.id)
+    assert_kind_of Treasury::Models::DeletedCounterparty, deleted
+    assert_equal({ id: globex.id, object: "counterparty", deleted: true }, deleted.to_h)
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { client.counterparties.retrieve(globex.id) }
+    assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { client.counterparties.delete(globex.id) }
+    error = assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) do
+      client.payments.create(virtual_account_id: S[:a], amount: 607, rail: "rtp", counterparty_id: globex.id)
+    end
+    assert_equal "counterparty_id", error.param
+    assert_equal [nobody.id, initech.id], ids.call
+  ensure
+    client.webhooks.delete(endpoint.id) if endpoint
+    client.platform.settings.update(sandbox: { ach_same_day_delay_seconds: 1 })
+    receiver&.close
+  end
+
   def test_14_operator_rails
     files = operator.rails.ach_files.list(limit: 10)
     assert_kind_of Treasury::Page, files

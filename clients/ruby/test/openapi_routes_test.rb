@@ -52,6 +52,13 @@ class OpenAPIRoutesTest < Minitest::Test
     },
     "GET /book-transfers" => ->(c) { c.book_transfers.list },
     "GET /book-transfers/{id}" => ->(c) { c.book_transfers.retrieve("bt_1") },
+    "POST /counterparties" => lambda { |c|
+      c.counterparties.create(name: "n", account_number: "1234", routing_number: "021000021", account_type: "checking")
+    },
+    "GET /counterparties" => ->(c) { c.counterparties.list },
+    "GET /counterparties/{id}" => ->(c) { c.counterparties.retrieve("cp_1") },
+    "DELETE /counterparties/{id}" => ->(c) { c.counterparties.delete("cp_1") },
+    "POST /counterparties/{id}/verify" => ->(c) { c.counterparties.verify("cp_1") },
     "POST /kyb" => ->(c) { c.kyb.create(virtual_account_id: "va_1", business: {}, beneficial_owners: []) },
     "GET /kyb" => ->(c) { c.kyb.list },
     "GET /kyb/{id}" => ->(c) { c.kyb.retrieve("kyb_1") },
@@ -96,6 +103,7 @@ class OpenAPIRoutesTest < Minitest::Test
     "GET /ledger/journal-entries" => ->(c, **q) { c.ledger.journal_entries.list(**q) },
     "GET /payments" => ->(c, **q) { c.payments.list(**q) },
     "GET /book-transfers" => ->(c, **q) { c.book_transfers.list(**q) },
+    "GET /counterparties" => ->(c, **q) { c.counterparties.list(**q) },
     "GET /kyb" => ->(c, **q) { c.kyb.list(**q) },
     "GET /events" => ->(c, **q) { c.events.list(**q) },
     "GET /webhooks" => ->(c, **q) { c.webhooks.list(**q) },

@@ -261,6 +261,130 @@ class TransportTest < Minitest::Test
     assert deliveries.last.key?(:replay_id)
   end
 
+  # counterparties: create with an Idempotency-Key (the caller's, else a random one, the same on a
+  # retry) and only the fields given; the list keeps its filters on every page; verify sends
+  # {method: "prenote"}; delete answers a DeletedCounterparty; the models nest the verification.
+  def test_counterparties_bodies_keys_filters_and_models
+    cp = lambda do |id, status|
+      { id: id, object: "counterparty", name: "Initech LLC", account_number_last4: "4321",
+        routing_number: "021000021", account_type: "checking",
+        verification: { status: status, method: status == "unverified" ? nil : "prenote" },
+        metadata: {}, environment: "sandbox", created_at: "2026-01-02T00:00:00.000Z" }
+    end
+    stub do |req, i|
+      if i == 1 # the first create, retried once
+        next [503, JSON_TYPE.merge("Retry-After" => "0"), error_body("unavailable")]
+      end
+
+      case [req.method, req.path]
+      in ["POST", "/v1/counterparties"] then [201, JSON_TYPE, JSON.generate(cp.call("cp_01", "unverified"))]
+      in ["POST", %r{/verify\z}] then [200, JSON_TYPE, JSON.generate(cp.call("cp_01", "pending"))]
+      in ["DELETE", _] then [200, JSON_TYPE, JSON.generate(id: "cp_01", object: "counterparty", deleted: true)]
+      in ["GET", %r{\A/v1/counterparties\?}]
+        more = !req.path.include?("cursor=")
+        [200, JSON_TYPE, JSON.generate(object: "list", data: [cp.call("cp_0#{i}", "verified")], has_more: more,
+                                       next_cursor: more ? "c1" : nil)]
+      else [200, JSON_TYPE, JSON.generate(cp.call("cp_01", "failed").tap { |h| h[:verification][:failure_code] = "R03" })]
+      end
+    end
+    c = client
+    c.counterparties.create(name: "Initech LLC", account_number: "987654321", routing_number: "021000021",
+                            account_type: "checking")
+    created = c.counterparties.create(name: "Initech LLC", account_number: "987654321", routing_number: "021000021",
+                                      account_type: "savings", metadata: { "vendor" => "42" }, idempotency_key: "cp-42")
+    listed = c.counterparties.list(verification_status: "verified", metadata: { "vendor" => "42" },
+                                   created_after: Time.utc(2026, 1, 2, 3, 4, 5), created_before: Date.new(2026, 2, 1),
+                                   limit: 1).to_a
+    pending = c.counterparties.verify("cp/01")
+    failed = c.counterparties.retrieve("cp_01")
+    deleted = c.counterparties.delete("cp_01")
+
+    plain, first_try, retried, page1, page2, verify, get, delete = @stub.requests
+    assert_equal({ "name" => "Initech LLC", "account_number" => "987654321", "routing_number" => "021000021",
+                   "account_type" => "checking" }, JSON.parse(plain.body))
+    assert_match(/\A\S+\z/, plain["idempotency-key"])
+    assert_equal %w[cp-42 cp-42], [first_try["idempotency-key"], retried["idempotency-key"]]
+    assert_equal first_try.body, retried.body
+    assert_equal({ "vendor" => "42" }, JSON.parse(retried.body)["metadata"])
+    assert_kind_of Treasury::Models::Counterparty, created
+    assert_kind_of Treasury::Models::CounterpartyVerification, created.verification
+    assert_equal ["cp_01", "4321", "unverified", nil], [created.id, created.account_number_last4,
+                                                      created.verification.status, created.verification.method]
+    assert_equal "/v1/counterparties?verification_status=verified&metadata[vendor]=42" \
+                 "&created_after=2026-01-02T03%3A04%3A05.000Z&created_before=2026-02-01&limit=1", page1.path
+    assert_equal "#{page1.path}&cursor=c1", page2.path
+    assert_equal 2, listed.size
+    assert(listed.all? { |x| x.is_a?(Treasury::Models::Counterparty) && x.verification.status == "verified" })
+    assert_equal ["POST", "/v1/counterparties/cp%2F01/verify", { "method" => "prenote" }],
+                 [verify.method, verify.path, JSON.parse(verify.body)]
+    refute_nil verify["idempotency-key"]
+    assert_equal ["pending", "prenote"], [pending.verification.status, pending.verification.method]
+    assert_equal ["GET", "/v1/counterparties/cp_01"], [get.method, get.path]
+    assert_equal %w[failed R03], [failed.verification.status, failed.verification.failure_code]
+    assert_equal ["DELETE", "/v1/counterparties/cp_01"], [delete.method, delete.path]
+    assert_kind_of Treasury::Models::DeletedCounterparty, deleted
+    assert_equal ["cp_01", "counterparty", true], [deleted.id, deleted.object, deleted.deleted]
+    # An event's data.object of a counterparty is a Counterparty.
+    event = Treasury::Models::Event.construct(type: "counterparty.verified",
+                                              data: { object: cp.call("cp_01", "verified") })
+    assert_kind_of Treasury::Models::Counterparty, event.data.resource
+  end
+
+  # A payment to a counterparty sends counterparty_id and no destination; the model reads
+  # counterparty_id. require_verified_counterparty goes in the settings' body and is read back.
+  # counterparty_not_verified is a 422.
+  def test_payment_to_a_counterparty_and_the_require_verified_counterparty_setting
+    stub do |req, i|
+      case i
+      when 0
+        body = JSON.parse(req.body)
+        [201, JSON_TYPE, JSON.generate(id: "pay_01", object: "payment", counterparty_id: body["counterparty_id"],
+                                       destination: { account_number: "987654321", routing_number: "021000021",
+                                                      name: "Initech LLC" })]
+      when 1
+        [200, JSON_TYPE, JSON.generate(object: "platform_settings", require_verified_counterparty: JSON.parse(req.body)["require_verified_counterparty"])]
+      else
+        [422, JSON_TYPE, error_body("counterparty_not_verified", "not verified", param: "counterparty_id",
+                                                                                 resource_id: "cp_01")]
+      end
+    end
+    c = client
+    payment = c.payments.create(virtual_account_id: "va_01", amount: 100, rail: "rtp", counterparty_id: "cp_01")
+    settings = c.platform.settings.update(require_verified_counterparty: true)
+    error = assert_api_error(Treasury::UnprocessableEntityError, code: "counterparty_not_verified", status: 422) do
+      c.payments.create(virtual_account_id: "va_01", amount: 100, rail: "rtp", counterparty_id: "cp_01")
+    end
+    sent, patch, refused = @stub.requests
+    body = JSON.parse(sent.body)
+    refute body.key?("destination"), "no destination with counterparty_id"
+    assert_equal "cp_01", body["counterparty_id"]
+    assert_equal body["idempotency_key"], sent["idempotency-key"]
+    assert_equal ["cp_01", "Initech LLC"], [payment.counterparty_id, payment.destination.name]
+    assert_equal({ "require_verified_counterparty" => true }, JSON.parse(patch.body))
+    assert_equal true, settings.require_verified_counterparty
+    assert_equal ["counterparty_id", "cp_01"], [error.param, error.resource_id]
+    assert_equal 3, @stub.requests.size, "a 422 is not retried"
+    assert_equal %w[amount counterparty_id idempotency_key rail virtual_account_id], JSON.parse(refused.body).keys.sort
+  end
+
+  # 501 not_implemented (a live key's prenote) is a NotImplementedError, a 5xx class, and is never
+  # retried, even when the server's x-should-retry says it may be.
+  def test_501_not_implemented_is_its_own_class_and_never_retried
+    %w[false true].each do |should_retry|
+      stub { [501, JSON_TYPE.merge("x-should-retry" => should_retry, "Retry-After" => "0"), error_body("not_implemented", "live prenotes are not sent yet", resource_id: "cp_01")] }
+      error = assert_api_error(Treasury::NotImplementedError, code: "not_implemented", status: 501) do
+        client.counterparties.verify("cp_01")
+      end
+      assert_kind_of Treasury::InternalServerError, error
+      refute_kind_of ::NotImplementedError, error
+      assert_equal "cp_01", error.resource_id
+      assert_equal 1, @stub.requests.size, "x-should-retry: #{should_retry}: one attempt"
+      @stub.close
+    end
+    assert_equal Treasury::NotImplementedError, Treasury::APIError.class_for(501)
+    assert_equal Treasury::InternalServerError, Treasury::APIError.class_for(502)
+  end
+
   def test_every_post_sends_an_idempotency_key_and_other_methods_none
     stub { |req, _| [200, JSON_TYPE, req.method == "GET" ? '{"id":"va_01"}' : '{"id":"va_01","status":"frozen"}'] }
     c = client

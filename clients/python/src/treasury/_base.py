@@ -213,7 +213,10 @@ class BaseClient:
 
 
 def _should_retry(resp: _RawResponse, err: APIError) -> bool:
-    """The server's ``x-should-retry`` decides when present; else API.md §11's rule."""
+    """Never a 501 (``not_implemented``: the server does not do it, whatever it says);
+    else the server's ``x-should-retry`` decides when present; else API.md §11's rule."""
+    if resp.status == 501 or err.code == "not_implemented":
+        return False
     hint = resp.headers.get("x-should-retry", "").strip().lower()
     if hint == "true":
         return True

@@ -10,6 +10,7 @@ from ._exceptions import TreasuryError
 from .resources import (
     KYB,
     BookTransfers,
+    Counterparties,
     Events,
     Ledger,
     Operator,
@@ -43,7 +44,8 @@ class Treasury(BaseClient):
             ``http://localhost:8080/v1``.
         max_retries: Retries of a call after a connection error, 408, 429, 409
             ``idempotency_in_progress`` or 5xx (default 2). The server's
-            ``x-should-retry`` header overrides that choice when present.
+            ``x-should-retry`` header overrides that choice when present; a 501
+            (``not_implemented``) is never retried.
         timeout: Seconds to wait for each attempt's answer (default 60).
         default_headers: Headers to send with every request.
 
@@ -62,6 +64,8 @@ class Treasury(BaseClient):
     payments: Payments
     book_transfers: BookTransfers
     """Money moved at once between two of the platform's accounts: ``create``, ``retrieve``, ``list``."""
+    counterparties: Counterparties
+    """Bank accounts saved to pay again: ``create``, ``retrieve``, ``list``, ``delete``, ``verify``."""
     kyb: KYB
     ledger: Ledger
     webhooks: Webhooks
@@ -91,6 +95,7 @@ class Treasury(BaseClient):
         self.virtual_accounts = VirtualAccounts(self)
         self.payments = Payments(self)
         self.book_transfers = BookTransfers(self)
+        self.counterparties = Counterparties(self)
         self.kyb = KYB(self)
         self.ledger = Ledger(self)
         self.webhooks = Webhooks(self)

@@ -7,6 +7,7 @@ its HTTP status names (API.md §2 and §11)::
     401 AuthenticationError        409 ConflictError
     403 PermissionDeniedError      422 UnprocessableEntityError
     429 RateLimitError             5xx InternalServerError
+                                   501 NotImplementedAPIError (an InternalServerError)
 
 Other statuses (413 ``request_too_large``, 408 ``request_timeout``) are plain
 :class:`APIError`. A request that never got an answer raises
@@ -29,6 +30,7 @@ __all__ = [
     "UnprocessableEntityError",
     "RateLimitError",
     "InternalServerError",
+    "NotImplementedAPIError",
     "APIConnectionError",
     "APITimeoutError",
     "WebhookVerificationError",
@@ -145,7 +147,8 @@ class ConflictError(APIStatusError):
 
 class UnprocessableEntityError(APIStatusError):
     """422: a business rule refused the request (``insufficient_funds``,
-    ``kyb_not_approved``, ``account_not_active``, ``compliance_rejected``, ...)."""
+    ``kyb_not_approved``, ``account_not_active``, ``compliance_rejected``,
+    ``counterparty_not_verified``, ...)."""
 
 
 class RateLimitError(APIStatusError):
@@ -153,7 +156,15 @@ class RateLimitError(APIStatusError):
 
 
 class InternalServerError(APIStatusError):
-    """5xx: ``internal_error`` (500) or ``unavailable`` (503)."""
+    """5xx: ``internal_error`` (500) or ``unavailable`` (503), and 501
+    (:class:`NotImplementedAPIError`)."""
+
+
+class NotImplementedAPIError(InternalServerError):
+    """501 ``not_implemented``: the server does not do this yet (``client.counterparties.verify``
+    with a live key: live prenotes are not sent yet). Never retried, whatever the answer's
+    ``x-should-retry`` says: the same request meets the same answer. A subclass of
+    :class:`InternalServerError`, so ``except InternalServerError`` catches it too."""
 
 
 class APIConnectionError(APIError):
@@ -188,6 +199,8 @@ _STATUS_ERRORS: Dict[int, Type[APIStatusError]] = {
 
 def error_class_for(status: int) -> Type[APIStatusError]:
     """The error class an answer of HTTP ``status`` raises."""
+    if status == 501:
+        return NotImplementedAPIError
     if status >= 500:
         return InternalServerError
     return _STATUS_ERRORS.get(status, APIStatusError)

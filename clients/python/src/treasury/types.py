@@ -24,6 +24,7 @@ __all__ = [
     "LedgerEntryType", "JournalEntryType", "LedgerEntryStatus", "ManualEntryType", "InboundTransferStatus",
     "PaymentStatus", "CancellationReason", "FailureCode", "RetryAction", "WebhookStatus",
     "WebhookDeliveryState", "WebhookDeliveryStatusValue", "RevenueSource",
+    "CounterpartyAccountType", "CounterpartyVerificationStatus", "CounterpartyVerificationMethod",
     # resources
     "Metadata", "FeeSchedule", "RateLimit", "Platform", "PlatformWithKeys", "APIKey",
     "WebhookRetryPolicy", "SandboxSettings", "PlatformSettings",
@@ -32,6 +33,7 @@ __all__ = [
     "InboundOriginator", "InboundTransfer", "BookTransfer",
     "Destination", "RetryRecommendation", "PaymentFailure", "NotificationOfChange", "PaymentApproval",
     "Payment",
+    "CounterpartyVerification", "Counterparty", "DeletedCounterparty",
     "EventData", "Event",
     "KYBAddress", "KYBBusiness", "KYBOwner", "KYBReason", "KYBDecision", "KYBReview",
     "KYBVerification",
@@ -62,18 +64,25 @@ ErrorCode = Literal[
     "payment_not_cancelable", "kyb_in_progress", "kyb_already_approved", "invalid_state",
     "request_too_large", "request_timeout", "kyb_not_approved", "compliance_rejected",
     "insufficient_funds", "account_not_active", "limit_exceeded", "live_not_enabled",
-    "rate_limited", "internal_error", "unavailable", "replay_too_large",
+    "counterparty_not_verified", "rate_limited", "internal_error", "not_implemented", "unavailable",
+    "replay_too_large",
 ]
 """The ``code`` of an error answer (``APIError.code``). ``replay_too_large`` (400,
 :class:`~treasury.BadRequestError`): a webhook replay's window holds more than 10,000
-events; split it."""
+events; split it. ``counterparty_not_verified`` (422,
+:class:`~treasury.UnprocessableEntityError`): with the setting
+``require_verified_counterparty`` on, a payment to a counterparty that is not
+``verified``, or to a raw ``destination``. ``not_implemented`` (501,
+:class:`~treasury.NotImplementedAPIError`, never retried): a live key's
+``client.counterparties.verify`` (live prenotes are not sent yet)."""
 
 EventType = Literal[
     "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
     "payment.failed", "payment.canceled", "payment.requires_approval", "payment.approved",
     "payment.denied", "payment.released", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
-    "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
+    "inbound_transfer.completed", "book_transfer.completed",
+    "counterparty.verified", "counterparty.verification_failed", "webhook.test",
 ]
 
 WebhookEventSelector = Literal[
@@ -81,7 +90,8 @@ WebhookEventSelector = Literal[
     "payment.failed", "payment.canceled", "payment.requires_approval", "payment.approved",
     "payment.denied", "payment.released", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
-    "inbound_transfer.completed", "book_transfer.completed", "webhook.test",
+    "inbound_transfer.completed", "book_transfer.completed",
+    "counterparty.verified", "counterparty.verification_failed", "webhook.test",
 ]
 """An event type a webhook endpoint subscribes to, or ``"*"`` for all."""
 
@@ -168,6 +178,12 @@ WebhookStatus = Literal["enabled", "disabled"]
 WebhookDeliveryState = Literal["healthy", "failing", "disabled"]
 WebhookDeliveryStatusValue = Literal["pending", "succeeded", "failed"]
 RevenueSource = Literal["payment_fees", "interest"]
+CounterpartyAccountType = Literal["checking", "savings"]
+CounterpartyVerificationStatus = Literal["unverified", "pending", "verified", "failed"]
+"""``unverified`` → (``client.counterparties.verify``) ``pending`` → ``verified`` or
+``failed`` (the prenote was returned; ``failure_code`` says why). A ``failed`` one may
+be verified again; a ``pending`` or ``verified`` one may not (409 ``invalid_state``)."""
+CounterpartyVerificationMethod = Literal["prenote"]
 
 Metadata = Dict[str, str]
 """Free-form string pairs: at most 50 keys of 1 to 40 characters, values ≤ 500 characters."""
@@ -265,6 +281,10 @@ class PlatformSettings(TypedDict):
     webhook_retry_policy: WebhookRetryPolicy
     payment_approval_threshold: Optional[int]
     daily_payment_limit: Optional[int]
+    require_verified_counterparty: bool
+    """Default ``False``. When ``True``, a payment goes only to a ``verified``
+    counterparty: one to a counterparty not verified, or to a raw ``destination``,
+    raises :class:`~treasury.UnprocessableEntityError` ``counterparty_not_verified``."""
     sandbox: Optional[SandboxSettings]
     updated_at: Optional[str]
 
@@ -575,6 +595,62 @@ class Payment(_PaymentRequired, total=False):
     scheduled_for: str
     """The date (``YYYY-MM-DD``, Eastern) a payment created with ``scheduled_for`` is
     released on, at 06:00 ET; it stays set once released. Absent on other payments."""
+    counterparty_id: str
+    """The counterparty (``cp_…``) of a payment created with ``counterparty_id``: its
+    name, account and routing numbers were copied into ``destination`` at creation
+    (the payment keeps them if the counterparty is deleted later). Absent on payments
+    to a raw ``destination``."""
+
+
+# ---------------------------------------------------------------------------
+# Counterparties
+# ---------------------------------------------------------------------------
+
+
+class _CounterpartyVerificationRequired(TypedDict):
+    status: CounterpartyVerificationStatus
+    method: Optional[CounterpartyVerificationMethod]
+    """``"prenote"`` once a verification was asked for; ``None`` before."""
+
+
+class CounterpartyVerification(_CounterpartyVerificationRequired, total=False):
+    """How far a counterparty's account is verified (``Counterparty["verification"]``):
+    ``unverified`` until ``client.counterparties.verify``; ``pending`` while its
+    zero-dollar ACH prenote is out; then ``verified``, or ``failed`` with the ACH
+    return code in ``failure_code`` (read it with ``verification.get("failure_code")``)."""
+
+    failure_code: str
+    """The prenote's ACH return code (``"R03"``), only when ``status`` is ``failed``
+    (in the sandbox: R02, R03, R04, R16, R23 for the account numbers 4000000002/03/04/16/23)."""
+
+
+class Counterparty(TypedDict):
+    """A bank account the platform pays again and again, saved once
+    (``client.counterparties``). The whole account number is kept (a payment to the
+    counterparty copies it into its ``destination``) but never shown: only its last
+    four digits."""
+
+    id: str
+    """``cp_…``."""
+    object: str
+    """``"counterparty"``."""
+    name: str
+    """The account holder's name; a payment's ``destination["name"]`` (screened at each payment)."""
+    account_number_last4: str
+    routing_number: str
+    account_type: CounterpartyAccountType
+    verification: CounterpartyVerification
+    metadata: Metadata
+    environment: Environment
+    created_at: str
+
+
+class DeletedCounterparty(TypedDict):
+    """The answer of ``client.counterparties.delete``: ``deleted`` is ``True``."""
+
+    id: str
+    object: str
+    deleted: bool
 
 
 class BookTransfer(TypedDict):
@@ -632,7 +708,9 @@ class Event(TypedDict):
     when one is held for a second key, ``payment.approved`` when released to its
     rail, ``payment.denied`` when its hold is released, ``payment.released`` when a
     scheduled payment's date came and it was held), a ``BookTransfer`` for
-    ``book_transfer.completed``, a ``KYBVerification`` (masked) for ``kyb.*``.
+    ``book_transfer.completed``, a ``KYBVerification`` (masked) for ``kyb.*``, a
+    ``Counterparty`` for ``counterparty.verified`` and ``counterparty.verification_failed``
+    (its ``verification["failure_code"]`` the prenote's return code).
     """
 
     id: str

@@ -14,7 +14,7 @@ module Treasury
   #   sandbox_key = operator.platforms.approve(platform.id).sandbox_api_key.secret
   #
   # Every call raises a subclass of {APIError} when the API refuses it. Calls are retried (2 times
-  # by default) on connection errors, 408, 429, 409 `idempotency_in_progress` and 5xx answers (the
+  # by default) on connection errors, 408, 429, 409 `idempotency_in_progress` and 5xx answers but 501 (the
   # server's `x-should-retry` header decides when present), waiting `Retry-After` when given, else
   # an exponential backoff from 0.5 s to at most 8 s. Every POST carries an `Idempotency-Key` (yours,
   # or a random one), the same on each retry.
@@ -77,6 +77,12 @@ module Treasury
     # @return [Resources::BookTransfers]
     def book_transfers
       @book_transfers ||= Resources::BookTransfers.new(self)
+    end
+
+    # Saved bank accounts to pay (`counterparty_id` of a payment), verified by ACH prenote.
+    # @return [Resources::Counterparties]
+    def counterparties
+      @counterparties ||= Resources::Counterparties.new(self)
     end
 
     # @return [Resources::KYB]

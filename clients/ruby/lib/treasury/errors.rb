@@ -68,6 +68,7 @@ module Treasury
       when 409 then ConflictError
       when 422 then UnprocessableEntityError
       when 429 then RateLimitError
+      when 501 then NotImplementedError
       when 500..599 then InternalServerError
       else APIError
       end
@@ -119,7 +120,8 @@ module Treasury
   class ConflictError < APIError; end
 
   # 422: a business rule refused the request (`kyb_not_approved`, `compliance_rejected`,
-  # `insufficient_funds`, `account_not_active`, `limit_exceeded`, `live_not_enabled`).
+  # `insufficient_funds`, `account_not_active`, `limit_exceeded`, `live_not_enabled`,
+  # `counterparty_not_verified`).
   class UnprocessableEntityError < APIError; end
 
   # 429: too many requests (`rate_limited`); raised once the client's retries are spent.
@@ -134,6 +136,12 @@ module Treasury
   # 5xx: the server failed (`internal_error`, `unavailable`); raised once the client's retries
   # are spent.
   class InternalServerError < APIError; end
+
+  # 501: the server does not do this yet (`not_implemented`: `client.counterparties.verify` with a
+  # live key, as live prenotes are not sent yet). A 5xx, so `rescue InternalServerError` catches it
+  # too, but never retried: the same request meets the same answer. (Not Ruby's own
+  # `::NotImplementedError`, which is a `ScriptError`.)
+  class NotImplementedError < InternalServerError; end
 
   # No answer: the connection failed or timed out, on every attempt. {#status} is nil.
   class APIConnectionError < APIError; end

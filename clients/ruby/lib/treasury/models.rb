@@ -253,6 +253,13 @@ module Treasury
       #   ones left out. A payment that would go over it is refused with 422 `limit_exceeded`.
       #   @return [Integer, nil]
       field :daily_payment_limit
+      # @!attribute [r] require_verified_counterparty
+      #   Default false. When true, a payment goes only to a `verified` counterparty: a payment to a
+      #   counterparty not verified (`unverified`, `pending`, `failed`), and a payment to a raw
+      #   `destination`, are refused with 422 `counterparty_not_verified`. Checked when the payment is
+      #   created (a scheduled payment is not checked again at its release).
+      #   @return [Boolean]
+      field :require_verified_counterparty
       # @!attribute [r] sandbox
       #   The simulated rails' settings: an object in sandbox, always null in live.
       #   @return [SandboxSettings, nil]
@@ -1114,6 +1121,96 @@ module Treasury
       #   RFC 3339, UTC, millisecond precision.
       #   @return [String]
       field :created_at
+      # @!attribute [r] counterparty_id
+      #   Present on a payment made with `counterparty_id` (absent on others): the counterparty
+      #   (`cp_...`) whose account the payment copied into `destination` at its creation. The payment
+      #   keeps that destination if the counterparty is deleted later.
+      #   @return [String, nil]
+      field :counterparty_id
+    end
+
+    # How far a counterparty's account is verified: `unverified` until `client.counterparties.verify`;
+    # `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote settled without a
+    # return) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may
+    # be verified again; a pending or verified one may not (409 `invalid_state`).
+    #
+    # Schema: `CounterpartyVerification`.
+    class CounterpartyVerification < Model
+      schema "CounterpartyVerification"
+      # @!attribute [r] status
+      #   One of: `unverified`, `pending`, `verified`, `failed`.
+      #   @return [String]
+      field :status
+      # @!attribute [r] method
+      #   `prenote` once a verification was asked for; null before.
+      #   @return [String, nil]
+      field :method
+      # @!attribute [r] failure_code
+      #   Present only when `status` is `failed`: the ACH return code of the prenote (in the sandbox,
+      #   the code of the magic account number: R02, R03, R04, R16, R23).
+      #   @return [String, nil]
+      field :failure_code
+    end
+
+    # A bank account the platform pays again and again, saved once (`client.counterparties`). The
+    # whole account number is kept (a payment to the counterparty copies it into its `destination`)
+    # but never shown: only its last four digits.
+    #
+    # Schema: `Counterparty`.
+    class Counterparty < Model
+      schema "Counterparty"
+      # @!attribute [r] id
+      #   `cp_...`
+      #   @return [String]
+      field :id
+      # @!attribute [r] object
+      #   Always `counterparty`.
+      #   @return [String]
+      field :object
+      # @!attribute [r] name
+      #   The account holder's name; a payment's `destination.name` (screened at each payment).
+      #   @return [String]
+      field :name
+      # @!attribute [r] account_number_last4
+      #   The last four digits of the account number (the whole number is never shown).
+      #   @return [String]
+      field :account_number_last4
+      # @!attribute [r] routing_number
+      #   @return [String]
+      field :routing_number
+      # @!attribute [r] account_type
+      #   One of: `checking`, `savings`.
+      #   @return [String]
+      field :account_type
+      # @!attribute [r] verification
+      #   @return [CounterpartyVerification]
+      field :verification, CounterpartyVerification
+      # @!attribute [r] metadata
+      #   @return [Hash{String=>String}]
+      field :metadata
+      # @!attribute [r] environment
+      #   One of: `sandbox`, `live`.
+      #   @return [String]
+      field :environment
+      # @!attribute [r] created_at
+      #   @return [String]
+      field :created_at
+    end
+
+    # Schema: `DeletedCounterparty`.
+    class DeletedCounterparty < Model
+      schema "DeletedCounterparty"
+      # @!attribute [r] id
+      #   @return [String]
+      field :id
+      # @!attribute [r] object
+      #   Always `counterparty`.
+      #   @return [String]
+      field :object
+      # @!attribute [r] deleted
+      #   Always `true`.
+      #   @return [Boolean]
+      field :deleted
     end
 
     # Money moved at once between two virtual accounts of the caller's platform and environment: one
@@ -1202,9 +1299,11 @@ module Treasury
     # A public event. `data.object` is the resource as GET returned it at the moment of the event. Emitted
     # today: virtual_account.created, ledger.entry.created (one per ledger entry posted, whatever posted
     # it; a pending entry emits it when it posts), inbound_transfer.completed, book_transfer.completed
-    # (`data.object` a `BookTransfer`); for payments (`data.object` a `Payment`, as it was at that
-    # event): payment.created (accepted and held), payment.requires_approval (at or above the approval
-    # threshold: held, waiting for a second key), payment.approved (released to its rail),
+    # (`data.object` a `BookTransfer`), counterparty.verified and counterparty.verification_failed
+    # (`data.object` a `Counterparty`: its prenote passed, or was returned with `failure_code`); for
+    # payments (`data.object` a `Payment`, as it was at that event): payment.created (accepted and
+    # held), payment.requires_approval (at or above the approval threshold: held, waiting for a second
+    # key), payment.approved (released to its rail),
     # payment.denied (hold released), payment.released (a scheduled payment's date came: held and
     # `pending`, or `requires_approval` at the threshold; one the rules refused on its date emits
     # payment.failed instead), payment.submitted (handed to the rail), payment.completed (settled),
@@ -1230,7 +1329,8 @@ module Treasury
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
       #   `payment.approved`, `payment.denied`, `payment.released`, `payment.notification_of_change`,
       #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `counterparty.verified`,
+      #   `counterparty.verification_failed`, `webhook.test`.
       #   @return [String]
       field :type
       # @!attribute [r] platform_id
@@ -1622,7 +1722,8 @@ module Treasury
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
       #   `payment.approved`, `payment.denied`, `payment.released`, `payment.notification_of_change`,
       #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `counterparty.verified`,
+      #   `counterparty.verification_failed`, `webhook.test`.
       #   @return [String]
       field :event_type
       # @!attribute [r] replay_id
@@ -1704,7 +1805,8 @@ module Treasury
       #   `payment.completed`, `payment.failed`, `payment.canceled`, `payment.requires_approval`,
       #   `payment.approved`, `payment.denied`, `payment.released`, `payment.notification_of_change`,
       #   `kyb.pending_review`, `kyb.approved`, `kyb.rejected`, `ledger.entry.created`,
-      #   `inbound_transfer.completed`, `book_transfer.completed`, `webhook.test`.
+      #   `inbound_transfer.completed`, `book_transfer.completed`, `counterparty.verified`,
+      #   `counterparty.verification_failed`, `webhook.test`.
       #   @return [String]
       field :event_type
       # @!attribute [r] status
@@ -1828,7 +1930,7 @@ module Treasury
         "virtual_account" => VirtualAccount, "balance" => Balance, "transaction" => Transaction,
         "statement" => Statement, "ledger_account" => LedgerAccount, "ledger_entry" => LedgerEntry,
         "journal_entry" => JournalEntry, "inbound_transfer" => InboundTransfer, "payment" => Payment,
-        "book_transfer" => BookTransfer,
+        "book_transfer" => BookTransfer, "counterparty" => Counterparty,
         "event" => Event, "kyb_verification" => KYBVerification, "webhook_endpoint" => WebhookEndpoint,
         "webhook_delivery" => WebhookDelivery, "webhook_replay" => WebhookReplay,
         "revenue_share_report" => RevenueShareReport,

@@ -100,13 +100,16 @@ module Treasury
       end
     end
 
-    # Whether an error answer may be retried: the server's `x-should-retry` when it sends one,
-    # else 408, 429, 409 `idempotency_in_progress` and every 5xx.
+    # Whether an error answer may be retried: never a 501 (`not_implemented`: the server does not do
+    # it, whatever it says); else the server's `x-should-retry` when it sends one, else 408, 429, 409
+    # `idempotency_in_progress` and every other 5xx.
     # @param status [Integer]
     # @param headers [Hash{String=>String}]
     # @param code [String, nil]
     # @return [Boolean]
     def retry?(status, headers, code)
+      return false if status == 501 || code == "not_implemented"
+
       case headers["x-should-retry"]&.strip&.downcase
       when "true" then return true
       when "false" then return false

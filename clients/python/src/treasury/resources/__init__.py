@@ -1,6 +1,7 @@
 """The resource namespaces of :class:`treasury.Treasury`."""
 
 from .book_transfers import BookTransfers
+from .counterparties import Counterparties
 from .events import Events
 from .kyb import KYB
 from .ledger import Ledger, LedgerAccounts, LedgerEntries, LedgerJournalEntries
@@ -13,7 +14,7 @@ from .virtual_accounts import VirtualAccounts
 from .webhooks import WebhookDeliveries, Webhooks
 
 __all__ = [
-    "ACHFiles", "APIKeys", "BookTransfers", "Events", "KYB", "Ledger", "LedgerAccounts", "LedgerEntries", "LedgerJournalEntries", "Operator",
+    "ACHFiles", "APIKeys", "BookTransfers", "Counterparties", "Events", "KYB", "Ledger", "LedgerAccounts", "LedgerEntries", "LedgerJournalEntries", "Operator",
     "OperatorKYB", "Payments", "PlatformResource", "Platforms", "Settings", "SimulatedInboundTransfers",
     "SimulatedKYB", "SimulatedPayments", "Simulations", "VirtualAccounts", "WebhookDeliveries", "Webhooks",
 ]

@@ -23,14 +23,26 @@ class Payments(APIResource):
         virtual_account_id: str,
         amount: int,
         rail: Rail,
-        destination: DestinationParam,
+        destination: Union[DestinationParam, NotGiven] = NOT_GIVEN,
+        counterparty_id: Union[str, NotGiven] = NOT_GIVEN,
         idempotency_key: Optional[str] = None,
         description: Union[str, NotGiven] = NOT_GIVEN,
         metadata: Union[Metadata, NotGiven] = NOT_GIVEN,
         scheduled_for: Union[str, NotGiven] = NOT_GIVEN,
         request_options: Optional[RequestOptions] = None,
     ) -> Payment:
-        """Send a payment (``POST /payments``).
+        """Send a payment (``POST /payments``) to a ``destination`` or to a saved
+        counterparty (``counterparty_id``): exactly one of the two, else
+        :class:`~treasury.BadRequestError` with ``param`` ``"counterparty_id"``.
+
+        With ``counterparty_id`` the counterparty's name, account and routing numbers
+        are copied into the payment's ``destination``, and the payment shows
+        ``counterparty_id``; an unknown, deleted, or another platform's or
+        environment's counterparty raises :class:`~treasury.NotFoundError` (``param``
+        ``"counterparty_id"``). With the platform's ``require_verified_counterparty``
+        on, a payment to a counterparty that is not ``verified``, or to a raw
+        ``destination``, raises :class:`~treasury.UnprocessableEntityError`
+        ``counterparty_not_verified``.
 
         The same ``idempotency_key`` goes in the ``Idempotency-Key`` header and the
         body; without one the client makes a random key, the same on its own retries.
@@ -66,7 +78,9 @@ class Payments(APIResource):
             virtual_account_id: The account the money leaves.
             amount: Cents to send (the fee comes on top).
             rail: ``"ach_standard"``, ``"ach_same_day"``, ``"rtp"`` or ``"fednow"``.
-            destination: ``{"account_number", "routing_number", "name"}``.
+            destination: ``{"account_number", "routing_number", "name"}``; or give ``counterparty_id``.
+            counterparty_id: Instead of ``destination``: a counterparty (``cp_…``,
+                ``client.counterparties``) of the key's environment.
             idempotency_key: Makes the call safe to repeat (1 to 255 characters).
             description: At most 140 characters.
             metadata: Free-form string pairs.
@@ -74,7 +88,8 @@ class Payments(APIResource):
         """
         key = idempotency_key or self._client._new_idempotency_key()
         body = strip_not_given(virtual_account_id=virtual_account_id, amount=amount, rail=rail,
-                               destination=destination, idempotency_key=key, description=description,
+                               destination=destination, counterparty_id=counterparty_id, idempotency_key=key,
+                               description=description,
                                metadata=metadata, scheduled_for=scheduled_for)
         return self._post("/payments", body=body, idempotency_key=key, request_options=request_options)
 

@@ -37,6 +37,7 @@ class Settings(APIResource):
         webhook_retry_policy: Union[WebhookRetryPolicyParam, None, NotGiven] = NOT_GIVEN,
         payment_approval_threshold: Union[int, None, NotGiven] = NOT_GIVEN,
         daily_payment_limit: Union[int, None, NotGiven] = NOT_GIVEN,
+        require_verified_counterparty: Union[bool, NotGiven] = NOT_GIVEN,
         sandbox: Union[SandboxSettingsParam, NotGiven] = NOT_GIVEN,
         request_options: Optional[RequestOptions] = None,
     ) -> PlatformSettings:
@@ -48,12 +49,16 @@ class Settings(APIResource):
                 amount or more is created ``requires_approval`` and waits for another key's
                 ``client.payments.approve`` (or ``deny``).
             daily_payment_limit: Cents per virtual account per UTC day, or ``None`` for no limit.
+            require_verified_counterparty: ``True``: payments go only to ``verified``
+                counterparties (else 422 ``counterparty_not_verified``, raw destinations
+                included); ``False`` (the default) turns it off. ``None`` is refused (400).
             sandbox: ``auto_settle``, ``ach_same_day_delay_seconds``, ``ach_standard_delay_seconds``
                 (sandbox keys only).
         """
         body = strip_not_given(webhook_retry_policy=webhook_retry_policy,
                                payment_approval_threshold=payment_approval_threshold,
-                               daily_payment_limit=daily_payment_limit, sandbox=sandbox)
+                               daily_payment_limit=daily_payment_limit,
+                               require_verified_counterparty=require_verified_counterparty, sandbox=sandbox)
         return self._patch("/platform/settings", body=body, request_options=request_options)
 
 

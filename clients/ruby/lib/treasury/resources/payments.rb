@@ -12,7 +12,13 @@ module Treasury
       # @param virtual_account_id [String] `va_...`
       # @param amount [Integer] cents, at least 1
       # @param rail [String] `ach_standard`, `ach_same_day`, `rtp` or `fednow`
-      # @param destination [Hash] `{account_number:, routing_number:, name:}`
+      # @param destination [Hash] `{account_number:, routing_number:, name:}`; or give `counterparty_id`
+      #   instead (exactly one of the two: both or neither is {BadRequestError} with `param`
+      #   `counterparty_id`)
+      # @param counterparty_id [String] `cp_...`: one of the platform's counterparties in the key's
+      #   environment (`client.counterparties`), whose name, account and routing numbers the payment
+      #   copies into its `destination`; the payment shows `counterparty_id`. With the platform setting
+      #   `require_verified_counterparty` on, it must be `verified`
       # @param description [String] up to 140 characters
       # @param metadata [Hash{String=>String}]
       # @param idempotency_key [String, nil] 1..255 characters; a random one when nil
@@ -27,14 +33,21 @@ module Treasury
       #   and a null `journal_entry_id`, when scheduled) or the original payment (a replay).
       #   Its `journal_entry_id` names the journal entry holding amount + fee from now on
       #   (`client.ledger.journal_entries.retrieve`: pending, posted at completion, archived if released).
-      # @raise [BadRequestError] `param` `scheduled_for`: not a date, today or before, or over 365 days ahead
-      def create(virtual_account_id:, amount:, rail:, destination:, description: NOT_GIVEN, metadata: NOT_GIVEN,
-                 idempotency_key: nil, scheduled_for: NOT_GIVEN)
+      # @raise [BadRequestError] `param` `scheduled_for`: not a date, today or before, or over 365 days
+      #   ahead; `param` `counterparty_id`: both `destination` and `counterparty_id`, or neither, or an
+      #   id that is not `cp_...`
+      # @raise [NotFoundError] `param` `counterparty_id`: an unknown or deleted counterparty, or another
+      #   platform's or environment's
+      # @raise [UnprocessableEntityError] a business rule, e.g. `counterparty_not_verified` (the setting
+      #   `require_verified_counterparty` is on and the counterparty is not `verified`, `resource_id`
+      #   naming it; or the payment goes to a raw `destination`, `param` `destination`)
+      def create(virtual_account_id:, amount:, rail:, destination: NOT_GIVEN, counterparty_id: NOT_GIVEN,
+                 description: NOT_GIVEN, metadata: NOT_GIVEN, idempotency_key: nil, scheduled_for: NOT_GIVEN)
         key = idempotency_key || SecureRandom.uuid
         scheduled_for = scheduled_for.strftime("%Y-%m-%d") if scheduled_for.is_a?(Date)
         body = compact(virtual_account_id: virtual_account_id, amount: amount, rail: rail, destination: destination,
-                       idempotency_key: key, description: description, metadata: metadata,
-                       scheduled_for: scheduled_for)
+                       counterparty_id: counterparty_id, idempotency_key: key, description: description,
+                       metadata: metadata, scheduled_for: scheduled_for)
         call(:post, "/payments", model: Models::Payment, body: body, idempotency_key: key)
       end
 

@@ -51,14 +51,19 @@ module Treasury
       #   on with an `amount` at or above it are `requires_approval` until a second key approves them
       #   ({Payments#approve}); those created before keep their status
       # @param daily_payment_limit [Integer, nil] cents per virtual account per UTC day; nil removes it
+      # @param require_verified_counterparty [Boolean] `true`: payments go only to `verified`
+      #   counterparties (to an unverified one, or to a raw `destination`: 422
+      #   `counterparty_not_verified`); `false` (the default) turns it off; nil is 400
       # @param sandbox [Hash] sandbox keys only: `{auto_settle:, ach_same_day_delay_seconds:, ach_standard_delay_seconds:}`
       # @return [Models::PlatformSettings]
       def update(webhook_retry_policy: NOT_GIVEN, payment_approval_threshold: NOT_GIVEN,
-                 daily_payment_limit: NOT_GIVEN, sandbox: NOT_GIVEN)
+                 daily_payment_limit: NOT_GIVEN, require_verified_counterparty: NOT_GIVEN, sandbox: NOT_GIVEN)
         call(:patch, "/platform/settings", model: Models::PlatformSettings,
                                            body: compact(webhook_retry_policy: webhook_retry_policy,
                                                          payment_approval_threshold: payment_approval_threshold,
-                                                         daily_payment_limit: daily_payment_limit, sandbox: sandbox))
+                                                         daily_payment_limit: daily_payment_limit,
+                                                         require_verified_counterparty: require_verified_counterparty,
+                                                         sandbox: sandbox))
       end
     end
 
