@@ -9,13 +9,13 @@
 //
 //   - resources named after the API: client.Platforms, client.Platform,
 //     client.VirtualAccounts, client.Payments, client.BookTransfers,
-//     client.KYB, client.Ledger, client.Webhooks, client.Events,
+//     client.Counterparties, client.KYB, client.Ledger, client.Webhooks, client.Events,
 //     client.Simulations, client.Operator;
 //   - an Idempotency-Key on every POST (the caller's, see WithIdempotencyKey,
 //     or a random one), the same across the client's own retries; a payment's
 //     and a book transfer's body idempotency_key defaults to it;
 //   - retries (2 by default) on connection errors, 408, 429, 409
-//     idempotency_in_progress and 5xx, with exponential backoff from 0.5 s
+//     idempotency_in_progress and 5xx but 501, with exponential backoff from 0.5 s
 //     capped at 8 s, honouring Retry-After; a server's x-should-retry header,
 //     when present, decides instead;
 //   - typed errors: every non-2xx answer is an *APIError whose Kind names its
@@ -82,6 +82,9 @@ type Client struct {
 	// BookTransfers: money moved at once between two of the platform's
 	// virtual accounts.
 	BookTransfers *BookTransfersService
+	// Counterparties: saved bank accounts to pay, and their verification by
+	// prenote.
+	Counterparties *CounterpartiesService
 	// KYB: business verifications.
 	KYB *KYBService
 	// Ledger: ledger accounts, entries (manual journal entries), journal entries and exports.
@@ -163,6 +166,7 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 	c.VirtualAccounts = &VirtualAccountsService{c}
 	c.Payments = &PaymentsService{c}
 	c.BookTransfers = &BookTransfersService{c}
+	c.Counterparties = &CounterpartiesService{c}
 	c.KYB = &KYBService{c}
 	c.Ledger = &LedgerService{c: c, Accounts: &LedgerAccountsService{c}, Entries: &LedgerEntriesService{c},
 		JournalEntries: &LedgerJournalEntriesService{c}}
@@ -309,7 +313,8 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 
 // shouldRetry tells whether an answer is worth another attempt. The server's
 // x-should-retry header decides when present; otherwise 408, 429, 409
-// idempotency_in_progress and 5xx are retried. It leaves resp.Body readable.
+// idempotency_in_progress and 5xx but 501 (not_implemented: the route does
+// not do that yet, whenever asked) are retried. It leaves resp.Body readable.
 func shouldRetry(resp *http.Response) (bool, error) {
 	if resp.StatusCode < 400 {
 		return false, nil
@@ -322,7 +327,7 @@ func shouldRetry(resp *http.Response) (bool, error) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests,
-		resp.StatusCode >= 500:
+		resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
 		return true, nil
 	case resp.StatusCode == http.StatusConflict:
 		body, err := io.ReadAll(resp.Body)

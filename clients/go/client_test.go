@@ -91,7 +91,7 @@ func errorJSON(code string) string {
 
 var paymentRequest = PaymentRequest{
 	VirtualAccountId: "va_01jh3v8x9q2w3e4r5t6y7v8k9m", Amount: 100, Rail: PaymentRequestRailRtp,
-	Destination: Destination{Name: "A", AccountNumber: "123456789", RoutingNumber: "021000021"},
+	Destination: &Destination{Name: "A", AccountNumber: "123456789", RoutingNumber: "021000021"},
 }
 
 func TestRetryKeepsTheIdempotencyKey(t *testing.T) {
@@ -702,7 +702,7 @@ func TestScheduledPaymentRoutes(t *testing.T) {
 	ctx := context.Background()
 	req := PaymentRequest{
 		VirtualAccountId: "va_01jh3v8x9q2w3e4r5t6y7v8k9m", Amount: 100, Rail: PaymentRequestRailRtp,
-		Destination: Destination{Name: "A", AccountNumber: "123456789", RoutingNumber: "021000021"},
+		Destination: &Destination{Name: "A", AccountNumber: "123456789", RoutingNumber: "021000021"},
 	}
 	scheduled := req
 	scheduled.ScheduledFor = Ptr(NewDate(2026, time.January, 16))
@@ -958,5 +958,206 @@ func TestJournalEntriesListRoute(t *testing.T) {
 	}
 	if calls[2].query != "type=payment_fee" {
 		t.Errorf("the bad type's query %q", calls[2].query)
+	}
+}
+
+// counterpartyJSON is a counterparty with the verification given.
+func counterpartyJSON(id, verification string) string {
+	return `{"id":"` + id + `","object":"counterparty","name":"Initech LLC","account_number_last4":"4321",
+"routing_number":"021000021","account_type":"checking","verification":` + verification + `,
+"metadata":{"vendor id":"A&B"},"environment":"sandbox","created_at":"2026-01-15T09:30:00.000Z"}`
+}
+
+const (
+	counterpartyID      = "cp_01jh3v9a2b3c4d5e6f7g8h9j0p"
+	unverifiedJSON      = `{"status":"unverified","method":null}`
+	pendingJSON         = `{"status":"pending","method":"prenote"}`
+	failedVerification  = `{"status":"failed","method":"prenote","failure_code":"R03"}`
+	notImplementedJSON  = `{"code":"not_implemented","message":"prenotes are not sent in live yet","request_id":"req_x"}`
+	notVerifiedJSON     = `{"code":"counterparty_not_verified","message":"the counterparty is not verified","request_id":"req_x","param":"counterparty_id","resource_id":"` + counterpartyID + `"}`
+	deletedCounterparty = `{"id":"` + counterpartyID + `","object":"counterparty","deleted":true}`
+)
+
+// TestCounterpartyRoutes checks what the counterparties' methods send (routes,
+// bodies, an Idempotency-Key on create kept across a retry, the caller's key,
+// every list filter on every page, verify's default method), that the models
+// decode (a null method, a failure code, the deleted answer), and that the
+// refusals are typed errors: a 501 not_implemented an InternalServerError
+// that is not retried, with or without x-should-retry: false.
+func TestCounterpartyRoutes(t *testing.T) {
+	ctx := context.Background()
+	page := func(id, next string) answer {
+		n, more := "null", "false"
+		if next != "" {
+			n, more = `"`+next+`"`, "true"
+		}
+		return answer{status: 200, body: `{"object":"list","data":[` + counterpartyJSON(id, pendingJSON) + `],"has_more":` + more + `,"next_cursor":` + n + `}`}
+	}
+	s, c := newStub(t,
+		answer{status: 503, body: errorJSON("unavailable")},
+		answer{status: 201, body: counterpartyJSON(counterpartyID, unverifiedJSON)},
+		answer{status: 200, header: map[string]string{"Idempotent-Replayed": "true"}, body: counterpartyJSON(counterpartyID, unverifiedJSON)},
+		answer{status: 200, body: counterpartyJSON(counterpartyID, failedVerification)},
+		page("cp_1", "cur_1"), page("cp_2", ""),
+		answer{status: 200, body: counterpartyJSON(counterpartyID, pendingJSON)},
+		answer{status: 200, body: deletedCounterparty})
+	req := CounterpartyRequest{Name: "Initech LLC", AccountNumber: "987654321", RoutingNumber: "021000021",
+		AccountType: CounterpartyRequestAccountTypeChecking, Metadata: &Metadata{"vendor id": "A&B"}}
+	cp, err := c.Counterparties.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Id != counterpartyID || cp.Object != CounterpartyObjectCounterparty || cp.AccountNumberLast4 != "4321" ||
+		cp.AccountType != CounterpartyAccountTypeChecking || cp.Verification.Status != CounterpartyVerificationStatusUnverified ||
+		cp.Verification.Method != nil || cp.Verification.FailureCode != nil || cp.Environment != CounterpartyEnvironmentSandbox ||
+		cp.Metadata["vendor id"] != "A&B" || cp.CreatedAt.IsZero() {
+		t.Fatalf("created %+v", cp)
+	}
+	again, err := c.Counterparties.Create(ctx, req, WithIdempotencyKey("cp-1"))
+	if err != nil || !reflect.DeepEqual(again, cp) {
+		t.Fatalf("the idempotent create: %+v, %v", again, err)
+	}
+	got, err := c.Counterparties.Retrieve(ctx, counterpartyID)
+	if err != nil || got.Verification.Status != CounterpartyVerificationStatusFailed || got.Verification.Method == nil ||
+		*got.Verification.Method != CounterpartyVerificationMethodPrenote || got.Verification.FailureCode == nil ||
+		*got.Verification.FailureCode != "R03" {
+		t.Fatalf("retrieved %+v, %v", got, err)
+	}
+	filter := MetadataFilter{"vendor id": "A&B"}
+	listed, err := Collect(c.Counterparties.List(ctx, &ListCounterpartiesParams{
+		VerificationStatus: Ptr(ListCounterpartiesParamsVerificationStatusPending), Metadata: &filter,
+		CreatedAfter: Ptr("2026-01-01"), CreatedBefore: Ptr("2026-02-01T00:00:00Z"), Limit: Ptr(1),
+	}))
+	if err != nil || len(listed) != 2 || listed[0].Id != "cp_1" || listed[1].Id != "cp_2" {
+		t.Fatalf("listed %+v, %v", listed, err)
+	}
+	verifying, err := c.Counterparties.Verify(ctx, counterpartyID, VerifyCounterpartyRequest{})
+	if err != nil || verifying.Verification.Status != CounterpartyVerificationStatusPending {
+		t.Fatalf("verify: %+v, %v", verifying, err)
+	}
+	deleted, err := c.Counterparties.Delete(ctx, counterpartyID)
+	if err != nil || deleted.Id != counterpartyID || deleted.Object != DeletedCounterpartyObjectCounterparty ||
+		deleted.Deleted != DeletedCounterpartyDeletedTrue {
+		t.Fatalf("deleted %+v, %v", deleted, err)
+	}
+
+	calls := s.snapshot()
+	if len(calls) != 8 {
+		t.Fatalf("%d requests, want 8", len(calls))
+	}
+	wantBody := map[string]any{"name": "Initech LLC", "account_number": "987654321", "routing_number": "021000021",
+		"account_type": "checking", "metadata": map[string]any{"vendor id": "A&B"}}
+	for i := range 3 {
+		if calls[i].method != http.MethodPost || calls[i].path != "/v1/counterparties" || !reflect.DeepEqual(calls[i].body, wantBody) {
+			t.Errorf("create %d: %s %s %v", i, calls[i].method, calls[i].path, calls[i].body)
+		}
+	}
+	if !strings.HasPrefix(calls[0].idempotencyKey, "idk_") || calls[0].idempotencyKey != calls[1].idempotencyKey {
+		t.Errorf("keys %q %q: generated, the same across the retry", calls[0].idempotencyKey, calls[1].idempotencyKey)
+	}
+	if calls[2].idempotencyKey != "cp-1" {
+		t.Errorf("the caller's key: %q", calls[2].idempotencyKey)
+	}
+	if calls[3].method != http.MethodGet || calls[3].path != "/v1/counterparties/"+counterpartyID {
+		t.Errorf("retrieve: %s %s", calls[3].method, calls[3].path)
+	}
+	for i, call := range calls[4:6] {
+		q, err := url.ParseQuery(call.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := url.Values{"verification_status": {"pending"}, "metadata[vendor id]": {"A&B"},
+			"created_after": {"2026-01-01"}, "created_before": {"2026-02-01T00:00:00Z"}, "limit": {"1"}}
+		if i == 1 {
+			want["cursor"] = []string{"cur_1"}
+		}
+		if call.method != http.MethodGet || call.path != "/v1/counterparties" || !reflect.DeepEqual(q, want) ||
+			!strings.Contains(call.query, "metadata[vendor+id]=A%26B") {
+			t.Errorf("page %d: %s %s?%s, want %v", i, call.method, call.path, call.query, want)
+		}
+	}
+	if calls[6].method != http.MethodPost || calls[6].path != "/v1/counterparties/"+counterpartyID+"/verify" ||
+		!reflect.DeepEqual(calls[6].body, map[string]any{"method": "prenote"}) {
+		t.Errorf("verify: %s %s %v", calls[6].method, calls[6].path, calls[6].body)
+	}
+	if calls[7].method != http.MethodDelete || calls[7].path != "/v1/counterparties/"+counterpartyID {
+		t.Errorf("delete: %s %s", calls[7].method, calls[7].path)
+	}
+
+	// The refusals; the 501s are sent once each.
+	s, c = newStub(t,
+		answer{status: 501, header: map[string]string{"X-Should-Retry": "false"}, body: notImplementedJSON},
+		answer{status: 501, body: notImplementedJSON},
+		answer{status: 409, body: errorJSON("invalid_state")},
+		answer{status: 404, body: errorJSON("not_found")},
+		answer{status: 400, body: `{"code":"invalid_request","message":"routing_number fails the ABA checksum","request_id":"req_x","param":"routing_number"}`})
+	for i, want := range []struct {
+		kind        ErrorKind
+		sentinel    error
+		status      int
+		code, param string
+	}{
+		{KindInternalServer, ErrInternalServer, 501, "not_implemented", ""},
+		{KindInternalServer, ErrInternalServer, 501, "not_implemented", ""},
+		{KindConflict, ErrConflict, 409, "invalid_state", "p"},
+		{KindNotFound, ErrNotFound, 404, "not_found", "p"},
+		{KindBadRequest, ErrBadRequest, 400, "invalid_request", "routing_number"},
+	} {
+		var err error
+		if i < 4 {
+			_, err = c.Counterparties.Verify(ctx, counterpartyID, VerifyCounterpartyRequest{Method: VerifyCounterpartyRequestMethodPrenote})
+		} else {
+			_, err = c.Counterparties.Create(ctx, req)
+		}
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || !errors.Is(err, want.sentinel) || apiErr.Kind != want.kind || apiErr.Status != want.status ||
+			apiErr.Code != want.code || apiErr.Param != want.param {
+			t.Errorf("want %s %d %s (param %q), got %v", want.kind, want.status, want.code, want.param, err)
+		}
+	}
+	if n := len(s.snapshot()); n != 5 {
+		t.Errorf("%d requests, want 5: a 501 is not retried", n)
+	}
+}
+
+// TestPaymentToACounterparty checks that a payment to a counterparty sends
+// counterparty_id and no destination, that the payment's counterparty_id
+// decodes (nil on a payment to a raw destination), that the settings carry
+// require_verified_counterparty both ways, and that counterparty_not_verified
+// is an UnprocessableEntityError naming the counterparty.
+func TestPaymentToACounterparty(t *testing.T) {
+	ctx := context.Background()
+	settings := `{"object":"platform_settings","require_verified_counterparty":true}`
+	s, c := newStub(t,
+		answer{status: 201, body: paymentWith("pending", `"counterparty_id":"`+counterpartyID+`"`)},
+		answer{status: 201, body: paymentJSON},
+		answer{status: 200, body: settings},
+		answer{status: 422, body: notVerifiedJSON})
+	req := PaymentRequest{VirtualAccountId: "va_01jh3v8x9q2w3e4r5t6y7v8k9m", Amount: 100, Rail: PaymentRequestRailRtp,
+		CounterpartyId: Ptr(counterpartyID)}
+	p, err := c.Payments.Create(ctx, req)
+	if err != nil || p.CounterpartyId == nil || *p.CounterpartyId != counterpartyID || p.Destination.AccountNumber != "123456789" {
+		t.Fatalf("a payment to a counterparty: %+v, %v", p, err)
+	}
+	p, err = c.Payments.Create(ctx, paymentRequest)
+	if err != nil || p.CounterpartyId != nil {
+		t.Fatalf("a payment to a destination: %+v, %v", p, err)
+	}
+	_, _ = c.Platform.Settings.Update(ctx, UpdateSettingsRequest{RequireVerifiedCounterparty: Ptr(true)})
+	_, err = c.Payments.Create(ctx, req)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || !errors.Is(err, ErrUnprocessableEntity) || apiErr.Code != "counterparty_not_verified" ||
+		apiErr.Param != "counterparty_id" || apiErr.ResourceID != counterpartyID {
+		t.Fatalf("an unverified counterparty: %v", err)
+	}
+	calls := s.snapshot()
+	if _, has := calls[0].body["destination"]; has || calls[0].body["counterparty_id"] != counterpartyID {
+		t.Errorf("a payment to a counterparty sent %v", calls[0].body)
+	}
+	if _, has := calls[1].body["counterparty_id"]; has || calls[1].body["destination"] == nil {
+		t.Errorf("a payment to a destination sent %v", calls[1].body)
+	}
+	if calls[2].method != http.MethodPatch || !reflect.DeepEqual(calls[2].body, map[string]any{"require_verified_counterparty": true}) {
+		t.Errorf("the settings update sent %s %v", calls[2].method, calls[2].body)
 	}
 }

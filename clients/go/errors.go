@@ -21,7 +21,7 @@ const (
 	KindConflict            ErrorKind = "ConflictError"            // 409
 	KindUnprocessableEntity ErrorKind = "UnprocessableEntityError" // 422
 	KindRateLimit           ErrorKind = "RateLimitError"           // 429
-	KindInternalServer      ErrorKind = "InternalServerError"      // 5xx
+	KindInternalServer      ErrorKind = "InternalServerError"      // 5xx (501 not_implemented too)
 	KindAPI                 ErrorKind = "APIError"                 // any other status (413, …)
 )
 
@@ -57,7 +57,8 @@ type APIError struct {
 	// Status is the HTTP status.
 	Status int
 	// Code is the machine-readable code: invalid_request, not_found,
-	// idempotency_conflict, insufficient_funds, replay_too_large (a 400)…
+	// idempotency_conflict, insufficient_funds, replay_too_large (a 400),
+	// counterparty_not_verified (a 422), not_implemented (a 501)…
 	Code string
 	// Message is the human-readable explanation.
 	Message string

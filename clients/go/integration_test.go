@@ -345,7 +345,7 @@ var goodDestination = treasury.Destination{Name: "Initech LLC", AccountNumber: "
 func pay(t *testing.T, ctx context.Context, c *treasury.Client, vaID string, rail treasury.PaymentRequestRail, amount int, dest treasury.Destination) *treasury.Payment {
 	t.Helper()
 	return must(c.Payments.Create(ctx, treasury.PaymentRequest{
-		VirtualAccountId: vaID, Amount: amount, Rail: rail, Destination: dest,
+		VirtualAccountId: vaID, Amount: amount, Rail: rail, Destination: &dest,
 		Description: treasury.Ptr("payment on " + string(rail)),
 	}))(t)
 }
@@ -719,7 +719,7 @@ func TestJourney(t *testing.T) {
 			accounts = append(accounts, a.Id)
 			p := must(fc.Payments.Create(ctx, treasury.PaymentRequest{
 				VirtualAccountId: va.Id, Amount: 1_000, Rail: treasury.PaymentRequestRailRtp,
-				Destination: goodDestination, Metadata: &md,
+				Destination: &goodDestination, Metadata: &md,
 			}))(t)
 			payments = append(payments, p.Id)
 		}
@@ -913,7 +913,7 @@ func TestErrorClasses(t *testing.T) {
 	t.Run("400 BadRequestError", func(t *testing.T) {
 		_, err := c.Payments.Create(ctx, treasury.PaymentRequest{
 			VirtualAccountId: va.Id, Amount: 100, Rail: treasury.PaymentRequestRailRtp,
-			Destination: treasury.Destination{Name: "X", AccountNumber: "123456789", RoutingNumber: "123456789"},
+			Destination: &treasury.Destination{Name: "X", AccountNumber: "123456789", RoutingNumber: "123456789"},
 		})
 		e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, "invalid_request")
 		if e.Param != "destination.routing_number" {
@@ -946,7 +946,7 @@ func TestErrorClasses(t *testing.T) {
 	t.Run("422 UnprocessableEntityError", func(t *testing.T) {
 		// No KYB yet.
 		_, err := c.Payments.Create(ctx, treasury.PaymentRequest{
-			VirtualAccountId: va.Id, Amount: 100, Rail: treasury.PaymentRequestRailRtp, Destination: goodDestination,
+			VirtualAccountId: va.Id, Amount: 100, Rail: treasury.PaymentRequestRailRtp, Destination: &goodDestination,
 		})
 		requireAPIError(t, err, treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "kyb_not_approved")
 	})
@@ -954,7 +954,7 @@ func TestErrorClasses(t *testing.T) {
 		approveKYB(t, ctx, c, va.Id)
 		fund(t, ctx, c, va.Id, 100_000)
 		key := unique("idem")
-		req := treasury.PaymentRequest{VirtualAccountId: va.Id, Amount: 1_234, Rail: treasury.PaymentRequestRailRtp, Destination: goodDestination}
+		req := treasury.PaymentRequest{VirtualAccountId: va.Id, Amount: 1_234, Rail: treasury.PaymentRequestRailRtp, Destination: &goodDestination}
 		first := must(c.Payments.Create(ctx, req, treasury.WithIdempotencyKey(key)))(t)
 		if first.IdempotencyKey != key {
 			t.Fatalf("the body's idempotency_key is %q, want the header's %q", first.IdempotencyKey, key)
@@ -2654,7 +2654,7 @@ func TestScheduledPayments(t *testing.T) {
 	request := func(vaID string, amount int, date treasury.Date) treasury.PaymentRequest {
 		return treasury.PaymentRequest{
 			VirtualAccountId: vaID, Amount: amount, Rail: treasury.PaymentRequestRailAchStandard,
-			Destination: goodDestination, Description: treasury.Ptr("scheduled"), ScheduledFor: &date,
+			Destination: &goodDestination, Description: treasury.Ptr("scheduled"), ScheduledFor: &date,
 		}
 	}
 	// schedule creates a payment for tomorrow and checks that it waits,
@@ -3374,6 +3374,507 @@ func TestJournalEntriesList(t *testing.T) {
 		none := must(treasury.Collect(c.Ledger.JournalEntries.List(ctx, &treasury.ListJournalEntriesParams{SourceId: treasury.Ptr("pay_00000000000000000000000000")})))(t)
 		if len(none) != 0 {
 			t.Fatalf("an unknown source: %v", ids(none))
+		}
+	})
+}
+
+// accountNumber returns a 12-digit account number unique to the run.
+func accountNumber() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	n := uint64(0)
+	for _, x := range b {
+		n = n<<8 | uint64(x)
+	}
+	return fmt.Sprintf("7%011d", n%100_000_000_000)
+}
+
+// TestCounterparties saves, lists, verifies, pays and deletes counterparties
+// against the server: the shape (the last four digits only, never the whole
+// account number in an answer), an idempotent create, the list's
+// verification_status and metadata filters over pages, a prenote verified
+// after the sandbox's ACH delay and one failed with R03 (4000000003), 409
+// invalid_state while pending and once verified, the events and their
+// verified webhook deliveries, a payment to a counterparty (its destination
+// copied), both or neither of destination and counterparty_id a 400,
+// require_verified_counterparty's 422 counterparty_not_verified (then off
+// again), a delete (then 404 everywhere), the live key's 501 not_implemented
+// sent once, and another platform's 404.
+func TestCounterparties(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t)
+	op := operator(t)
+	plat, _, key := newPlatform(t, ctx)
+	c, rec := newClient(t, key)
+	_, stranger, _ := newPlatform(t, ctx)
+	batch := unique("cp")
+
+	// Prenotes answer after the ACH same-day delay: one second here.
+	must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{
+		Sandbox: &treasury.UpdateSettingsRequest_Sandbox{AchSameDayDelaySeconds: treasury.Ptr(1)},
+	}))(t)
+
+	// A webhook endpoint of the two public counterparty events.
+	type delivery struct {
+		body   []byte
+		header http.Header
+	}
+	received := make(chan delivery, 100)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- delivery{body: body, header: r.Header.Clone()}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	wh := must(c.Webhooks.Create(ctx, treasury.CreateWebhookRequest{
+		Url: receiver.URL + "/counterparties",
+		Events: &[]treasury.CreateWebhookRequestEvents{treasury.CreateWebhookRequestEventsCounterpartyVerified,
+			treasury.CreateWebhookRequestEventsCounterpartyVerificationFailed},
+	}))(t)
+	if !reflect.DeepEqual(wh.Events, []string{"counterparty.verified", "counterparty.verification_failed"}) || wh.Secret == nil {
+		t.Fatalf("endpoint: %+v", wh)
+	}
+
+	request := func(kind, number string) treasury.CounterpartyRequest {
+		return treasury.CounterpartyRequest{
+			Name: "Initech LLC", AccountNumber: number, RoutingNumber: "021000021",
+			AccountType: treasury.CounterpartyRequestAccountTypeChecking,
+			Metadata:    &treasury.Metadata{"batch": batch, "kind": kind},
+		}
+	}
+	// requireShape checks a counterparty against the request that made it.
+	requireShape := func(t *testing.T, cp *treasury.Counterparty, req treasury.CounterpartyRequest) {
+		t.Helper()
+		if !regexp.MustCompile(`^cp_[0-9a-hjkmnp-tv-z]{26}$`).MatchString(cp.Id) || cp.Object != treasury.CounterpartyObjectCounterparty ||
+			cp.Name != req.Name || cp.AccountNumberLast4 != req.AccountNumber[len(req.AccountNumber)-4:] ||
+			cp.RoutingNumber != req.RoutingNumber || string(cp.AccountType) != string(req.AccountType) ||
+			cp.Environment != treasury.CounterpartyEnvironmentSandbox || cp.CreatedAt.IsZero() ||
+			!reflect.DeepEqual(cp.Metadata, *req.Metadata) {
+			t.Fatalf("counterparty %+v, from %+v", cp, req)
+		}
+	}
+	// noFullNumber checks that an answer's raw body never shows the whole
+	// account number.
+	noFullNumber := func(t *testing.T, body []byte, number string) {
+		t.Helper()
+		if strings.Contains(string(body), number) || !strings.Contains(string(body), number[len(number)-4:]) {
+			t.Fatalf("an answer with the account number %s, or without its last four: %s", number, body)
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(body, &fields); err == nil {
+			if _, has := fields["account_number"]; has {
+				t.Fatalf("an answer with account_number: %s", body)
+			}
+		}
+	}
+
+	numbers := map[string]string{}
+	var main, second, third, other, failing *treasury.Counterparty
+	t.Run("create", func(t *testing.T) {
+		numbers["main"] = accountNumber()
+		req := request("main", numbers["main"])
+		main = must(c.Counterparties.Create(ctx, req))(t)
+		requireShape(t, main, req)
+		if main.Verification.Status != treasury.CounterpartyVerificationStatusUnverified || main.Verification.Method != nil ||
+			main.Verification.FailureCode != nil {
+			t.Fatalf("a new counterparty's verification: %+v", main.Verification)
+		}
+		// The raw answers: last four only.
+		r, err := c.Raw().GetCounterpartyWithResponse(ctx, main.Id, &api.GetCounterpartyParams{})
+		if err != nil || r.StatusCode() != http.StatusOK {
+			t.Fatalf("raw retrieve: %v %+v", err, r)
+		}
+		noFullNumber(t, r.Body, numbers["main"])
+		if got := must(c.Counterparties.Retrieve(ctx, main.Id))(t); !reflect.DeepEqual(got, main) {
+			t.Fatalf("retrieved %+v, created %+v", got, main)
+		}
+		numbers["second"], numbers["third"] = accountNumber(), accountNumber()
+		second = must(c.Counterparties.Create(ctx, request("main", numbers["second"])))(t)
+		third = must(c.Counterparties.Create(ctx, request("main", numbers["third"])))(t)
+		numbers["other"] = accountNumber()
+		raw, err := c.Raw().CreateCounterpartyWithResponse(ctx, &api.CreateCounterpartyParams{}, request("other", numbers["other"]))
+		if err != nil || raw.StatusCode() != http.StatusCreated || raw.JSON201 == nil {
+			t.Fatalf("raw create: %v %+v", err, raw)
+		}
+		noFullNumber(t, raw.Body, numbers["other"])
+		other = raw.JSON201
+		numbers["failing"] = "4000000003"
+		failing = must(c.Counterparties.Create(ctx, request("failing", numbers["failing"])))(t)
+		requireShape(t, failing, request("failing", numbers["failing"]))
+		// A bad routing number names it.
+		bad := request("bad", accountNumber())
+		bad.RoutingNumber = "123456789"
+		_, err = c.Counterparties.Create(ctx, bad)
+		if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, ""); e.Param != "routing_number" {
+			t.Fatalf("a bad routing number: param %q", e.Param)
+		}
+	})
+	if main == nil || second == nil || third == nil || other == nil || failing == nil {
+		t.FailNow()
+	}
+
+	t.Run("idempotent create", func(t *testing.T) {
+		idem := unique("idem-cp")
+		req := request("idempotent", accountNumber())
+		first := must(c.Counterparties.Create(ctx, req, treasury.WithIdempotencyKey(idem)))(t)
+		again := must(c.Counterparties.Create(ctx, req, treasury.WithIdempotencyKey(idem)))(t)
+		if again.Id != first.Id || !reflect.DeepEqual(again, first) {
+			t.Fatalf("the replay answered %+v, the first %+v", again, first)
+		}
+		changed := req
+		changed.Name = "Another Name"
+		_, err := c.Counterparties.Create(ctx, changed, treasury.WithIdempotencyKey(idem))
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "idempotency_conflict")
+		n := 0
+		for cp, err := range c.Counterparties.List(ctx, &treasury.ListCounterpartiesParams{
+			Metadata: &treasury.MetadataFilter{"batch": batch, "kind": "idempotent"},
+		}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Id != first.Id {
+				t.Fatalf("a second counterparty for one key: %+v", cp)
+			}
+			n++
+		}
+		if n != 1 {
+			t.Fatalf("%d counterparties for one key, want 1", n)
+		}
+	})
+
+	// listIDs walks the list with the filters, one per page, and counts the pages.
+	listIDs := func(t *testing.T, params treasury.ListCounterpartiesParams) ([]string, int) {
+		t.Helper()
+		params.Limit = treasury.Ptr(1)
+		before := len(answered(rec.snapshot()))
+		var ids []string
+		for cp, err := range c.Counterparties.List(ctx, &params) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if params.VerificationStatus != nil && string(cp.Verification.Status) != string(*params.VerificationStatus) {
+				t.Fatalf("listed %+v for verification_status %s", cp, *params.VerificationStatus)
+			}
+			ids = append(ids, cp.Id)
+		}
+		pages := 0
+		for _, a := range answered(rec.snapshot())[before:] {
+			if a.method == http.MethodGet && a.path == "/counterparties" {
+				pages++
+			}
+		}
+		return ids, pages
+	}
+
+	t.Run("list", func(t *testing.T) {
+		ids, pages := listIDs(t, treasury.ListCounterpartiesParams{Metadata: &treasury.MetadataFilter{"batch": batch, "kind": "main"}})
+		if want := []string{third.Id, second.Id, main.Id}; !reflect.DeepEqual(ids, want) || pages < 3 {
+			t.Fatalf("kind main: %v over %d pages, want %v (newest first) over 3 or more", ids, pages, want)
+		}
+		ids, _ = listIDs(t, treasury.ListCounterpartiesParams{
+			Metadata:           &treasury.MetadataFilter{"batch": batch},
+			VerificationStatus: treasury.Ptr(treasury.ListCounterpartiesParamsVerificationStatusUnverified),
+		})
+		if len(ids) != 6 {
+			t.Fatalf("unverified of the batch: %v, want 6", ids)
+		}
+		ids, _ = listIDs(t, treasury.ListCounterpartiesParams{
+			Metadata:           &treasury.MetadataFilter{"batch": batch},
+			VerificationStatus: treasury.Ptr(treasury.ListCounterpartiesParamsVerificationStatusVerified),
+		})
+		if len(ids) != 0 {
+			t.Fatalf("verified before any prenote: %v", ids)
+		}
+		// Another platform sees none of them.
+		if got := must(treasury.Collect(stranger.Counterparties.List(ctx, &treasury.ListCounterpartiesParams{
+			Metadata: &treasury.MetadataFilter{"batch": batch},
+		})))(t); len(got) != 0 {
+			t.Fatalf("another platform lists %+v", got)
+		}
+	})
+
+	// waitVerification polls a counterparty until its verification status.
+	waitVerification := func(t *testing.T, id string, want treasury.CounterpartyVerificationStatus) *treasury.Counterparty {
+		t.Helper()
+		var cp *treasury.Counterparty
+		eventually(t, 20*time.Second, "counterparty "+id+" "+string(want), func() (bool, error) {
+			var err error
+			cp, err = c.Counterparties.Retrieve(ctx, id)
+			return err == nil && cp.Verification.Status == want, err
+		})
+		return cp
+	}
+
+	t.Run("verify", func(t *testing.T) {
+		pending := must(c.Counterparties.Verify(ctx, main.Id, treasury.VerifyCounterpartyRequest{
+			Method: treasury.VerifyCounterpartyRequestMethodPrenote,
+		}))(t)
+		if pending.Id != main.Id || pending.Verification.Status != treasury.CounterpartyVerificationStatusPending ||
+			pending.Verification.Method == nil || *pending.Verification.Method != treasury.CounterpartyVerificationMethodPrenote ||
+			pending.Verification.FailureCode != nil {
+			t.Fatalf("verify: %+v", pending.Verification)
+		}
+		// Not twice while pending.
+		_, err := c.Counterparties.Verify(ctx, main.Id, treasury.VerifyCounterpartyRequest{})
+		if e := requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state"); e.Status != 409 {
+			t.Fatal(e)
+		}
+		failingPending := must(c.Counterparties.Verify(ctx, failing.Id, treasury.VerifyCounterpartyRequest{}))(t)
+		if failingPending.Verification.Status != treasury.CounterpartyVerificationStatusPending {
+			t.Fatalf("verify 4000000003: %+v", failingPending.Verification)
+		}
+		verified := waitVerification(t, main.Id, treasury.CounterpartyVerificationStatusVerified)
+		if verified.Verification.Method == nil || *verified.Verification.Method != treasury.CounterpartyVerificationMethodPrenote ||
+			verified.Verification.FailureCode != nil {
+			t.Fatalf("verified: %+v", verified.Verification)
+		}
+		main = verified
+		failed := waitVerification(t, failing.Id, treasury.CounterpartyVerificationStatusFailed)
+		if failed.Verification.FailureCode == nil || *failed.Verification.FailureCode != "R03" {
+			t.Fatalf("4000000003's verification: %+v", failed.Verification)
+		}
+		// Not once verified either.
+		_, err = c.Counterparties.Verify(ctx, main.Id, treasury.VerifyCounterpartyRequest{})
+		requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state")
+
+		// The filters see the outcomes.
+		ids, _ := listIDs(t, treasury.ListCounterpartiesParams{
+			Metadata:           &treasury.MetadataFilter{"batch": batch},
+			VerificationStatus: treasury.Ptr(treasury.ListCounterpartiesParamsVerificationStatusVerified),
+		})
+		if !reflect.DeepEqual(ids, []string{main.Id}) {
+			t.Fatalf("verified: %v, want [%s]", ids, main.Id)
+		}
+		ids, _ = listIDs(t, treasury.ListCounterpartiesParams{
+			Metadata:           &treasury.MetadataFilter{"batch": batch, "kind": "failing"},
+			VerificationStatus: treasury.Ptr(treasury.ListCounterpartiesParamsVerificationStatusFailed),
+		})
+		if !reflect.DeepEqual(ids, []string{failing.Id}) {
+			t.Fatalf("failed: %v, want [%s]", ids, failing.Id)
+		}
+
+		// A failed one may be verified again: pending, its failure code cleared.
+		retried := must(c.Counterparties.Verify(ctx, failing.Id, treasury.VerifyCounterpartyRequest{}))(t)
+		if retried.Verification.Status != treasury.CounterpartyVerificationStatusPending || retried.Verification.FailureCode != nil {
+			t.Fatalf("verified again: %+v", retried.Verification)
+		}
+		failed = waitVerification(t, failing.Id, treasury.CounterpartyVerificationStatusFailed)
+		if failed.Verification.FailureCode == nil || *failed.Verification.FailureCode != "R03" {
+			t.Fatalf("failed again: %+v", failed.Verification)
+		}
+	})
+	if main.Verification.Status != treasury.CounterpartyVerificationStatusVerified {
+		t.FailNow()
+	}
+
+	t.Run("events and webhook", func(t *testing.T) {
+		want := map[treasury.EventType]string{
+			treasury.EventTypeCounterpartyVerified:           main.Id,
+			treasury.EventTypeCounterpartyVerificationFailed: failing.Id,
+		}
+		for typ, id := range want {
+			var events []treasury.Event
+			eventually(t, 10*time.Second, string(typ)+" events", func() (bool, error) {
+				var err error
+				events, err = treasury.Collect(c.Events.List(ctx, &treasury.ListEventsParams{Type: treasury.Ptr(treasury.ListEventsParamsType(typ))}))
+				return len(events) >= 1, err
+			})
+			for _, ev := range events {
+				cp := objectAs[treasury.Counterparty](t, ev.Data.Object)
+				if ev.Type != typ || cp.Id != id {
+					t.Fatalf("%s events: %+v", typ, events)
+				}
+				if _, has := ev.Data.Object["account_number"]; has {
+					t.Fatalf("an event with the account number: %+v", ev.Data.Object)
+				}
+				switch typ {
+				case treasury.EventTypeCounterpartyVerified:
+					if cp.Verification.Status != treasury.CounterpartyVerificationStatusVerified {
+						t.Fatalf("counterparty.verified's counterparty: %+v", cp)
+					}
+				case treasury.EventTypeCounterpartyVerificationFailed:
+					if cp.Verification.Status != treasury.CounterpartyVerificationStatusFailed ||
+						cp.Verification.FailureCode == nil || *cp.Verification.FailureCode != "R03" {
+						t.Fatalf("counterparty.verification_failed's counterparty: %+v", cp)
+					}
+				}
+			}
+		}
+		missing := map[string]bool{}
+		for typ, id := range want {
+			missing[string(typ)+" "+id] = true
+		}
+		timeout := time.After(20 * time.Second)
+		for len(missing) > 0 {
+			select {
+			case d := <-received:
+				ev, err := webhooks.Verify(d.body, d.header, *wh.Secret)
+				if err != nil {
+					t.Fatalf("verify a delivery: %v", err)
+				}
+				if _, ok := want[ev.Type]; !ok {
+					t.Fatalf("an endpoint of the counterparty events received %s", ev.Type)
+				}
+				if strings.Contains(string(d.body), numbers["main"]) {
+					t.Fatalf("a delivery with the account number: %s", d.body)
+				}
+				delete(missing, string(ev.Type)+" "+fmt.Sprint(ev.Data.Object["id"]))
+			case <-timeout:
+				t.Fatalf("deliveries not received: %v", missing)
+			}
+		}
+	})
+
+	// An account to pay from.
+	va := newAccount(t, ctx, c, plat.Id, unique("cp-payer"))
+	approveKYB(t, ctx, c, va.Id)
+	fund(t, ctx, c, va.Id, 100_000)
+	payTo := func(cpID string) treasury.PaymentRequest {
+		return treasury.PaymentRequest{VirtualAccountId: va.Id, Amount: 1_000, Rail: treasury.PaymentRequestRailRtp,
+			CounterpartyId: treasury.Ptr(cpID), Description: treasury.Ptr("to a counterparty")}
+	}
+
+	t.Run("pay a counterparty", func(t *testing.T) {
+		p := must(c.Payments.Create(ctx, payTo(main.Id)))(t)
+		want := treasury.Destination{Name: main.Name, AccountNumber: numbers["main"], RoutingNumber: main.RoutingNumber}
+		if p.CounterpartyId == nil || *p.CounterpartyId != main.Id || p.Destination != want {
+			t.Fatalf("a payment to %s: %+v, destination %+v", main.Id, p, p.Destination)
+		}
+		if got := must(c.Payments.Retrieve(ctx, p.Id))(t); got.CounterpartyId == nil || *got.CounterpartyId != main.Id || got.Destination != want {
+			t.Fatalf("retrieved %+v", got)
+		}
+		// A payment to a raw destination has none.
+		raw := must(c.Payments.Create(ctx, treasury.PaymentRequest{VirtualAccountId: va.Id, Amount: 1_000,
+			Rail: treasury.PaymentRequestRailRtp, Destination: &goodDestination}))(t)
+		if raw.CounterpartyId != nil {
+			t.Fatalf("a payment to a destination: %+v", raw)
+		}
+		// Both, or neither: 400 naming counterparty_id.
+		both := payTo(main.Id)
+		both.Destination = &goodDestination
+		_, err := c.Payments.Create(ctx, both)
+		if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, ""); e.Param != "counterparty_id" {
+			t.Fatalf("both: param %q", e.Param)
+		}
+		neither := payTo(main.Id)
+		neither.CounterpartyId = nil
+		_, err = c.Payments.Create(ctx, neither)
+		if e := requireAPIError(t, err, treasury.ErrBadRequest, treasury.KindBadRequest, 400, ""); e.Param != "counterparty_id" {
+			t.Fatalf("neither: param %q", e.Param)
+		}
+		// An unknown counterparty: 404.
+		_, err = c.Payments.Create(ctx, payTo("cp_01jh3v9a2b3c4d5e6f7g8h9j0p"))
+		if e := requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found"); e.Param != "counterparty_id" {
+			t.Fatalf("an unknown counterparty: param %q", e.Param)
+		}
+	})
+
+	t.Run("require_verified_counterparty", func(t *testing.T) {
+		if s := must(c.Platform.Settings.Retrieve(ctx))(t); s.RequireVerifiedCounterparty {
+			t.Fatalf("require_verified_counterparty on by default: %+v", s)
+		}
+		on := must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{RequireVerifiedCounterparty: treasury.Ptr(true)}))(t)
+		restored := false
+		t.Cleanup(func() {
+			if !restored {
+				_, _ = c.Platform.Settings.Update(context.Background(), treasury.UpdateSettingsRequest{RequireVerifiedCounterparty: treasury.Ptr(false)})
+			}
+		})
+		if !on.RequireVerifiedCounterparty {
+			t.Fatalf("settings: %+v", on)
+		}
+		_, err := c.Payments.Create(ctx, payTo(second.Id))
+		e := requireAPIError(t, err, treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "counterparty_not_verified")
+		if e.Param != "counterparty_id" || e.ResourceID != second.Id {
+			t.Fatalf("an unverified counterparty: param %q, resource %q", e.Param, e.ResourceID)
+		}
+		_, err = c.Payments.Create(ctx, payTo(failing.Id))
+		requireAPIError(t, err, treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "counterparty_not_verified")
+		_, err = c.Payments.Create(ctx, treasury.PaymentRequest{VirtualAccountId: va.Id, Amount: 1_000,
+			Rail: treasury.PaymentRequestRailRtp, Destination: &goodDestination})
+		if e := requireAPIError(t, err, treasury.ErrUnprocessableEntity, treasury.KindUnprocessableEntity, 422, "counterparty_not_verified"); e.Param != "destination" {
+			t.Fatalf("a raw destination: param %q", e.Param)
+		}
+		// A verified counterparty is paid.
+		if p := must(c.Payments.Create(ctx, payTo(main.Id)))(t); p.CounterpartyId == nil || *p.CounterpartyId != main.Id {
+			t.Fatalf("a payment to the verified counterparty: %+v", p)
+		}
+		off := must(c.Platform.Settings.Update(ctx, treasury.UpdateSettingsRequest{RequireVerifiedCounterparty: treasury.Ptr(false)}))(t)
+		restored = true
+		if off.RequireVerifiedCounterparty {
+			t.Fatalf("settings: %+v", off)
+		}
+		if p := must(c.Payments.Create(ctx, payTo(second.Id)))(t); p.CounterpartyId == nil || *p.CounterpartyId != second.Id {
+			t.Fatalf("a payment to an unverified counterparty, the setting off: %+v", p)
+		}
+	})
+
+	t.Run("another platform", func(t *testing.T) {
+		_, err := stranger.Counterparties.Retrieve(ctx, main.Id)
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		_, err = stranger.Counterparties.Verify(ctx, second.Id, treasury.VerifyCounterpartyRequest{})
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		_, err = stranger.Counterparties.Delete(ctx, main.Id)
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		if got := must(c.Counterparties.Retrieve(ctx, main.Id))(t); got.Id != main.Id {
+			t.Fatalf("after another platform's delete: %+v", got)
+		}
+	})
+
+	t.Run("live", func(t *testing.T) {
+		live := must(op.Platforms.EnableLive(ctx, plat.Id))(t)
+		lc, lrec := newClient(t, *live.LiveApiKey.Secret)
+		// The sandbox's counterparty is not the live environment's.
+		_, err := lc.Counterparties.Retrieve(ctx, main.Id)
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		number := accountNumber()
+		req := request("live", number)
+		lcp := must(lc.Counterparties.Create(ctx, req))(t)
+		if lcp.Environment != treasury.CounterpartyEnvironmentLive || lcp.AccountNumberLast4 != number[len(number)-4:] {
+			t.Fatalf("a live counterparty: %+v", lcp)
+		}
+		_, err = lc.Counterparties.Verify(ctx, lcp.Id, treasury.VerifyCounterpartyRequest{})
+		e := requireAPIError(t, err, treasury.ErrInternalServer, treasury.KindInternalServer, 501, "not_implemented")
+		if v := e.Header.Get("X-Should-Retry"); v != "false" {
+			t.Fatalf("a 501 with x-should-retry %q", v)
+		}
+		sent := 0
+		for _, a := range lrec.snapshot() {
+			if a.method == http.MethodPost && a.path == "/counterparties/"+lcp.Id+"/verify" {
+				sent++
+			}
+		}
+		if sent != 1 {
+			t.Fatalf("the 501 was sent %d times, want once", sent)
+		}
+		// Nothing changed.
+		if got := must(lc.Counterparties.Retrieve(ctx, lcp.Id))(t); got.Verification.Status != treasury.CounterpartyVerificationStatusUnverified {
+			t.Fatalf("after the 501: %+v", got.Verification)
+		}
+		gone := must(lc.Counterparties.Delete(ctx, lcp.Id))(t)
+		if gone.Id != lcp.Id || !bool(gone.Deleted) {
+			t.Fatalf("live delete: %+v", gone)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		gone := must(c.Counterparties.Delete(ctx, third.Id))(t)
+		if gone.Id != third.Id || gone.Object != treasury.DeletedCounterpartyObjectCounterparty || gone.Deleted != treasury.DeletedCounterpartyDeletedTrue {
+			t.Fatalf("deleted: %+v", gone)
+		}
+		_, err := c.Counterparties.Retrieve(ctx, third.Id)
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		_, err = c.Counterparties.Delete(ctx, third.Id)
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		_, err = c.Counterparties.Verify(ctx, third.Id, treasury.VerifyCounterpartyRequest{})
+		requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found")
+		_, err = c.Payments.Create(ctx, payTo(third.Id))
+		if e := requireAPIError(t, err, treasury.ErrNotFound, treasury.KindNotFound, 404, "not_found"); e.Param != "counterparty_id" {
+			t.Fatalf("a payment to a deleted counterparty: param %q", e.Param)
+		}
+		ids, _ := listIDs(t, treasury.ListCounterpartiesParams{Metadata: &treasury.MetadataFilter{"batch": batch, "kind": "main"}})
+		if want := []string{second.Id, main.Id}; !reflect.DeepEqual(ids, want) {
+			t.Fatalf("after the delete: %v, want %v", ids, want)
 		}
 	})
 }

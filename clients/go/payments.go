@@ -10,7 +10,20 @@ import (
 // PaymentsService is payments (/payments).
 type PaymentsService struct{ c *Client }
 
-// Create sends a payment (POST /payments). The Idempotency-Key header and the
+// Create sends a payment (POST /payments) to exactly one of body.Destination
+// (an account number, routing number and name) and body.CounterpartyId (a
+// saved counterparty, "cp_…": see Counterparties): both or neither is a
+// BadRequestError with Param counterparty_id. A payment to a counterparty
+// copies its name, account and routing numbers into the payment's Destination
+// and carries CounterpartyId (nil on payments to a raw destination); an
+// unknown, deleted, or another platform's or environment's counterparty is a
+// NotFoundError with Param counterparty_id. With the platform setting
+// require_verified_counterparty on (Platform.Settings.Update), a payment to a
+// counterparty that is not verified, or to a raw destination, is an
+// UnprocessableEntityError with code counterparty_not_verified (Param
+// counterparty_id and ResourceID the counterparty, or Param destination).
+//
+// The Idempotency-Key header and the
 // body's idempotency_key are the same: body.IdempotencyKey if set, else the
 // key of WithIdempotencyKey, else a random one. Sending the same key and body
 // again returns the original payment (a replay); the same key with another

@@ -219,6 +219,129 @@ func (e BookTransferListObject) Valid() bool {
 	}
 }
 
+// Defines values for CounterpartyAccountType.
+const (
+	CounterpartyAccountTypeChecking CounterpartyAccountType = "checking"
+	CounterpartyAccountTypeSavings  CounterpartyAccountType = "savings"
+)
+
+// Valid indicates whether the value is a known member of the CounterpartyAccountType enum.
+func (e CounterpartyAccountType) Valid() bool {
+	switch e {
+	case CounterpartyAccountTypeChecking:
+		return true
+	case CounterpartyAccountTypeSavings:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CounterpartyEnvironment.
+const (
+	CounterpartyEnvironmentLive    CounterpartyEnvironment = "live"
+	CounterpartyEnvironmentSandbox CounterpartyEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the CounterpartyEnvironment enum.
+func (e CounterpartyEnvironment) Valid() bool {
+	switch e {
+	case CounterpartyEnvironmentLive:
+		return true
+	case CounterpartyEnvironmentSandbox:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CounterpartyObject.
+const (
+	CounterpartyObjectCounterparty CounterpartyObject = "counterparty"
+)
+
+// Valid indicates whether the value is a known member of the CounterpartyObject enum.
+func (e CounterpartyObject) Valid() bool {
+	switch e {
+	case CounterpartyObjectCounterparty:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CounterpartyListObject.
+const (
+	CounterpartyListObjectList CounterpartyListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the CounterpartyListObject enum.
+func (e CounterpartyListObject) Valid() bool {
+	switch e {
+	case CounterpartyListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CounterpartyRequestAccountType.
+const (
+	CounterpartyRequestAccountTypeChecking CounterpartyRequestAccountType = "checking"
+	CounterpartyRequestAccountTypeSavings  CounterpartyRequestAccountType = "savings"
+)
+
+// Valid indicates whether the value is a known member of the CounterpartyRequestAccountType enum.
+func (e CounterpartyRequestAccountType) Valid() bool {
+	switch e {
+	case CounterpartyRequestAccountTypeChecking:
+		return true
+	case CounterpartyRequestAccountTypeSavings:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CounterpartyVerificationMethod.
+const (
+	CounterpartyVerificationMethodPrenote CounterpartyVerificationMethod = "prenote"
+)
+
+// Valid indicates whether the value is a known member of the CounterpartyVerificationMethod enum.
+func (e CounterpartyVerificationMethod) Valid() bool {
+	switch e {
+	case CounterpartyVerificationMethodPrenote:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CounterpartyVerificationStatus.
+const (
+	CounterpartyVerificationStatusFailed     CounterpartyVerificationStatus = "failed"
+	CounterpartyVerificationStatusPending    CounterpartyVerificationStatus = "pending"
+	CounterpartyVerificationStatusUnverified CounterpartyVerificationStatus = "unverified"
+	CounterpartyVerificationStatusVerified   CounterpartyVerificationStatus = "verified"
+)
+
+// Valid indicates whether the value is a known member of the CounterpartyVerificationStatus enum.
+func (e CounterpartyVerificationStatus) Valid() bool {
+	switch e {
+	case CounterpartyVerificationStatusFailed:
+		return true
+	case CounterpartyVerificationStatusPending:
+		return true
+	case CounterpartyVerificationStatusUnverified:
+		return true
+	case CounterpartyVerificationStatusVerified:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateAPIKeyRequestEnvironment.
 const (
 	CreateAPIKeyRequestEnvironmentLive    CreateAPIKeyRequestEnvironment = "live"
@@ -257,25 +380,27 @@ func (e CreateVirtualAccountRequestType) Valid() bool {
 
 // Defines values for CreateWebhookRequestEvents.
 const (
-	CreateWebhookRequestEventsAsterisk                    CreateWebhookRequestEvents = "*"
-	CreateWebhookRequestEventsBookTransferCompleted       CreateWebhookRequestEvents = "book_transfer.completed"
-	CreateWebhookRequestEventsInboundTransferCompleted    CreateWebhookRequestEvents = "inbound_transfer.completed"
-	CreateWebhookRequestEventsKybApproved                 CreateWebhookRequestEvents = "kyb.approved"
-	CreateWebhookRequestEventsKybPendingReview            CreateWebhookRequestEvents = "kyb.pending_review"
-	CreateWebhookRequestEventsKybRejected                 CreateWebhookRequestEvents = "kyb.rejected"
-	CreateWebhookRequestEventsLedgerEntryCreated          CreateWebhookRequestEvents = "ledger.entry.created"
-	CreateWebhookRequestEventsPaymentApproved             CreateWebhookRequestEvents = "payment.approved"
-	CreateWebhookRequestEventsPaymentCanceled             CreateWebhookRequestEvents = "payment.canceled"
-	CreateWebhookRequestEventsPaymentCompleted            CreateWebhookRequestEvents = "payment.completed"
-	CreateWebhookRequestEventsPaymentCreated              CreateWebhookRequestEvents = "payment.created"
-	CreateWebhookRequestEventsPaymentDenied               CreateWebhookRequestEvents = "payment.denied"
-	CreateWebhookRequestEventsPaymentFailed               CreateWebhookRequestEvents = "payment.failed"
-	CreateWebhookRequestEventsPaymentNotificationOfChange CreateWebhookRequestEvents = "payment.notification_of_change"
-	CreateWebhookRequestEventsPaymentReleased             CreateWebhookRequestEvents = "payment.released"
-	CreateWebhookRequestEventsPaymentRequiresApproval     CreateWebhookRequestEvents = "payment.requires_approval"
-	CreateWebhookRequestEventsPaymentSubmitted            CreateWebhookRequestEvents = "payment.submitted"
-	CreateWebhookRequestEventsVirtualAccountCreated       CreateWebhookRequestEvents = "virtual_account.created"
-	CreateWebhookRequestEventsWebhookTest                 CreateWebhookRequestEvents = "webhook.test"
+	CreateWebhookRequestEventsAsterisk                       CreateWebhookRequestEvents = "*"
+	CreateWebhookRequestEventsBookTransferCompleted          CreateWebhookRequestEvents = "book_transfer.completed"
+	CreateWebhookRequestEventsCounterpartyVerificationFailed CreateWebhookRequestEvents = "counterparty.verification_failed"
+	CreateWebhookRequestEventsCounterpartyVerified           CreateWebhookRequestEvents = "counterparty.verified"
+	CreateWebhookRequestEventsInboundTransferCompleted       CreateWebhookRequestEvents = "inbound_transfer.completed"
+	CreateWebhookRequestEventsKybApproved                    CreateWebhookRequestEvents = "kyb.approved"
+	CreateWebhookRequestEventsKybPendingReview               CreateWebhookRequestEvents = "kyb.pending_review"
+	CreateWebhookRequestEventsKybRejected                    CreateWebhookRequestEvents = "kyb.rejected"
+	CreateWebhookRequestEventsLedgerEntryCreated             CreateWebhookRequestEvents = "ledger.entry.created"
+	CreateWebhookRequestEventsPaymentApproved                CreateWebhookRequestEvents = "payment.approved"
+	CreateWebhookRequestEventsPaymentCanceled                CreateWebhookRequestEvents = "payment.canceled"
+	CreateWebhookRequestEventsPaymentCompleted               CreateWebhookRequestEvents = "payment.completed"
+	CreateWebhookRequestEventsPaymentCreated                 CreateWebhookRequestEvents = "payment.created"
+	CreateWebhookRequestEventsPaymentDenied                  CreateWebhookRequestEvents = "payment.denied"
+	CreateWebhookRequestEventsPaymentFailed                  CreateWebhookRequestEvents = "payment.failed"
+	CreateWebhookRequestEventsPaymentNotificationOfChange    CreateWebhookRequestEvents = "payment.notification_of_change"
+	CreateWebhookRequestEventsPaymentReleased                CreateWebhookRequestEvents = "payment.released"
+	CreateWebhookRequestEventsPaymentRequiresApproval        CreateWebhookRequestEvents = "payment.requires_approval"
+	CreateWebhookRequestEventsPaymentSubmitted               CreateWebhookRequestEvents = "payment.submitted"
+	CreateWebhookRequestEventsVirtualAccountCreated          CreateWebhookRequestEvents = "virtual_account.created"
+	CreateWebhookRequestEventsWebhookTest                    CreateWebhookRequestEvents = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the CreateWebhookRequestEvents enum.
@@ -284,6 +409,10 @@ func (e CreateWebhookRequestEvents) Valid() bool {
 	case CreateWebhookRequestEventsAsterisk:
 		return true
 	case CreateWebhookRequestEventsBookTransferCompleted:
+		return true
+	case CreateWebhookRequestEventsCounterpartyVerificationFailed:
+		return true
+	case CreateWebhookRequestEventsCounterpartyVerified:
 		return true
 	case CreateWebhookRequestEventsInboundTransferCompleted:
 		return true
@@ -336,6 +465,36 @@ func (e CreateWebhookRequestStatus) Valid() bool {
 	case CreateWebhookRequestStatusDisabled:
 		return true
 	case CreateWebhookRequestStatusEnabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeletedCounterpartyDeleted.
+const (
+	DeletedCounterpartyDeletedTrue DeletedCounterpartyDeleted = true
+)
+
+// Valid indicates whether the value is a known member of the DeletedCounterpartyDeleted enum.
+func (e DeletedCounterpartyDeleted) Valid() bool {
+	switch e {
+	case DeletedCounterpartyDeletedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeletedCounterpartyObject.
+const (
+	DeletedCounterpartyObjectCounterparty DeletedCounterpartyObject = "counterparty"
+)
+
+// Valid indicates whether the value is a known member of the DeletedCounterpartyObject enum.
+func (e DeletedCounterpartyObject) Valid() bool {
+	switch e {
+	case DeletedCounterpartyObjectCounterparty:
 		return true
 	default:
 		return false
@@ -407,30 +566,36 @@ func (e EventObject) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypeBookTransferCompleted       EventType = "book_transfer.completed"
-	EventTypeInboundTransferCompleted    EventType = "inbound_transfer.completed"
-	EventTypeKybApproved                 EventType = "kyb.approved"
-	EventTypeKybPendingReview            EventType = "kyb.pending_review"
-	EventTypeKybRejected                 EventType = "kyb.rejected"
-	EventTypeLedgerEntryCreated          EventType = "ledger.entry.created"
-	EventTypePaymentApproved             EventType = "payment.approved"
-	EventTypePaymentCanceled             EventType = "payment.canceled"
-	EventTypePaymentCompleted            EventType = "payment.completed"
-	EventTypePaymentCreated              EventType = "payment.created"
-	EventTypePaymentDenied               EventType = "payment.denied"
-	EventTypePaymentFailed               EventType = "payment.failed"
-	EventTypePaymentNotificationOfChange EventType = "payment.notification_of_change"
-	EventTypePaymentReleased             EventType = "payment.released"
-	EventTypePaymentRequiresApproval     EventType = "payment.requires_approval"
-	EventTypePaymentSubmitted            EventType = "payment.submitted"
-	EventTypeVirtualAccountCreated       EventType = "virtual_account.created"
-	EventTypeWebhookTest                 EventType = "webhook.test"
+	EventTypeBookTransferCompleted          EventType = "book_transfer.completed"
+	EventTypeCounterpartyVerificationFailed EventType = "counterparty.verification_failed"
+	EventTypeCounterpartyVerified           EventType = "counterparty.verified"
+	EventTypeInboundTransferCompleted       EventType = "inbound_transfer.completed"
+	EventTypeKybApproved                    EventType = "kyb.approved"
+	EventTypeKybPendingReview               EventType = "kyb.pending_review"
+	EventTypeKybRejected                    EventType = "kyb.rejected"
+	EventTypeLedgerEntryCreated             EventType = "ledger.entry.created"
+	EventTypePaymentApproved                EventType = "payment.approved"
+	EventTypePaymentCanceled                EventType = "payment.canceled"
+	EventTypePaymentCompleted               EventType = "payment.completed"
+	EventTypePaymentCreated                 EventType = "payment.created"
+	EventTypePaymentDenied                  EventType = "payment.denied"
+	EventTypePaymentFailed                  EventType = "payment.failed"
+	EventTypePaymentNotificationOfChange    EventType = "payment.notification_of_change"
+	EventTypePaymentReleased                EventType = "payment.released"
+	EventTypePaymentRequiresApproval        EventType = "payment.requires_approval"
+	EventTypePaymentSubmitted               EventType = "payment.submitted"
+	EventTypeVirtualAccountCreated          EventType = "virtual_account.created"
+	EventTypeWebhookTest                    EventType = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
 	case EventTypeBookTransferCompleted:
+		return true
+	case EventTypeCounterpartyVerificationFailed:
+		return true
+	case EventTypeCounterpartyVerified:
 		return true
 	case EventTypeInboundTransferCompleted:
 		return true
@@ -2234,30 +2399,36 @@ func (e PlatformWithKeysStatus) Valid() bool {
 
 // Defines values for QueuedWebhookDeliveryEventType.
 const (
-	QueuedWebhookDeliveryEventTypeBookTransferCompleted       QueuedWebhookDeliveryEventType = "book_transfer.completed"
-	QueuedWebhookDeliveryEventTypeInboundTransferCompleted    QueuedWebhookDeliveryEventType = "inbound_transfer.completed"
-	QueuedWebhookDeliveryEventTypeKybApproved                 QueuedWebhookDeliveryEventType = "kyb.approved"
-	QueuedWebhookDeliveryEventTypeKybPendingReview            QueuedWebhookDeliveryEventType = "kyb.pending_review"
-	QueuedWebhookDeliveryEventTypeKybRejected                 QueuedWebhookDeliveryEventType = "kyb.rejected"
-	QueuedWebhookDeliveryEventTypeLedgerEntryCreated          QueuedWebhookDeliveryEventType = "ledger.entry.created"
-	QueuedWebhookDeliveryEventTypePaymentApproved             QueuedWebhookDeliveryEventType = "payment.approved"
-	QueuedWebhookDeliveryEventTypePaymentCanceled             QueuedWebhookDeliveryEventType = "payment.canceled"
-	QueuedWebhookDeliveryEventTypePaymentCompleted            QueuedWebhookDeliveryEventType = "payment.completed"
-	QueuedWebhookDeliveryEventTypePaymentCreated              QueuedWebhookDeliveryEventType = "payment.created"
-	QueuedWebhookDeliveryEventTypePaymentDenied               QueuedWebhookDeliveryEventType = "payment.denied"
-	QueuedWebhookDeliveryEventTypePaymentFailed               QueuedWebhookDeliveryEventType = "payment.failed"
-	QueuedWebhookDeliveryEventTypePaymentNotificationOfChange QueuedWebhookDeliveryEventType = "payment.notification_of_change"
-	QueuedWebhookDeliveryEventTypePaymentReleased             QueuedWebhookDeliveryEventType = "payment.released"
-	QueuedWebhookDeliveryEventTypePaymentRequiresApproval     QueuedWebhookDeliveryEventType = "payment.requires_approval"
-	QueuedWebhookDeliveryEventTypePaymentSubmitted            QueuedWebhookDeliveryEventType = "payment.submitted"
-	QueuedWebhookDeliveryEventTypeVirtualAccountCreated       QueuedWebhookDeliveryEventType = "virtual_account.created"
-	QueuedWebhookDeliveryEventTypeWebhookTest                 QueuedWebhookDeliveryEventType = "webhook.test"
+	QueuedWebhookDeliveryEventTypeBookTransferCompleted          QueuedWebhookDeliveryEventType = "book_transfer.completed"
+	QueuedWebhookDeliveryEventTypeCounterpartyVerificationFailed QueuedWebhookDeliveryEventType = "counterparty.verification_failed"
+	QueuedWebhookDeliveryEventTypeCounterpartyVerified           QueuedWebhookDeliveryEventType = "counterparty.verified"
+	QueuedWebhookDeliveryEventTypeInboundTransferCompleted       QueuedWebhookDeliveryEventType = "inbound_transfer.completed"
+	QueuedWebhookDeliveryEventTypeKybApproved                    QueuedWebhookDeliveryEventType = "kyb.approved"
+	QueuedWebhookDeliveryEventTypeKybPendingReview               QueuedWebhookDeliveryEventType = "kyb.pending_review"
+	QueuedWebhookDeliveryEventTypeKybRejected                    QueuedWebhookDeliveryEventType = "kyb.rejected"
+	QueuedWebhookDeliveryEventTypeLedgerEntryCreated             QueuedWebhookDeliveryEventType = "ledger.entry.created"
+	QueuedWebhookDeliveryEventTypePaymentApproved                QueuedWebhookDeliveryEventType = "payment.approved"
+	QueuedWebhookDeliveryEventTypePaymentCanceled                QueuedWebhookDeliveryEventType = "payment.canceled"
+	QueuedWebhookDeliveryEventTypePaymentCompleted               QueuedWebhookDeliveryEventType = "payment.completed"
+	QueuedWebhookDeliveryEventTypePaymentCreated                 QueuedWebhookDeliveryEventType = "payment.created"
+	QueuedWebhookDeliveryEventTypePaymentDenied                  QueuedWebhookDeliveryEventType = "payment.denied"
+	QueuedWebhookDeliveryEventTypePaymentFailed                  QueuedWebhookDeliveryEventType = "payment.failed"
+	QueuedWebhookDeliveryEventTypePaymentNotificationOfChange    QueuedWebhookDeliveryEventType = "payment.notification_of_change"
+	QueuedWebhookDeliveryEventTypePaymentReleased                QueuedWebhookDeliveryEventType = "payment.released"
+	QueuedWebhookDeliveryEventTypePaymentRequiresApproval        QueuedWebhookDeliveryEventType = "payment.requires_approval"
+	QueuedWebhookDeliveryEventTypePaymentSubmitted               QueuedWebhookDeliveryEventType = "payment.submitted"
+	QueuedWebhookDeliveryEventTypeVirtualAccountCreated          QueuedWebhookDeliveryEventType = "virtual_account.created"
+	QueuedWebhookDeliveryEventTypeWebhookTest                    QueuedWebhookDeliveryEventType = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the QueuedWebhookDeliveryEventType enum.
 func (e QueuedWebhookDeliveryEventType) Valid() bool {
 	switch e {
 	case QueuedWebhookDeliveryEventTypeBookTransferCompleted:
+		return true
+	case QueuedWebhookDeliveryEventTypeCounterpartyVerificationFailed:
+		return true
+	case QueuedWebhookDeliveryEventTypeCounterpartyVerified:
 		return true
 	case QueuedWebhookDeliveryEventTypeInboundTransferCompleted:
 		return true
@@ -2651,25 +2822,27 @@ func (e TransactionListObject) Valid() bool {
 
 // Defines values for UpdateWebhookRequestEvents.
 const (
-	UpdateWebhookRequestEventsAsterisk                    UpdateWebhookRequestEvents = "*"
-	UpdateWebhookRequestEventsBookTransferCompleted       UpdateWebhookRequestEvents = "book_transfer.completed"
-	UpdateWebhookRequestEventsInboundTransferCompleted    UpdateWebhookRequestEvents = "inbound_transfer.completed"
-	UpdateWebhookRequestEventsKybApproved                 UpdateWebhookRequestEvents = "kyb.approved"
-	UpdateWebhookRequestEventsKybPendingReview            UpdateWebhookRequestEvents = "kyb.pending_review"
-	UpdateWebhookRequestEventsKybRejected                 UpdateWebhookRequestEvents = "kyb.rejected"
-	UpdateWebhookRequestEventsLedgerEntryCreated          UpdateWebhookRequestEvents = "ledger.entry.created"
-	UpdateWebhookRequestEventsPaymentApproved             UpdateWebhookRequestEvents = "payment.approved"
-	UpdateWebhookRequestEventsPaymentCanceled             UpdateWebhookRequestEvents = "payment.canceled"
-	UpdateWebhookRequestEventsPaymentCompleted            UpdateWebhookRequestEvents = "payment.completed"
-	UpdateWebhookRequestEventsPaymentCreated              UpdateWebhookRequestEvents = "payment.created"
-	UpdateWebhookRequestEventsPaymentDenied               UpdateWebhookRequestEvents = "payment.denied"
-	UpdateWebhookRequestEventsPaymentFailed               UpdateWebhookRequestEvents = "payment.failed"
-	UpdateWebhookRequestEventsPaymentNotificationOfChange UpdateWebhookRequestEvents = "payment.notification_of_change"
-	UpdateWebhookRequestEventsPaymentReleased             UpdateWebhookRequestEvents = "payment.released"
-	UpdateWebhookRequestEventsPaymentRequiresApproval     UpdateWebhookRequestEvents = "payment.requires_approval"
-	UpdateWebhookRequestEventsPaymentSubmitted            UpdateWebhookRequestEvents = "payment.submitted"
-	UpdateWebhookRequestEventsVirtualAccountCreated       UpdateWebhookRequestEvents = "virtual_account.created"
-	UpdateWebhookRequestEventsWebhookTest                 UpdateWebhookRequestEvents = "webhook.test"
+	UpdateWebhookRequestEventsAsterisk                       UpdateWebhookRequestEvents = "*"
+	UpdateWebhookRequestEventsBookTransferCompleted          UpdateWebhookRequestEvents = "book_transfer.completed"
+	UpdateWebhookRequestEventsCounterpartyVerificationFailed UpdateWebhookRequestEvents = "counterparty.verification_failed"
+	UpdateWebhookRequestEventsCounterpartyVerified           UpdateWebhookRequestEvents = "counterparty.verified"
+	UpdateWebhookRequestEventsInboundTransferCompleted       UpdateWebhookRequestEvents = "inbound_transfer.completed"
+	UpdateWebhookRequestEventsKybApproved                    UpdateWebhookRequestEvents = "kyb.approved"
+	UpdateWebhookRequestEventsKybPendingReview               UpdateWebhookRequestEvents = "kyb.pending_review"
+	UpdateWebhookRequestEventsKybRejected                    UpdateWebhookRequestEvents = "kyb.rejected"
+	UpdateWebhookRequestEventsLedgerEntryCreated             UpdateWebhookRequestEvents = "ledger.entry.created"
+	UpdateWebhookRequestEventsPaymentApproved                UpdateWebhookRequestEvents = "payment.approved"
+	UpdateWebhookRequestEventsPaymentCanceled                UpdateWebhookRequestEvents = "payment.canceled"
+	UpdateWebhookRequestEventsPaymentCompleted               UpdateWebhookRequestEvents = "payment.completed"
+	UpdateWebhookRequestEventsPaymentCreated                 UpdateWebhookRequestEvents = "payment.created"
+	UpdateWebhookRequestEventsPaymentDenied                  UpdateWebhookRequestEvents = "payment.denied"
+	UpdateWebhookRequestEventsPaymentFailed                  UpdateWebhookRequestEvents = "payment.failed"
+	UpdateWebhookRequestEventsPaymentNotificationOfChange    UpdateWebhookRequestEvents = "payment.notification_of_change"
+	UpdateWebhookRequestEventsPaymentReleased                UpdateWebhookRequestEvents = "payment.released"
+	UpdateWebhookRequestEventsPaymentRequiresApproval        UpdateWebhookRequestEvents = "payment.requires_approval"
+	UpdateWebhookRequestEventsPaymentSubmitted               UpdateWebhookRequestEvents = "payment.submitted"
+	UpdateWebhookRequestEventsVirtualAccountCreated          UpdateWebhookRequestEvents = "virtual_account.created"
+	UpdateWebhookRequestEventsWebhookTest                    UpdateWebhookRequestEvents = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the UpdateWebhookRequestEvents enum.
@@ -2678,6 +2851,10 @@ func (e UpdateWebhookRequestEvents) Valid() bool {
 	case UpdateWebhookRequestEventsAsterisk:
 		return true
 	case UpdateWebhookRequestEventsBookTransferCompleted:
+		return true
+	case UpdateWebhookRequestEventsCounterpartyVerificationFailed:
+		return true
+	case UpdateWebhookRequestEventsCounterpartyVerified:
 		return true
 	case UpdateWebhookRequestEventsInboundTransferCompleted:
 		return true
@@ -2730,6 +2907,21 @@ func (e UpdateWebhookRequestStatus) Valid() bool {
 	case UpdateWebhookRequestStatusDisabled:
 		return true
 	case UpdateWebhookRequestStatusEnabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VerifyCounterpartyRequestMethod.
+const (
+	VerifyCounterpartyRequestMethodPrenote VerifyCounterpartyRequestMethod = "prenote"
+)
+
+// Valid indicates whether the value is a known member of the VerifyCounterpartyRequestMethod enum.
+func (e VerifyCounterpartyRequestMethod) Valid() bool {
+	switch e {
+	case VerifyCounterpartyRequestMethodPrenote:
 		return true
 	default:
 		return false
@@ -2867,30 +3059,36 @@ func (e VirtualAccountListObject) Valid() bool {
 
 // Defines values for WebhookDeliveryEventType.
 const (
-	WebhookDeliveryEventTypeBookTransferCompleted       WebhookDeliveryEventType = "book_transfer.completed"
-	WebhookDeliveryEventTypeInboundTransferCompleted    WebhookDeliveryEventType = "inbound_transfer.completed"
-	WebhookDeliveryEventTypeKybApproved                 WebhookDeliveryEventType = "kyb.approved"
-	WebhookDeliveryEventTypeKybPendingReview            WebhookDeliveryEventType = "kyb.pending_review"
-	WebhookDeliveryEventTypeKybRejected                 WebhookDeliveryEventType = "kyb.rejected"
-	WebhookDeliveryEventTypeLedgerEntryCreated          WebhookDeliveryEventType = "ledger.entry.created"
-	WebhookDeliveryEventTypePaymentApproved             WebhookDeliveryEventType = "payment.approved"
-	WebhookDeliveryEventTypePaymentCanceled             WebhookDeliveryEventType = "payment.canceled"
-	WebhookDeliveryEventTypePaymentCompleted            WebhookDeliveryEventType = "payment.completed"
-	WebhookDeliveryEventTypePaymentCreated              WebhookDeliveryEventType = "payment.created"
-	WebhookDeliveryEventTypePaymentDenied               WebhookDeliveryEventType = "payment.denied"
-	WebhookDeliveryEventTypePaymentFailed               WebhookDeliveryEventType = "payment.failed"
-	WebhookDeliveryEventTypePaymentNotificationOfChange WebhookDeliveryEventType = "payment.notification_of_change"
-	WebhookDeliveryEventTypePaymentReleased             WebhookDeliveryEventType = "payment.released"
-	WebhookDeliveryEventTypePaymentRequiresApproval     WebhookDeliveryEventType = "payment.requires_approval"
-	WebhookDeliveryEventTypePaymentSubmitted            WebhookDeliveryEventType = "payment.submitted"
-	WebhookDeliveryEventTypeVirtualAccountCreated       WebhookDeliveryEventType = "virtual_account.created"
-	WebhookDeliveryEventTypeWebhookTest                 WebhookDeliveryEventType = "webhook.test"
+	WebhookDeliveryEventTypeBookTransferCompleted          WebhookDeliveryEventType = "book_transfer.completed"
+	WebhookDeliveryEventTypeCounterpartyVerificationFailed WebhookDeliveryEventType = "counterparty.verification_failed"
+	WebhookDeliveryEventTypeCounterpartyVerified           WebhookDeliveryEventType = "counterparty.verified"
+	WebhookDeliveryEventTypeInboundTransferCompleted       WebhookDeliveryEventType = "inbound_transfer.completed"
+	WebhookDeliveryEventTypeKybApproved                    WebhookDeliveryEventType = "kyb.approved"
+	WebhookDeliveryEventTypeKybPendingReview               WebhookDeliveryEventType = "kyb.pending_review"
+	WebhookDeliveryEventTypeKybRejected                    WebhookDeliveryEventType = "kyb.rejected"
+	WebhookDeliveryEventTypeLedgerEntryCreated             WebhookDeliveryEventType = "ledger.entry.created"
+	WebhookDeliveryEventTypePaymentApproved                WebhookDeliveryEventType = "payment.approved"
+	WebhookDeliveryEventTypePaymentCanceled                WebhookDeliveryEventType = "payment.canceled"
+	WebhookDeliveryEventTypePaymentCompleted               WebhookDeliveryEventType = "payment.completed"
+	WebhookDeliveryEventTypePaymentCreated                 WebhookDeliveryEventType = "payment.created"
+	WebhookDeliveryEventTypePaymentDenied                  WebhookDeliveryEventType = "payment.denied"
+	WebhookDeliveryEventTypePaymentFailed                  WebhookDeliveryEventType = "payment.failed"
+	WebhookDeliveryEventTypePaymentNotificationOfChange    WebhookDeliveryEventType = "payment.notification_of_change"
+	WebhookDeliveryEventTypePaymentReleased                WebhookDeliveryEventType = "payment.released"
+	WebhookDeliveryEventTypePaymentRequiresApproval        WebhookDeliveryEventType = "payment.requires_approval"
+	WebhookDeliveryEventTypePaymentSubmitted               WebhookDeliveryEventType = "payment.submitted"
+	WebhookDeliveryEventTypeVirtualAccountCreated          WebhookDeliveryEventType = "virtual_account.created"
+	WebhookDeliveryEventTypeWebhookTest                    WebhookDeliveryEventType = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the WebhookDeliveryEventType enum.
 func (e WebhookDeliveryEventType) Valid() bool {
 	switch e {
 	case WebhookDeliveryEventTypeBookTransferCompleted:
+		return true
+	case WebhookDeliveryEventTypeCounterpartyVerificationFailed:
+		return true
+	case WebhookDeliveryEventTypeCounterpartyVerified:
 		return true
 	case WebhookDeliveryEventTypeInboundTransferCompleted:
 		return true
@@ -3147,32 +3345,62 @@ func (e WebhookReplayRequestTypes) Valid() bool {
 	}
 }
 
+// Defines values for ListCounterpartiesParamsVerificationStatus.
+const (
+	ListCounterpartiesParamsVerificationStatusFailed     ListCounterpartiesParamsVerificationStatus = "failed"
+	ListCounterpartiesParamsVerificationStatusPending    ListCounterpartiesParamsVerificationStatus = "pending"
+	ListCounterpartiesParamsVerificationStatusUnverified ListCounterpartiesParamsVerificationStatus = "unverified"
+	ListCounterpartiesParamsVerificationStatusVerified   ListCounterpartiesParamsVerificationStatus = "verified"
+)
+
+// Valid indicates whether the value is a known member of the ListCounterpartiesParamsVerificationStatus enum.
+func (e ListCounterpartiesParamsVerificationStatus) Valid() bool {
+	switch e {
+	case ListCounterpartiesParamsVerificationStatusFailed:
+		return true
+	case ListCounterpartiesParamsVerificationStatusPending:
+		return true
+	case ListCounterpartiesParamsVerificationStatusUnverified:
+		return true
+	case ListCounterpartiesParamsVerificationStatusVerified:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListEventsParamsType.
 const (
-	ListEventsParamsTypeBookTransferCompleted       ListEventsParamsType = "book_transfer.completed"
-	ListEventsParamsTypeInboundTransferCompleted    ListEventsParamsType = "inbound_transfer.completed"
-	ListEventsParamsTypeKybApproved                 ListEventsParamsType = "kyb.approved"
-	ListEventsParamsTypeKybPendingReview            ListEventsParamsType = "kyb.pending_review"
-	ListEventsParamsTypeKybRejected                 ListEventsParamsType = "kyb.rejected"
-	ListEventsParamsTypeLedgerEntryCreated          ListEventsParamsType = "ledger.entry.created"
-	ListEventsParamsTypePaymentApproved             ListEventsParamsType = "payment.approved"
-	ListEventsParamsTypePaymentCanceled             ListEventsParamsType = "payment.canceled"
-	ListEventsParamsTypePaymentCompleted            ListEventsParamsType = "payment.completed"
-	ListEventsParamsTypePaymentCreated              ListEventsParamsType = "payment.created"
-	ListEventsParamsTypePaymentDenied               ListEventsParamsType = "payment.denied"
-	ListEventsParamsTypePaymentFailed               ListEventsParamsType = "payment.failed"
-	ListEventsParamsTypePaymentNotificationOfChange ListEventsParamsType = "payment.notification_of_change"
-	ListEventsParamsTypePaymentReleased             ListEventsParamsType = "payment.released"
-	ListEventsParamsTypePaymentRequiresApproval     ListEventsParamsType = "payment.requires_approval"
-	ListEventsParamsTypePaymentSubmitted            ListEventsParamsType = "payment.submitted"
-	ListEventsParamsTypeVirtualAccountCreated       ListEventsParamsType = "virtual_account.created"
-	ListEventsParamsTypeWebhookTest                 ListEventsParamsType = "webhook.test"
+	ListEventsParamsTypeBookTransferCompleted          ListEventsParamsType = "book_transfer.completed"
+	ListEventsParamsTypeCounterpartyVerificationFailed ListEventsParamsType = "counterparty.verification_failed"
+	ListEventsParamsTypeCounterpartyVerified           ListEventsParamsType = "counterparty.verified"
+	ListEventsParamsTypeInboundTransferCompleted       ListEventsParamsType = "inbound_transfer.completed"
+	ListEventsParamsTypeKybApproved                    ListEventsParamsType = "kyb.approved"
+	ListEventsParamsTypeKybPendingReview               ListEventsParamsType = "kyb.pending_review"
+	ListEventsParamsTypeKybRejected                    ListEventsParamsType = "kyb.rejected"
+	ListEventsParamsTypeLedgerEntryCreated             ListEventsParamsType = "ledger.entry.created"
+	ListEventsParamsTypePaymentApproved                ListEventsParamsType = "payment.approved"
+	ListEventsParamsTypePaymentCanceled                ListEventsParamsType = "payment.canceled"
+	ListEventsParamsTypePaymentCompleted               ListEventsParamsType = "payment.completed"
+	ListEventsParamsTypePaymentCreated                 ListEventsParamsType = "payment.created"
+	ListEventsParamsTypePaymentDenied                  ListEventsParamsType = "payment.denied"
+	ListEventsParamsTypePaymentFailed                  ListEventsParamsType = "payment.failed"
+	ListEventsParamsTypePaymentNotificationOfChange    ListEventsParamsType = "payment.notification_of_change"
+	ListEventsParamsTypePaymentReleased                ListEventsParamsType = "payment.released"
+	ListEventsParamsTypePaymentRequiresApproval        ListEventsParamsType = "payment.requires_approval"
+	ListEventsParamsTypePaymentSubmitted               ListEventsParamsType = "payment.submitted"
+	ListEventsParamsTypeVirtualAccountCreated          ListEventsParamsType = "virtual_account.created"
+	ListEventsParamsTypeWebhookTest                    ListEventsParamsType = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the ListEventsParamsType enum.
 func (e ListEventsParamsType) Valid() bool {
 	switch e {
 	case ListEventsParamsTypeBookTransferCompleted:
+		return true
+	case ListEventsParamsTypeCounterpartyVerificationFailed:
+		return true
+	case ListEventsParamsTypeCounterpartyVerified:
 		return true
 	case ListEventsParamsTypeInboundTransferCompleted:
 		return true
@@ -3879,6 +4107,98 @@ type ConfigurePlatformRequest_FeeSchedule struct {
 	Rtp *int `json:"rtp,omitempty"`
 }
 
+// Counterparty A bank account the platform pays again and again, saved once (API.md §12). The whole account number is kept (a payment to the counterparty copies it into its `destination`) but never shown: only its last four digits.
+type Counterparty struct {
+	// AccountNumberLast4 Examples: 4321
+	AccountNumberLast4 string                  `json:"account_number_last4"`
+	AccountType        CounterpartyAccountType `json:"account_type"`
+
+	// CreatedAt Examples: 2026-01-15T09:30:00.000Z
+	CreatedAt   time.Time               `json:"created_at"`
+	Environment CounterpartyEnvironment `json:"environment"`
+
+	// Id Examples: cp_01jh3v9a2b3c4d5e6f7g8h9j0p
+	Id string `json:"id"`
+
+	// Metadata Free-form string pairs for the client's own use: at most 50 keys, each 1 to 40 characters; values at most 500 characters.
+	//
+	// Examples: {"crm_id":"acct-4821"}
+	Metadata Metadata `json:"metadata"`
+
+	// Name The account holder's name; a payment's `destination.name` (screened at each payment).
+	Name          string             `json:"name"`
+	Object        CounterpartyObject `json:"object"`
+	RoutingNumber string             `json:"routing_number"`
+
+	// Verification How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's settlement passed without a return) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`).
+	Verification CounterpartyVerification `json:"verification"`
+}
+
+// CounterpartyAccountType defines model for Counterparty.AccountType.
+type CounterpartyAccountType string
+
+// CounterpartyEnvironment defines model for Counterparty.Environment.
+type CounterpartyEnvironment string
+
+// CounterpartyObject defines model for Counterparty.Object.
+type CounterpartyObject string
+
+// CounterpartyList A page of counterparties of the caller's environment, newest first (deleted ones left out).
+type CounterpartyList struct {
+	Data []Counterparty `json:"data"`
+
+	// HasMore Whether more items follow this page.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; null on the last page.
+	NextCursor *string                `json:"next_cursor"`
+	Object     CounterpartyListObject `json:"object"`
+}
+
+// CounterpartyListObject defines model for CounterpartyList.Object.
+type CounterpartyListObject string
+
+// CounterpartyRequest A counterparty to save. Checked as a payment's `destination` is (400, `param` the field).
+//
+// Examples: {"account_number":"987654321","account_type":"checking","name":"Initech LLC","routing_number":"021000021"}
+type CounterpartyRequest struct {
+	// AccountNumber 4 to 17 digits. Stored whole, shown by its last four. In the sandbox, the magic numbers of `POST /payments` fail a prenote with their ACH return code.
+	AccountNumber string                         `json:"account_number"`
+	AccountType   CounterpartyRequestAccountType `json:"account_type"`
+
+	// Metadata Free-form string pairs for the client's own use: at most 50 keys, each 1 to 40 characters; values at most 500 characters.
+	//
+	// Examples: {"crm_id":"acct-4821"}
+	Metadata *Metadata `json:"metadata,omitempty"`
+
+	// Name 1 to 80 characters, not only white space.
+	Name string `json:"name"`
+
+	// RoutingNumber 9 digits with a valid ABA checksum.
+	RoutingNumber string `json:"routing_number"`
+}
+
+// CounterpartyRequestAccountType defines model for CounterpartyRequest.AccountType.
+type CounterpartyRequestAccountType string
+
+// CounterpartyVerification How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's settlement passed without a return) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`).
+type CounterpartyVerification struct {
+	// FailureCode Present only when `status` is `failed`: the ACH return code of the prenote (in the sandbox, the code of the magic account number: R02, R03, R04, R16, R23).
+	//
+	// Examples: R03
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Method `prenote` once a verification was asked for; null before.
+	Method *CounterpartyVerificationMethod `json:"method"`
+	Status CounterpartyVerificationStatus  `json:"status"`
+}
+
+// CounterpartyVerificationMethod `prenote` once a verification was asked for; null before.
+type CounterpartyVerificationMethod string
+
+// CounterpartyVerificationStatus defines model for CounterpartyVerification.Status.
+type CounterpartyVerificationStatus string
+
 // CreateAPIKeyRequest Examples: {"environment":"sandbox","name":"CI"}
 type CreateAPIKeyRequest struct {
 	// Environment The new key's environment; absent or null: the caller's. A sandbox key cannot create a live key (403); a live key needs the platform to have live enabled (422 `live_not_enabled`). A live key may create sandbox keys.
@@ -3942,6 +4262,19 @@ type CreateWebhookRequestEvents string
 
 // CreateWebhookRequestStatus A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically.
 type CreateWebhookRequestStatus string
+
+// DeletedCounterparty defines model for DeletedCounterparty.
+type DeletedCounterparty struct {
+	Deleted DeletedCounterpartyDeleted `json:"deleted"`
+	Id      string                     `json:"id"`
+	Object  DeletedCounterpartyObject  `json:"object"`
+}
+
+// DeletedCounterpartyDeleted defines model for DeletedCounterparty.Deleted.
+type DeletedCounterpartyDeleted bool
+
+// DeletedCounterpartyObject defines model for DeletedCounterparty.Object.
+type DeletedCounterpartyObject string
 
 // DeletedWebhookEndpoint defines model for DeletedWebhookEndpoint.
 type DeletedWebhookEndpoint struct {
@@ -4808,6 +5141,9 @@ type Payment struct {
 	// Examples: 2026-01-15T09:30:00.000Z
 	CompletedAt *time.Time `json:"completed_at"`
 
+	// CounterpartyId Present on a payment made with `counterparty_id` (absent on others): the counterparty whose account the payment copied into `destination` at its creation. The payment keeps that destination if the counterparty is deleted later.
+	CounterpartyId *string `json:"counterparty_id,omitempty"`
+
 	// CreatedAt RFC 3339, UTC, millisecond precision.
 	//
 	// Examples: 2026-01-15T09:30:00.000Z
@@ -5036,20 +5372,21 @@ type PaymentList struct {
 // PaymentListObject defines model for PaymentList.Object.
 type PaymentListObject string
 
-// PaymentRequest A payment to send. An idempotency key is required, in `idempotency_key` or the `Idempotency-Key` header.
+// PaymentRequest A payment to send. An idempotency key is required, in `idempotency_key` or the `Idempotency-Key` header. Exactly one of `destination` and `counterparty_id` (both or neither: 400 `param` `counterparty_id`).
 //
 // Examples: {"amount":125000,"description":"Invoice 1042","destination":{"account_number":"123456789","name":"Initech LLC","routing_number":"021000021"},"idempotency_key":"payout-2026-01-15-0042","metadata":{"invoice":"1042"},"rail":"ach_same_day","virtual_account_id":"va_01jh3v8x9q2w3e4r5t6y7v8k9m"}
 type PaymentRequest struct {
 	// Amount Cents to send, at least 1, at most the rail's limit: `ach_same_day` 100000000 ($1,000,000.00), `rtp` and `fednow` 1000000000 ($10,000,000.00), `ach_standard` 9999999999 ($99,999,999.99). Over the limit: 400 `amount_exceeds_rail_limit` (`param` `amount`). The fee comes on top.
 	Amount int `json:"amount"`
 
+	// CounterpartyId Instead of `destination`: one of the caller's counterparties in the key's environment (`cp_…`; another kind of id: 400). Its name, account and routing numbers are copied into the payment's `destination`, and the payment shows `counterparty_id`. Unknown, deleted, or another platform's or environment's: 404 `not_found` with `param` `counterparty_id`, as for a foreign account id.
+	CounterpartyId *string `json:"counterparty_id,omitempty"`
+
 	// Description Optional, at most 140 characters; the ledger entries' description (default `Payment to <destination name>`).
 	Description *string `json:"description,omitempty"`
 
-	// Destination Where the money goes: a US bank account.
-	//
-	// Examples: {"account_number":"123456789","name":"Initech LLC","routing_number":"021000021"}
-	Destination Destination `json:"destination"`
+	// Destination Where the money goes; or give `counterparty_id` instead.
+	Destination *Destination `json:"destination,omitempty"`
 
 	// IdempotencyKey Required (a generated client must send it): 1 to 255 bytes, no leading or trailing white space. The server also takes the key from the `Idempotency-Key` header alone (then this field may be left out), and when both are given they must be equal (else 400 `param` `idempotency_key`); neither: 400 `param` `idempotency_key`.
 	IdempotencyKey string `json:"idempotency_key"`
@@ -5162,6 +5499,9 @@ type PlatformSettings struct {
 	// PaymentApprovalThreshold Amount in cents from which a payment needs approval (created `requires_approval`, approved by a second key: see `POST /payments`); null for none.
 	PaymentApprovalThreshold *int   `json:"payment_approval_threshold"`
 	PlatformId               string `json:"platform_id"`
+
+	// RequireVerifiedCounterparty Default false. When true, a payment goes only to a `verified` counterparty: a payment to a counterparty not verified (`unverified`, `pending`, `failed`), and a payment to a raw `destination`, are refused with 422 `counterparty_not_verified`. Checked when the payment is created (a scheduled payment is not checked again at its release).
+	RequireVerifiedCounterparty bool `json:"require_verified_counterparty"`
 
 	// Sandbox The simulated rails' settings: an object in sandbox, always null in live.
 	Sandbox *SandboxSettings `json:"sandbox"`
@@ -5507,6 +5847,9 @@ type UpdateSettingsRequest struct {
 	// PaymentApprovalThreshold Cents, 1 to 99999999999; null removes the threshold. Payments created from then on at or above it wait for an approval; those created before keep their status.
 	PaymentApprovalThreshold *int `json:"payment_approval_threshold,omitempty"`
 
+	// RequireVerifiedCounterparty true or false (null: 400). See the settings' `require_verified_counterparty`.
+	RequireVerifiedCounterparty *bool `json:"require_verified_counterparty,omitempty"`
+
 	// Sandbox Sandbox keys only: with a live key this field is 400 `invalid_request` (`param` `sandbox`). The fields given replace their values. null is refused.
 	Sandbox *UpdateSettingsRequest_Sandbox `json:"sandbox,omitempty"`
 
@@ -5551,6 +5894,15 @@ type UpdateWebhookRequestEvents string
 
 // UpdateWebhookRequestStatus A disabled endpoint receives no deliveries. An endpoint answering 410 is disabled automatically.
 type UpdateWebhookRequestStatus string
+
+// VerifyCounterpartyRequest defines model for VerifyCounterpartyRequest.
+type VerifyCounterpartyRequest struct {
+	// Method The one method: a zero-dollar ACH prenote.
+	Method VerifyCounterpartyRequestMethod `json:"method"`
+}
+
+// VerifyCounterpartyRequestMethod The one method: a zero-dollar ACH prenote.
+type VerifyCounterpartyRequestMethod string
 
 // VirtualAccount A virtual account of a business (entity) of the platform, with its current balance.
 type VirtualAccount struct {
@@ -5811,6 +6163,9 @@ type BookTransferId = string
 // BookTransferIdempotencyKey defines model for BookTransferIdempotencyKey.
 type BookTransferIdempotencyKey = string
 
+// CounterpartyId defines model for CounterpartyId.
+type CounterpartyId = string
+
 // CreateIdempotencyKey defines model for CreateIdempotencyKey.
 type CreateIdempotencyKey = string
 
@@ -5900,6 +6255,60 @@ type CreateBookTransferParams struct {
 
 // GetBookTransferParams defines parameters for GetBookTransfer.
 type GetBookTransferParams struct {
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListCounterpartiesParams defines parameters for ListCounterparties.
+type ListCounterpartiesParams struct {
+	// Metadata Filter on metadata (API.md §12): `metadata[key]=value`, several all matching (`metadata[region]=east&metadata[tier]=gold`). Keys 1 to 40 characters, values at most 500, UTF-8 without NUL. A key given twice, or a bare `metadata=…`, is 400 `param` `metadata`; a key or value too long, 400 `param` `metadata.<key>`.
+	Metadata *MetadataFilter `json:"metadata,omitempty"`
+
+	// Limit Page size, 1 to 100 (else 400, `param` `limit`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; opaque. One this API did not return is 400 (`param` `cursor`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// VerificationStatus Only the counterparties whose `verification.status` is this.
+	VerificationStatus *ListCounterpartiesParamsVerificationStatus `form:"verification_status,omitempty" json:"verification_status,omitempty"`
+
+	// CreatedAfter Only items created at or after this instant (inclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400.
+	CreatedAfter *CreatedAfter `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only items created before this instant (exclusive): RFC 3339, or a `YYYY-MM-DD` date meaning its midnight UTC. Else 400.
+	CreatedBefore *CreatedBefore `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListCounterpartiesParamsVerificationStatus defines parameters for ListCounterparties.
+type ListCounterpartiesParamsVerificationStatus string
+
+// CreateCounterpartyParams defines parameters for CreateCounterparty.
+type CreateCounterpartyParams struct {
+	// IdempotencyKey Makes a creating request safe to retry (API.md §12): 1 to 255 bytes, no leading or trailing white space (else 400, `param` `idempotency_key`). Scope: the platform and the key's environment; keys are kept for good. Same key and same body (key order and white space do not matter): 200 with the resource the first request created (as it is now) and `Idempotent-Replayed: true`; a secret shown once is not shown again. Same key, different body: 409 `idempotency_conflict` with `resource_id`. Concurrent requests under one key create one resource (the others wait and replay it, or get 409 `idempotency_in_progress`, `x-should-retry: true`). A refused request (4xx) does not take the key.
+	IdempotencyKey *CreateIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// DeleteCounterpartyParams defines parameters for DeleteCounterparty.
+type DeleteCounterpartyParams struct {
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetCounterpartyParams defines parameters for GetCounterparty.
+type GetCounterpartyParams struct {
+	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// VerifyCounterpartyParams defines parameters for VerifyCounterparty.
+type VerifyCounterpartyParams struct {
 	// XRequestId Your own id for this request, 1 to 64 characters of `A-Z a-z 0-9 . _ : -`; echoed in `X-Request-Id` and in error bodies. Anything else is replaced by a generated id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -6540,6 +6949,12 @@ type TestWebhookParams struct {
 // CreateBookTransferJSONRequestBody defines body for CreateBookTransfer for application/json ContentType.
 type CreateBookTransferJSONRequestBody = BookTransferRequest
 
+// CreateCounterpartyJSONRequestBody defines body for CreateCounterparty for application/json ContentType.
+type CreateCounterpartyJSONRequestBody = CounterpartyRequest
+
+// VerifyCounterpartyJSONRequestBody defines body for VerifyCounterparty for application/json ContentType.
+type VerifyCounterpartyJSONRequestBody = VerifyCounterpartyRequest
+
 // SubmitKYBJSONRequestBody defines body for SubmitKYB for application/json ContentType.
 type SubmitKYBJSONRequestBody = KYBSubmitRequest
 
@@ -7055,6 +7470,71 @@ type ClientInterface interface {
 	// Corresponds with GET /book-transfers/{id} (the `GetBookTransfer` operationId).
 	GetBookTransfer(ctx context.Context, id BookTransferId, params *GetBookTransferParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListCounterparties List counterparties
+	//
+	// The counterparties of the caller's platform in the caller's environment, newest first, deleted ones left out, with the filters combined.
+	//
+	// Corresponds with GET /counterparties (the `ListCounterparties` operationId).
+	ListCounterparties(ctx context.Context, params *ListCounterpartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCounterpartyWithBody Create a counterparty
+	//
+	// Saves a bank account of the caller's environment to pay later with `POST /payments` `counterparty_id`. Checked as a payment's destination (400, `param` the field): `routing_number` (9 digits, ABA checksum), `account_number` (4 to 17 digits), `name` (1 to 80 characters), `account_type` (`checking` or `savings`), `metadata`. It starts `verification.status` `unverified`. No event is public at creation (`counterparty.created` stays in the log).
+	//
+	// **Idempotency.** The `Idempotency-Key` header, with the semantics of payments: the same key and body answer 200 with the counterparty and `Idempotent-Replayed: true` (404 if it was deleted since); another body is 409 `idempotency_conflict` naming it; concurrent duplicates make one counterparty.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /counterparties (the `CreateCounterparty` operationId).
+	CreateCounterpartyWithBody(ctx context.Context, params *CreateCounterpartyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCounterparty Create a counterparty
+	//
+	// Saves a bank account of the caller's environment to pay later with `POST /payments` `counterparty_id`. Checked as a payment's destination (400, `param` the field): `routing_number` (9 digits, ABA checksum), `account_number` (4 to 17 digits), `name` (1 to 80 characters), `account_type` (`checking` or `savings`), `metadata`. It starts `verification.status` `unverified`. No event is public at creation (`counterparty.created` stays in the log).
+	//
+	// **Idempotency.** The `Idempotency-Key` header, with the semantics of payments: the same key and body answer 200 with the counterparty and `Idempotent-Replayed: true` (404 if it was deleted since); another body is 409 `idempotency_conflict` naming it; concurrent duplicates make one counterparty.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /counterparties (the `CreateCounterparty` operationId).
+	CreateCounterparty(ctx context.Context, params *CreateCounterpartyParams, body CreateCounterpartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteCounterparty Delete a counterparty
+	//
+	// Deletes the counterparty: later requests for it (and new payments naming it) are 404, and it leaves the list. Payments already made to it keep the destination they copied and go on to complete. A prenote still pending is dropped. No public event (`counterparty.deleted` stays in the log).
+	//
+	// Corresponds with DELETE /counterparties/{id} (the `DeleteCounterparty` operationId).
+	DeleteCounterparty(ctx context.Context, id CounterpartyId, params *DeleteCounterpartyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCounterparty Retrieve a counterparty
+	//
+	// One counterparty of the caller's environment; a deleted one is 404.
+	//
+	// Corresponds with GET /counterparties/{id} (the `GetCounterparty` operationId).
+	GetCounterparty(ctx context.Context, id CounterpartyId, params *GetCounterpartyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// VerifyCounterpartyWithBody Verify a counterparty by prenote
+	//
+	// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
+	//
+	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /counterparties/{id}/verify (the `VerifyCounterparty` operationId).
+	VerifyCounterpartyWithBody(ctx context.Context, id CounterpartyId, params *VerifyCounterpartyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// VerifyCounterparty Verify a counterparty by prenote
+	//
+	// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
+	//
+	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /counterparties/{id}/verify (the `VerifyCounterparty` operationId).
+	VerifyCounterparty(ctx context.Context, id CounterpartyId, params *VerifyCounterpartyParams, body VerifyCounterpartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListEvents List events
 	//
 	// The platform's public events in the caller's environment, newest first. Built asynchronously from the log in commit order, within milliseconds of the change; kept at least 30 days.
@@ -7314,9 +7794,11 @@ type ClientInterface interface {
 	//
 	// **Checks, in order.** The body is decoded strictly (an unknown field or a wrong type: 400); `virtual_account_id` must be present (400); the idempotency key's form is checked, and the header and the body field, if both given, must be equal (400 `param` `idempotency_key`). Then the fields, the first bad one named in `param` (400): `rail`; `amount` (an integer ≥ 1); the rail's limit (400 `amount_exceeds_rail_limit`: `ach_same_day` $1,000,000.00, `rtp` and `fednow` $10,000,000.00, `ach_standard` $99,999,999.99); `destination.routing_number` (9 digits, ABA checksum); `destination.account_number` (4 to 17 digits); `destination.name` (1 to 80 characters); `description` (at most 140); `metadata`; and that an idempotency key was given. Then the account is looked up (404 unless it is the caller's, in the key's environment) and the business rules are applied in this order, the first that fails answering 422 (decided on the account as read, and checked again under the account's balance lock before anything is stored, so that concurrent payments never overdraw it, pass the daily limit or leave a frozen or closed account):
 	//
+	// 0. with `counterparty_id`: the counterparty is the caller's, in the key's environment, and not deleted (else 404 `not_found`, `param` `counterparty_id`); its destination is copied into the payment;
 	// 1. the account is `active` (`account_not_active`: frozen and closed accounts send nothing);
 	// 2. its business is KYB-approved (`kyb_not_approved`: the account's `kyb_status` must be `approved`, see `POST /kyb`);
 	// 3. the destination name passes screening (`compliance_rejected`, `param` `destination.name`; in the sandbox, a name containing `OFAC TEST` in any case is a hit);
+	// 3a. with the platform's `require_verified_counterparty` on, the payment names a `verified` counterparty (`counterparty_not_verified`, `param` `counterparty_id` and `resource_id` the counterparty; a raw `destination` is refused too, `param` `destination`);
 	// 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 	// 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 	//
@@ -7369,9 +7851,11 @@ type ClientInterface interface {
 	//
 	// **Checks, in order.** The body is decoded strictly (an unknown field or a wrong type: 400); `virtual_account_id` must be present (400); the idempotency key's form is checked, and the header and the body field, if both given, must be equal (400 `param` `idempotency_key`). Then the fields, the first bad one named in `param` (400): `rail`; `amount` (an integer ≥ 1); the rail's limit (400 `amount_exceeds_rail_limit`: `ach_same_day` $1,000,000.00, `rtp` and `fednow` $10,000,000.00, `ach_standard` $99,999,999.99); `destination.routing_number` (9 digits, ABA checksum); `destination.account_number` (4 to 17 digits); `destination.name` (1 to 80 characters); `description` (at most 140); `metadata`; and that an idempotency key was given. Then the account is looked up (404 unless it is the caller's, in the key's environment) and the business rules are applied in this order, the first that fails answering 422 (decided on the account as read, and checked again under the account's balance lock before anything is stored, so that concurrent payments never overdraw it, pass the daily limit or leave a frozen or closed account):
 	//
+	// 0. with `counterparty_id`: the counterparty is the caller's, in the key's environment, and not deleted (else 404 `not_found`, `param` `counterparty_id`); its destination is copied into the payment;
 	// 1. the account is `active` (`account_not_active`: frozen and closed accounts send nothing);
 	// 2. its business is KYB-approved (`kyb_not_approved`: the account's `kyb_status` must be `approved`, see `POST /kyb`);
 	// 3. the destination name passes screening (`compliance_rejected`, `param` `destination.name`; in the sandbox, a name containing `OFAC TEST` in any case is a hit);
+	// 3a. with the platform's `require_verified_counterparty` on, the payment names a `verified` counterparty (`counterparty_not_verified`, `param` `counterparty_id` and `resource_id` the counterparty; a raw `destination` is refused too, `param` `destination`);
 	// 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 	// 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 	//
@@ -8040,6 +8524,141 @@ func (c *Client) GetBookTransfer(ctx context.Context, id BookTransferId, params 
 	return c.Client.Do(req)
 }
 
+// ListCounterparties List counterparties
+//
+// The counterparties of the caller's platform in the caller's environment, newest first, deleted ones left out, with the filters combined.
+//
+// Corresponds with GET /counterparties (the `ListCounterparties` operationId).
+func (c *Client) ListCounterparties(ctx context.Context, params *ListCounterpartiesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCounterpartiesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCounterpartyWithBody Create a counterparty
+//
+// Saves a bank account of the caller's environment to pay later with `POST /payments` `counterparty_id`. Checked as a payment's destination (400, `param` the field): `routing_number` (9 digits, ABA checksum), `account_number` (4 to 17 digits), `name` (1 to 80 characters), `account_type` (`checking` or `savings`), `metadata`. It starts `verification.status` `unverified`. No event is public at creation (`counterparty.created` stays in the log).
+//
+// **Idempotency.** The `Idempotency-Key` header, with the semantics of payments: the same key and body answer 200 with the counterparty and `Idempotent-Replayed: true` (404 if it was deleted since); another body is 409 `idempotency_conflict` naming it; concurrent duplicates make one counterparty.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /counterparties (the `CreateCounterparty` operationId).
+func (c *Client) CreateCounterpartyWithBody(ctx context.Context, params *CreateCounterpartyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCounterpartyRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCounterparty Create a counterparty
+//
+// Saves a bank account of the caller's environment to pay later with `POST /payments` `counterparty_id`. Checked as a payment's destination (400, `param` the field): `routing_number` (9 digits, ABA checksum), `account_number` (4 to 17 digits), `name` (1 to 80 characters), `account_type` (`checking` or `savings`), `metadata`. It starts `verification.status` `unverified`. No event is public at creation (`counterparty.created` stays in the log).
+//
+// **Idempotency.** The `Idempotency-Key` header, with the semantics of payments: the same key and body answer 200 with the counterparty and `Idempotent-Replayed: true` (404 if it was deleted since); another body is 409 `idempotency_conflict` naming it; concurrent duplicates make one counterparty.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /counterparties (the `CreateCounterparty` operationId).
+func (c *Client) CreateCounterparty(ctx context.Context, params *CreateCounterpartyParams, body CreateCounterpartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCounterpartyRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteCounterparty Delete a counterparty
+//
+// Deletes the counterparty: later requests for it (and new payments naming it) are 404, and it leaves the list. Payments already made to it keep the destination they copied and go on to complete. A prenote still pending is dropped. No public event (`counterparty.deleted` stays in the log).
+//
+// Corresponds with DELETE /counterparties/{id} (the `DeleteCounterparty` operationId).
+func (c *Client) DeleteCounterparty(ctx context.Context, id CounterpartyId, params *DeleteCounterpartyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteCounterpartyRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCounterparty Retrieve a counterparty
+//
+// One counterparty of the caller's environment; a deleted one is 404.
+//
+// Corresponds with GET /counterparties/{id} (the `GetCounterparty` operationId).
+func (c *Client) GetCounterparty(ctx context.Context, id CounterpartyId, params *GetCounterpartyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCounterpartyRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// VerifyCounterpartyWithBody Verify a counterparty by prenote
+//
+// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
+//
+// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /counterparties/{id}/verify (the `VerifyCounterparty` operationId).
+func (c *Client) VerifyCounterpartyWithBody(ctx context.Context, id CounterpartyId, params *VerifyCounterpartyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyCounterpartyRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// VerifyCounterparty Verify a counterparty by prenote
+//
+// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
+//
+// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /counterparties/{id}/verify (the `VerifyCounterparty` operationId).
+func (c *Client) VerifyCounterparty(ctx context.Context, id CounterpartyId, params *VerifyCounterpartyParams, body VerifyCounterpartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyCounterpartyRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListEvents List events
 //
 // The platform's public events in the caller's environment, newest first. Built asynchronously from the log in commit order, within milliseconds of the change; kept at least 30 days.
@@ -8589,9 +9208,11 @@ func (c *Client) ListPayments(ctx context.Context, params *ListPaymentsParams, r
 //
 // **Checks, in order.** The body is decoded strictly (an unknown field or a wrong type: 400); `virtual_account_id` must be present (400); the idempotency key's form is checked, and the header and the body field, if both given, must be equal (400 `param` `idempotency_key`). Then the fields, the first bad one named in `param` (400): `rail`; `amount` (an integer ≥ 1); the rail's limit (400 `amount_exceeds_rail_limit`: `ach_same_day` $1,000,000.00, `rtp` and `fednow` $10,000,000.00, `ach_standard` $99,999,999.99); `destination.routing_number` (9 digits, ABA checksum); `destination.account_number` (4 to 17 digits); `destination.name` (1 to 80 characters); `description` (at most 140); `metadata`; and that an idempotency key was given. Then the account is looked up (404 unless it is the caller's, in the key's environment) and the business rules are applied in this order, the first that fails answering 422 (decided on the account as read, and checked again under the account's balance lock before anything is stored, so that concurrent payments never overdraw it, pass the daily limit or leave a frozen or closed account):
 //
+// 0. with `counterparty_id`: the counterparty is the caller's, in the key's environment, and not deleted (else 404 `not_found`, `param` `counterparty_id`); its destination is copied into the payment;
 // 1. the account is `active` (`account_not_active`: frozen and closed accounts send nothing);
 // 2. its business is KYB-approved (`kyb_not_approved`: the account's `kyb_status` must be `approved`, see `POST /kyb`);
 // 3. the destination name passes screening (`compliance_rejected`, `param` `destination.name`; in the sandbox, a name containing `OFAC TEST` in any case is a hit);
+// 3a. with the platform's `require_verified_counterparty` on, the payment names a `verified` counterparty (`counterparty_not_verified`, `param` `counterparty_id` and `resource_id` the counterparty; a raw `destination` is refused too, `param` `destination`);
 // 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 // 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 //
@@ -8654,9 +9275,11 @@ func (c *Client) CreatePaymentWithBody(ctx context.Context, params *CreatePaymen
 //
 // **Checks, in order.** The body is decoded strictly (an unknown field or a wrong type: 400); `virtual_account_id` must be present (400); the idempotency key's form is checked, and the header and the body field, if both given, must be equal (400 `param` `idempotency_key`). Then the fields, the first bad one named in `param` (400): `rail`; `amount` (an integer ≥ 1); the rail's limit (400 `amount_exceeds_rail_limit`: `ach_same_day` $1,000,000.00, `rtp` and `fednow` $10,000,000.00, `ach_standard` $99,999,999.99); `destination.routing_number` (9 digits, ABA checksum); `destination.account_number` (4 to 17 digits); `destination.name` (1 to 80 characters); `description` (at most 140); `metadata`; and that an idempotency key was given. Then the account is looked up (404 unless it is the caller's, in the key's environment) and the business rules are applied in this order, the first that fails answering 422 (decided on the account as read, and checked again under the account's balance lock before anything is stored, so that concurrent payments never overdraw it, pass the daily limit or leave a frozen or closed account):
 //
+// 0. with `counterparty_id`: the counterparty is the caller's, in the key's environment, and not deleted (else 404 `not_found`, `param` `counterparty_id`); its destination is copied into the payment;
 // 1. the account is `active` (`account_not_active`: frozen and closed accounts send nothing);
 // 2. its business is KYB-approved (`kyb_not_approved`: the account's `kyb_status` must be `approved`, see `POST /kyb`);
 // 3. the destination name passes screening (`compliance_rejected`, `param` `destination.name`; in the sandbox, a name containing `OFAC TEST` in any case is a hit);
+// 3a. with the platform's `require_verified_counterparty` on, the payment names a `verified` counterparty (`counterparty_not_verified`, `param` `counterparty_id` and `resource_id` the counterparty; a raw `destination` is refused too, `param` `destination`);
 // 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 // 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 //
@@ -10045,6 +10668,361 @@ func NewGetBookTransferRequest(server string, id BookTransferId, params *GetBook
 	if err != nil {
 		return nil, err
 	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListCounterpartiesRequest constructs an http.Request for the ListCounterparties method
+func NewListCounterpartiesRequest(server string, params *ListCounterpartiesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/counterparties")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Metadata != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("deepObject", true, "metadata", *params.Metadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VerificationStatus != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "verification_status", *params.VerificationStatus, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateCounterpartyRequest calls the generic CreateCounterparty builder with application/json body
+func NewCreateCounterpartyRequest(server string, params *CreateCounterpartyParams, body CreateCounterpartyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateCounterpartyRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateCounterpartyRequestWithBody constructs an http.Request for the CreateCounterparty method, with any body, and a specified content type
+func NewCreateCounterpartyRequestWithBody(server string, params *CreateCounterpartyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/counterparties")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteCounterpartyRequest constructs an http.Request for the DeleteCounterparty method
+func NewDeleteCounterpartyRequest(server string, id CounterpartyId, params *DeleteCounterpartyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/counterparties/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetCounterpartyRequest constructs an http.Request for the GetCounterparty method
+func NewGetCounterpartyRequest(server string, id CounterpartyId, params *GetCounterpartyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/counterparties/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewVerifyCounterpartyRequest calls the generic VerifyCounterparty builder with application/json body
+func NewVerifyCounterpartyRequest(server string, id CounterpartyId, params *VerifyCounterpartyParams, body VerifyCounterpartyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewVerifyCounterpartyRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewVerifyCounterpartyRequestWithBody constructs an http.Request for the VerifyCounterparty method, with any body, and a specified content type
+func NewVerifyCounterpartyRequestWithBody(server string, id CounterpartyId, params *VerifyCounterpartyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/counterparties/%s/verify", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -14482,6 +15460,77 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /book-transfers/{id} (the `GetBookTransfer` operationId).
 	GetBookTransferWithResponse(ctx context.Context, id BookTransferId, params *GetBookTransferParams, reqEditors ...RequestEditorFn) (*GetBookTransferResponse, error)
 
+	// ListCounterpartiesWithResponse List counterparties
+	//
+	// The counterparties of the caller's platform in the caller's environment, newest first, deleted ones left out, with the filters combined.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /counterparties (the `ListCounterparties` operationId).
+	ListCounterpartiesWithResponse(ctx context.Context, params *ListCounterpartiesParams, reqEditors ...RequestEditorFn) (*ListCounterpartiesResponse, error)
+
+	// CreateCounterpartyWithBodyWithResponse Create a counterparty
+	//
+	// Saves a bank account of the caller's environment to pay later with `POST /payments` `counterparty_id`. Checked as a payment's destination (400, `param` the field): `routing_number` (9 digits, ABA checksum), `account_number` (4 to 17 digits), `name` (1 to 80 characters), `account_type` (`checking` or `savings`), `metadata`. It starts `verification.status` `unverified`. No event is public at creation (`counterparty.created` stays in the log).
+	//
+	// **Idempotency.** The `Idempotency-Key` header, with the semantics of payments: the same key and body answer 200 with the counterparty and `Idempotent-Replayed: true` (404 if it was deleted since); another body is 409 `idempotency_conflict` naming it; concurrent duplicates make one counterparty.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /counterparties (the `CreateCounterparty` operationId).
+	CreateCounterpartyWithBodyWithResponse(ctx context.Context, params *CreateCounterpartyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCounterpartyResponse, error)
+
+	// CreateCounterpartyWithResponse Create a counterparty
+	//
+	// Saves a bank account of the caller's environment to pay later with `POST /payments` `counterparty_id`. Checked as a payment's destination (400, `param` the field): `routing_number` (9 digits, ABA checksum), `account_number` (4 to 17 digits), `name` (1 to 80 characters), `account_type` (`checking` or `savings`), `metadata`. It starts `verification.status` `unverified`. No event is public at creation (`counterparty.created` stays in the log).
+	//
+	// **Idempotency.** The `Idempotency-Key` header, with the semantics of payments: the same key and body answer 200 with the counterparty and `Idempotent-Replayed: true` (404 if it was deleted since); another body is 409 `idempotency_conflict` naming it; concurrent duplicates make one counterparty.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /counterparties (the `CreateCounterparty` operationId).
+	CreateCounterpartyWithResponse(ctx context.Context, params *CreateCounterpartyParams, body CreateCounterpartyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCounterpartyResponse, error)
+
+	// DeleteCounterpartyWithResponse Delete a counterparty
+	//
+	// Deletes the counterparty: later requests for it (and new payments naming it) are 404, and it leaves the list. Payments already made to it keep the destination they copied and go on to complete. A prenote still pending is dropped. No public event (`counterparty.deleted` stays in the log).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /counterparties/{id} (the `DeleteCounterparty` operationId).
+	DeleteCounterpartyWithResponse(ctx context.Context, id CounterpartyId, params *DeleteCounterpartyParams, reqEditors ...RequestEditorFn) (*DeleteCounterpartyResponse, error)
+
+	// GetCounterpartyWithResponse Retrieve a counterparty
+	//
+	// One counterparty of the caller's environment; a deleted one is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /counterparties/{id} (the `GetCounterparty` operationId).
+	GetCounterpartyWithResponse(ctx context.Context, id CounterpartyId, params *GetCounterpartyParams, reqEditors ...RequestEditorFn) (*GetCounterpartyResponse, error)
+
+	// VerifyCounterpartyWithBodyWithResponse Verify a counterparty by prenote
+	//
+	// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
+	//
+	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /counterparties/{id}/verify (the `VerifyCounterparty` operationId).
+	VerifyCounterpartyWithBodyWithResponse(ctx context.Context, id CounterpartyId, params *VerifyCounterpartyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyCounterpartyResponse, error)
+
+	// VerifyCounterpartyWithResponse Verify a counterparty by prenote
+	//
+	// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
+	//
+	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /counterparties/{id}/verify (the `VerifyCounterparty` operationId).
+	VerifyCounterpartyWithResponse(ctx context.Context, id CounterpartyId, params *VerifyCounterpartyParams, body VerifyCounterpartyJSONRequestBody, reqEditors ...RequestEditorFn) (*VerifyCounterpartyResponse, error)
+
 	// ListEventsWithResponse List events
 	//
 	// The platform's public events in the caller's environment, newest first. Built asynchronously from the log in commit order, within milliseconds of the change; kept at least 30 days.
@@ -14767,9 +15816,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Checks, in order.** The body is decoded strictly (an unknown field or a wrong type: 400); `virtual_account_id` must be present (400); the idempotency key's form is checked, and the header and the body field, if both given, must be equal (400 `param` `idempotency_key`). Then the fields, the first bad one named in `param` (400): `rail`; `amount` (an integer ≥ 1); the rail's limit (400 `amount_exceeds_rail_limit`: `ach_same_day` $1,000,000.00, `rtp` and `fednow` $10,000,000.00, `ach_standard` $99,999,999.99); `destination.routing_number` (9 digits, ABA checksum); `destination.account_number` (4 to 17 digits); `destination.name` (1 to 80 characters); `description` (at most 140); `metadata`; and that an idempotency key was given. Then the account is looked up (404 unless it is the caller's, in the key's environment) and the business rules are applied in this order, the first that fails answering 422 (decided on the account as read, and checked again under the account's balance lock before anything is stored, so that concurrent payments never overdraw it, pass the daily limit or leave a frozen or closed account):
 	//
+	// 0. with `counterparty_id`: the counterparty is the caller's, in the key's environment, and not deleted (else 404 `not_found`, `param` `counterparty_id`); its destination is copied into the payment;
 	// 1. the account is `active` (`account_not_active`: frozen and closed accounts send nothing);
 	// 2. its business is KYB-approved (`kyb_not_approved`: the account's `kyb_status` must be `approved`, see `POST /kyb`);
 	// 3. the destination name passes screening (`compliance_rejected`, `param` `destination.name`; in the sandbox, a name containing `OFAC TEST` in any case is a hit);
+	// 3a. with the platform's `require_verified_counterparty` on, the payment names a `verified` counterparty (`counterparty_not_verified`, `param` `counterparty_id` and `resource_id` the counterparty; a raw `destination` is refused too, `param` `destination`);
 	// 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 	// 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 	//
@@ -14822,9 +15873,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Checks, in order.** The body is decoded strictly (an unknown field or a wrong type: 400); `virtual_account_id` must be present (400); the idempotency key's form is checked, and the header and the body field, if both given, must be equal (400 `param` `idempotency_key`). Then the fields, the first bad one named in `param` (400): `rail`; `amount` (an integer ≥ 1); the rail's limit (400 `amount_exceeds_rail_limit`: `ach_same_day` $1,000,000.00, `rtp` and `fednow` $10,000,000.00, `ach_standard` $99,999,999.99); `destination.routing_number` (9 digits, ABA checksum); `destination.account_number` (4 to 17 digits); `destination.name` (1 to 80 characters); `description` (at most 140); `metadata`; and that an idempotency key was given. Then the account is looked up (404 unless it is the caller's, in the key's environment) and the business rules are applied in this order, the first that fails answering 422 (decided on the account as read, and checked again under the account's balance lock before anything is stored, so that concurrent payments never overdraw it, pass the daily limit or leave a frozen or closed account):
 	//
+	// 0. with `counterparty_id`: the counterparty is the caller's, in the key's environment, and not deleted (else 404 `not_found`, `param` `counterparty_id`); its destination is copied into the payment;
 	// 1. the account is `active` (`account_not_active`: frozen and closed accounts send nothing);
 	// 2. its business is KYB-approved (`kyb_not_approved`: the account's `kyb_status` must be `approved`, see `POST /kyb`);
 	// 3. the destination name passes screening (`compliance_rejected`, `param` `destination.name`; in the sandbox, a name containing `OFAC TEST` in any case is a hit);
+	// 3a. with the platform's `require_verified_counterparty` on, the payment names a `verified` counterparty (`counterparty_not_verified`, `param` `counterparty_id` and `resource_id` the counterparty; a raw `destination` is refused too, `param` `destination`);
 	// 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 	// 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 	//
@@ -15549,6 +16602,224 @@ func (r GetBookTransferResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetBookTransferResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCounterpartiesResponse200Headers the declared response headers of an HTTP 200 response for ListCounterparties
+type ListCounterpartiesResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ListCounterpartiesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CounterpartyList
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListCounterpartiesResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCounterpartiesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCounterpartiesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCounterpartiesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateCounterpartyResponse200Headers the declared response headers of an HTTP 200 response for CreateCounterparty
+type CreateCounterpartyResponse200Headers struct {
+	IdempotentReplayed string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// CreateCounterpartyResponse201Headers the declared response headers of an HTTP 201 response for CreateCounterparty
+type CreateCounterpartyResponse201Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateCounterpartyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Counterparty
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Counterparty
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateCounterpartyResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateCounterpartyResponse201Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCounterpartyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCounterpartyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateCounterpartyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteCounterpartyResponse200Headers the declared response headers of an HTTP 200 response for DeleteCounterparty
+type DeleteCounterpartyResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type DeleteCounterpartyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeletedCounterparty
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteCounterpartyResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteCounterpartyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteCounterpartyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteCounterpartyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCounterpartyResponse200Headers the declared response headers of an HTTP 200 response for GetCounterparty
+type GetCounterpartyResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type GetCounterpartyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Counterparty
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetCounterpartyResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCounterpartyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCounterpartyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCounterpartyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// VerifyCounterpartyResponse200Headers the declared response headers of an HTTP 200 response for VerifyCounterparty
+type VerifyCounterpartyResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type VerifyCounterpartyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Counterparty
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *VerifyCounterpartyResponse200Headers
+}
+
+// Status returns HTTPResponse.Status
+func (r VerifyCounterpartyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r VerifyCounterpartyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r VerifyCounterpartyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18160,6 +19431,119 @@ func (c *ClientWithResponses) GetBookTransferWithResponse(ctx context.Context, i
 	return ParseGetBookTransferResponse(rsp)
 }
 
+// ListCounterpartiesWithResponse List counterparties
+//
+// The counterparties of the caller's platform in the caller's environment, newest first, deleted ones left out, with the filters combined.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /counterparties (the `ListCounterparties` operationId).
+func (c *ClientWithResponses) ListCounterpartiesWithResponse(ctx context.Context, params *ListCounterpartiesParams, reqEditors ...RequestEditorFn) (*ListCounterpartiesResponse, error) {
+	rsp, err := c.ListCounterparties(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCounterpartiesResponse(rsp)
+}
+
+// CreateCounterpartyWithBodyWithResponse Create a counterparty
+//
+// Saves a bank account of the caller's environment to pay later with `POST /payments` `counterparty_id`. Checked as a payment's destination (400, `param` the field): `routing_number` (9 digits, ABA checksum), `account_number` (4 to 17 digits), `name` (1 to 80 characters), `account_type` (`checking` or `savings`), `metadata`. It starts `verification.status` `unverified`. No event is public at creation (`counterparty.created` stays in the log).
+//
+// **Idempotency.** The `Idempotency-Key` header, with the semantics of payments: the same key and body answer 200 with the counterparty and `Idempotent-Replayed: true` (404 if it was deleted since); another body is 409 `idempotency_conflict` naming it; concurrent duplicates make one counterparty.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /counterparties (the `CreateCounterparty` operationId).
+func (c *ClientWithResponses) CreateCounterpartyWithBodyWithResponse(ctx context.Context, params *CreateCounterpartyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCounterpartyResponse, error) {
+	rsp, err := c.CreateCounterpartyWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCounterpartyResponse(rsp)
+}
+
+// CreateCounterpartyWithResponse Create a counterparty
+//
+// Saves a bank account of the caller's environment to pay later with `POST /payments` `counterparty_id`. Checked as a payment's destination (400, `param` the field): `routing_number` (9 digits, ABA checksum), `account_number` (4 to 17 digits), `name` (1 to 80 characters), `account_type` (`checking` or `savings`), `metadata`. It starts `verification.status` `unverified`. No event is public at creation (`counterparty.created` stays in the log).
+//
+// **Idempotency.** The `Idempotency-Key` header, with the semantics of payments: the same key and body answer 200 with the counterparty and `Idempotent-Replayed: true` (404 if it was deleted since); another body is 409 `idempotency_conflict` naming it; concurrent duplicates make one counterparty.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /counterparties (the `CreateCounterparty` operationId).
+func (c *ClientWithResponses) CreateCounterpartyWithResponse(ctx context.Context, params *CreateCounterpartyParams, body CreateCounterpartyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCounterpartyResponse, error) {
+	rsp, err := c.CreateCounterparty(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCounterpartyResponse(rsp)
+}
+
+// DeleteCounterpartyWithResponse Delete a counterparty
+//
+// Deletes the counterparty: later requests for it (and new payments naming it) are 404, and it leaves the list. Payments already made to it keep the destination they copied and go on to complete. A prenote still pending is dropped. No public event (`counterparty.deleted` stays in the log).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /counterparties/{id} (the `DeleteCounterparty` operationId).
+func (c *ClientWithResponses) DeleteCounterpartyWithResponse(ctx context.Context, id CounterpartyId, params *DeleteCounterpartyParams, reqEditors ...RequestEditorFn) (*DeleteCounterpartyResponse, error) {
+	rsp, err := c.DeleteCounterparty(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteCounterpartyResponse(rsp)
+}
+
+// GetCounterpartyWithResponse Retrieve a counterparty
+//
+// One counterparty of the caller's environment; a deleted one is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /counterparties/{id} (the `GetCounterparty` operationId).
+func (c *ClientWithResponses) GetCounterpartyWithResponse(ctx context.Context, id CounterpartyId, params *GetCounterpartyParams, reqEditors ...RequestEditorFn) (*GetCounterpartyResponse, error) {
+	rsp, err := c.GetCounterparty(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCounterpartyResponse(rsp)
+}
+
+// VerifyCounterpartyWithBodyWithResponse Verify a counterparty by prenote
+//
+// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
+//
+// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /counterparties/{id}/verify (the `VerifyCounterparty` operationId).
+func (c *ClientWithResponses) VerifyCounterpartyWithBodyWithResponse(ctx context.Context, id CounterpartyId, params *VerifyCounterpartyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyCounterpartyResponse, error) {
+	rsp, err := c.VerifyCounterpartyWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyCounterpartyResponse(rsp)
+}
+
+// VerifyCounterpartyWithResponse Verify a counterparty by prenote
+//
+// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
+//
+// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /counterparties/{id}/verify (the `VerifyCounterparty` operationId).
+func (c *ClientWithResponses) VerifyCounterpartyWithResponse(ctx context.Context, id CounterpartyId, params *VerifyCounterpartyParams, body VerifyCounterpartyJSONRequestBody, reqEditors ...RequestEditorFn) (*VerifyCounterpartyResponse, error) {
+	rsp, err := c.VerifyCounterparty(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyCounterpartyResponse(rsp)
+}
+
 // ListEventsWithResponse List events
 //
 // The platform's public events in the caller's environment, newest first. Built asynchronously from the log in commit order, within milliseconds of the change; kept at least 30 days.
@@ -18619,9 +20003,11 @@ func (c *ClientWithResponses) ListPaymentsWithResponse(ctx context.Context, para
 //
 // **Checks, in order.** The body is decoded strictly (an unknown field or a wrong type: 400); `virtual_account_id` must be present (400); the idempotency key's form is checked, and the header and the body field, if both given, must be equal (400 `param` `idempotency_key`). Then the fields, the first bad one named in `param` (400): `rail`; `amount` (an integer ≥ 1); the rail's limit (400 `amount_exceeds_rail_limit`: `ach_same_day` $1,000,000.00, `rtp` and `fednow` $10,000,000.00, `ach_standard` $99,999,999.99); `destination.routing_number` (9 digits, ABA checksum); `destination.account_number` (4 to 17 digits); `destination.name` (1 to 80 characters); `description` (at most 140); `metadata`; and that an idempotency key was given. Then the account is looked up (404 unless it is the caller's, in the key's environment) and the business rules are applied in this order, the first that fails answering 422 (decided on the account as read, and checked again under the account's balance lock before anything is stored, so that concurrent payments never overdraw it, pass the daily limit or leave a frozen or closed account):
 //
+// 0. with `counterparty_id`: the counterparty is the caller's, in the key's environment, and not deleted (else 404 `not_found`, `param` `counterparty_id`); its destination is copied into the payment;
 // 1. the account is `active` (`account_not_active`: frozen and closed accounts send nothing);
 // 2. its business is KYB-approved (`kyb_not_approved`: the account's `kyb_status` must be `approved`, see `POST /kyb`);
 // 3. the destination name passes screening (`compliance_rejected`, `param` `destination.name`; in the sandbox, a name containing `OFAC TEST` in any case is a hit);
+// 3a. with the platform's `require_verified_counterparty` on, the payment names a `verified` counterparty (`counterparty_not_verified`, `param` `counterparty_id` and `resource_id` the counterparty; a raw `destination` is refused too, `param` `destination`);
 // 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 // 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 //
@@ -18680,9 +20066,11 @@ func (c *ClientWithResponses) CreatePaymentWithBodyWithResponse(ctx context.Cont
 //
 // **Checks, in order.** The body is decoded strictly (an unknown field or a wrong type: 400); `virtual_account_id` must be present (400); the idempotency key's form is checked, and the header and the body field, if both given, must be equal (400 `param` `idempotency_key`). Then the fields, the first bad one named in `param` (400): `rail`; `amount` (an integer ≥ 1); the rail's limit (400 `amount_exceeds_rail_limit`: `ach_same_day` $1,000,000.00, `rtp` and `fednow` $10,000,000.00, `ach_standard` $99,999,999.99); `destination.routing_number` (9 digits, ABA checksum); `destination.account_number` (4 to 17 digits); `destination.name` (1 to 80 characters); `description` (at most 140); `metadata`; and that an idempotency key was given. Then the account is looked up (404 unless it is the caller's, in the key's environment) and the business rules are applied in this order, the first that fails answering 422 (decided on the account as read, and checked again under the account's balance lock before anything is stored, so that concurrent payments never overdraw it, pass the daily limit or leave a frozen or closed account):
 //
+// 0. with `counterparty_id`: the counterparty is the caller's, in the key's environment, and not deleted (else 404 `not_found`, `param` `counterparty_id`); its destination is copied into the payment;
 // 1. the account is `active` (`account_not_active`: frozen and closed accounts send nothing);
 // 2. its business is KYB-approved (`kyb_not_approved`: the account's `kyb_status` must be `approved`, see `POST /kyb`);
 // 3. the destination name passes screening (`compliance_rejected`, `param` `destination.name`; in the sandbox, a name containing `OFAC TEST` in any case is a hit);
+// 3a. with the platform's `require_verified_counterparty` on, the payment names a `verified` counterparty (`counterparty_not_verified`, `param` `counterparty_id` and `resource_id` the counterparty; a raw `destination` is refused too, `param` `destination`);
 // 4. the daily limit (`limit_exceeded`): when the platform's `daily_payment_limit` (settings of the key's environment) is set, the amounts of the account's payments created this UTC day (00:00 to 24:00 UTC), failed and canceled ones left out and fees not counted, plus this amount, must not exceed it;
 // 5. the funds (`insufficient_funds`): the account's `available` balance must cover `amount + fee`.
 //
@@ -19827,6 +21215,351 @@ func ParseGetBookTransferResponse(rsp *http.Response) (*GetBookTransferResponse,
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetBookTransferResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCounterpartiesResponse parses an HTTP response from a ListCounterpartiesWithResponse call
+func ParseListCounterpartiesResponse(rsp *http.Response) (*ListCounterpartiesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCounterpartiesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CounterpartyList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListCounterpartiesResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateCounterpartyResponse parses an HTTP response from a CreateCounterpartyWithResponse call
+func ParseCreateCounterpartyResponse(rsp *http.Response) (*CreateCounterpartyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCounterpartyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Counterparty
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Counterparty
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateCounterpartyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers CreateCounterpartyResponse201Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteCounterpartyResponse parses an HTTP response from a DeleteCounterpartyWithResponse call
+func ParseDeleteCounterpartyResponse(rsp *http.Response) (*DeleteCounterpartyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteCounterpartyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeletedCounterparty
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteCounterpartyResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCounterpartyResponse parses an HTTP response from a GetCounterpartyWithResponse call
+func ParseGetCounterpartyResponse(rsp *http.Response) (*GetCounterpartyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCounterpartyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Counterparty
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetCounterpartyResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseVerifyCounterpartyResponse parses an HTTP response from a VerifyCounterpartyWithResponse call
+func ParseVerifyCounterpartyResponse(rsp *http.Response) (*VerifyCounterpartyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &VerifyCounterpartyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Counterparty
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers VerifyCounterpartyResponse200Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -111,6 +111,10 @@ func Generate(root string) (map[string][]byte, error) {
 //  3. An inline enum property whose generated type name (schema name + the
 //     property's name) is the name of a component schema gets the type name
 //     `<that name>Value` (x-go-type-name), since Go type names must differ.
+//  4. A null member of an enum whose type array already holds "null"
+//     (`type: [string, null], enum: [prenote, null]`) is dropped from the
+//     enum: the field is a pointer, nil for null, and oapi-codegen would
+//     otherwise write a constant of the string "<nil>".
 //
 // oapi-codegen v2.8.2 reads the OpenAPI 3.1 constructs the document uses
 // (type arrays with "null", anyOf with {type: null}, const, examples arrays)
@@ -140,6 +144,7 @@ func Prepare(raw []byte) ([]byte, error) {
 		}
 	}
 	collapseRequiredAllOf(doc)
+	dropNullEnumMembers(doc)
 
 	components, _ := doc["components"].(map[string]any)
 	schemas, _ := components["schemas"].(map[string]any)
@@ -173,6 +178,40 @@ func Prepare(raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// dropNullEnumMembers removes null from every enum of a schema whose type
+// array holds "null" (the nullability stays in the type).
+func dropNullEnumMembers(node any) {
+	switch n := node.(type) {
+	case map[string]any:
+		if enum, ok := n["enum"].([]any); ok && typeAllowsNull(n["type"]) {
+			kept := make([]any, 0, len(enum))
+			for _, v := range enum {
+				if v != nil {
+					kept = append(kept, v)
+				}
+			}
+			n["enum"] = kept
+		}
+		for _, v := range n {
+			dropNullEnumMembers(v)
+		}
+	case []any:
+		for _, v := range n {
+			dropNullEnumMembers(v)
+		}
+	}
+}
+
+func typeAllowsNull(t any) bool {
+	types, _ := t.([]any)
+	for _, v := range types {
+		if v == "null" {
+			return true
+		}
+	}
+	return false
 }
 
 // collapseRequiredAllOf replaces every {allOf: [{$ref}, {required: [...]}]}
