@@ -1,12 +1,15 @@
 package http_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/domain/webhook"
 	apihttp "github.com/opentreasury/treasury/http"
 )
 
@@ -82,5 +85,61 @@ func TestOpenAPIWebhookReplayResponsesMatchSchemas(t *testing.T) {
 		if documented[strconv.Itoa(n)] == nil {
 			t.Errorf("POST %s → %d is not documented", p, n)
 		}
+	}
+}
+
+// Every list of event types in the document is the service's: each schema
+// or parameter that enumerates them names exactly webhook.EventTypes (an
+// endpoint's subscription adds "*"; a replay leaves out webhook.test, which
+// is never in the log). A type added on one side only fails here.
+func TestOpenAPIEventTypeEnumsAreTheService(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(apihttp.OpenAPIDocument(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for typ := range webhook.EventTypes {
+		want = append(want, typ)
+	}
+	without := func(list []string, drop string) []string {
+		return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == drop })
+	}
+	found := 0
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, child := range x {
+				walk(path+"/"+k, child)
+			}
+		case []any:
+			var enum []string
+			for _, item := range x {
+				if s, ok := item.(string); ok {
+					enum = append(enum, s)
+				}
+				walk(path+"/[]", item)
+			}
+			if !slices.Contains(enum, "payment.created") || !strings.HasSuffix(path, "/enum") {
+				return
+			}
+			found++
+			expect := want
+			switch {
+			case strings.Contains(path, "WebhookReplayRequest"):
+				expect = without(want, "webhook.test")
+			case slices.Contains(enum, "*"):
+				expect = append(slices.Clone(want), "*")
+			}
+			slices.Sort(enum)
+			expect = slices.Sorted(slices.Values(expect))
+			if !slices.Equal(enum, expect) {
+				t.Errorf("%s lists %v; the service has %v", path, enum, expect)
+			}
+		}
+	}
+	walk("#", doc)
+	if found < 6 {
+		t.Fatalf("found %d lists of event types in the document, expected the six or more it has", found)
 	}
 }

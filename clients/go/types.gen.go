@@ -1117,6 +1117,8 @@ const (
 	WebhookEndpointStatusEnabled                                 = api.WebhookEndpointStatusEnabled
 	WebhookReplayObjectWebhookReplay                             = api.WebhookReplayObjectWebhookReplay
 	WebhookReplayRequestTypesBookTransferCompleted               = api.WebhookReplayRequestTypesBookTransferCompleted
+	WebhookReplayRequestTypesCounterpartyVerificationFailed      = api.WebhookReplayRequestTypesCounterpartyVerificationFailed
+	WebhookReplayRequestTypesCounterpartyVerified                = api.WebhookReplayRequestTypesCounterpartyVerified
 	WebhookReplayRequestTypesInboundTransferCompleted            = api.WebhookReplayRequestTypesInboundTransferCompleted
 	WebhookReplayRequestTypesKybApproved                         = api.WebhookReplayRequestTypesKybApproved
 	WebhookReplayRequestTypesKybPendingReview                    = api.WebhookReplayRequestTypesKybPendingReview

@@ -3284,29 +3284,35 @@ func (e WebhookReplayObject) Valid() bool {
 
 // Defines values for WebhookReplayRequestTypes.
 const (
-	WebhookReplayRequestTypesBookTransferCompleted       WebhookReplayRequestTypes = "book_transfer.completed"
-	WebhookReplayRequestTypesInboundTransferCompleted    WebhookReplayRequestTypes = "inbound_transfer.completed"
-	WebhookReplayRequestTypesKybApproved                 WebhookReplayRequestTypes = "kyb.approved"
-	WebhookReplayRequestTypesKybPendingReview            WebhookReplayRequestTypes = "kyb.pending_review"
-	WebhookReplayRequestTypesKybRejected                 WebhookReplayRequestTypes = "kyb.rejected"
-	WebhookReplayRequestTypesLedgerEntryCreated          WebhookReplayRequestTypes = "ledger.entry.created"
-	WebhookReplayRequestTypesPaymentApproved             WebhookReplayRequestTypes = "payment.approved"
-	WebhookReplayRequestTypesPaymentCanceled             WebhookReplayRequestTypes = "payment.canceled"
-	WebhookReplayRequestTypesPaymentCompleted            WebhookReplayRequestTypes = "payment.completed"
-	WebhookReplayRequestTypesPaymentCreated              WebhookReplayRequestTypes = "payment.created"
-	WebhookReplayRequestTypesPaymentDenied               WebhookReplayRequestTypes = "payment.denied"
-	WebhookReplayRequestTypesPaymentFailed               WebhookReplayRequestTypes = "payment.failed"
-	WebhookReplayRequestTypesPaymentNotificationOfChange WebhookReplayRequestTypes = "payment.notification_of_change"
-	WebhookReplayRequestTypesPaymentReleased             WebhookReplayRequestTypes = "payment.released"
-	WebhookReplayRequestTypesPaymentRequiresApproval     WebhookReplayRequestTypes = "payment.requires_approval"
-	WebhookReplayRequestTypesPaymentSubmitted            WebhookReplayRequestTypes = "payment.submitted"
-	WebhookReplayRequestTypesVirtualAccountCreated       WebhookReplayRequestTypes = "virtual_account.created"
+	WebhookReplayRequestTypesBookTransferCompleted          WebhookReplayRequestTypes = "book_transfer.completed"
+	WebhookReplayRequestTypesCounterpartyVerificationFailed WebhookReplayRequestTypes = "counterparty.verification_failed"
+	WebhookReplayRequestTypesCounterpartyVerified           WebhookReplayRequestTypes = "counterparty.verified"
+	WebhookReplayRequestTypesInboundTransferCompleted       WebhookReplayRequestTypes = "inbound_transfer.completed"
+	WebhookReplayRequestTypesKybApproved                    WebhookReplayRequestTypes = "kyb.approved"
+	WebhookReplayRequestTypesKybPendingReview               WebhookReplayRequestTypes = "kyb.pending_review"
+	WebhookReplayRequestTypesKybRejected                    WebhookReplayRequestTypes = "kyb.rejected"
+	WebhookReplayRequestTypesLedgerEntryCreated             WebhookReplayRequestTypes = "ledger.entry.created"
+	WebhookReplayRequestTypesPaymentApproved                WebhookReplayRequestTypes = "payment.approved"
+	WebhookReplayRequestTypesPaymentCanceled                WebhookReplayRequestTypes = "payment.canceled"
+	WebhookReplayRequestTypesPaymentCompleted               WebhookReplayRequestTypes = "payment.completed"
+	WebhookReplayRequestTypesPaymentCreated                 WebhookReplayRequestTypes = "payment.created"
+	WebhookReplayRequestTypesPaymentDenied                  WebhookReplayRequestTypes = "payment.denied"
+	WebhookReplayRequestTypesPaymentFailed                  WebhookReplayRequestTypes = "payment.failed"
+	WebhookReplayRequestTypesPaymentNotificationOfChange    WebhookReplayRequestTypes = "payment.notification_of_change"
+	WebhookReplayRequestTypesPaymentReleased                WebhookReplayRequestTypes = "payment.released"
+	WebhookReplayRequestTypesPaymentRequiresApproval        WebhookReplayRequestTypes = "payment.requires_approval"
+	WebhookReplayRequestTypesPaymentSubmitted               WebhookReplayRequestTypes = "payment.submitted"
+	WebhookReplayRequestTypesVirtualAccountCreated          WebhookReplayRequestTypes = "virtual_account.created"
 )
 
 // Valid indicates whether the value is a known member of the WebhookReplayRequestTypes enum.
 func (e WebhookReplayRequestTypes) Valid() bool {
 	switch e {
 	case WebhookReplayRequestTypesBookTransferCompleted:
+		return true
+	case WebhookReplayRequestTypesCounterpartyVerificationFailed:
+		return true
+	case WebhookReplayRequestTypesCounterpartyVerified:
 		return true
 	case WebhookReplayRequestTypesInboundTransferCompleted:
 		return true

@@ -1250,7 +1250,7 @@ export interface WebhookReplayRequest {
   /** End of the window, exclusive; after `created_after` (else 400). A window in the future is accepted and replays nothing. */
   created_before: string;
   /** Replay only events of these types, whether or not the endpoint subscribes to them (an unknown type, `*` or `webhook.test` is 400 with `param` `types[i]`). Left out: the types the endpoint subscribes to now (its `events`; `*`: all). */
-  types?: Array<"virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed">;
+  types?: Array<"virtual_account.created" | "payment.created" | "payment.submitted" | "payment.completed" | "payment.failed" | "payment.canceled" | "payment.requires_approval" | "payment.approved" | "payment.denied" | "payment.released" | "payment.notification_of_change" | "kyb.pending_review" | "kyb.approved" | "kyb.rejected" | "ledger.entry.created" | "inbound_transfer.completed" | "book_transfer.completed" | "counterparty.verified" | "counterparty.verification_failed">;
 }
 
 /** A replay of past events to one endpoint: each event of the window became a new delivery (its own `msg_` id, `replay_id` naming this replay) carrying the event as first sent, with its original `id`. */

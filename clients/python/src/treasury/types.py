@@ -101,6 +101,7 @@ ReplayableEventType = Literal[
     "payment.denied", "payment.released", "payment.notification_of_change",
     "kyb.pending_review", "kyb.approved", "kyb.rejected", "ledger.entry.created",
     "inbound_transfer.completed", "book_transfer.completed",
+    "counterparty.verified", "counterparty.verification_failed",
 ]
 """An event type a webhook replay may name (``client.webhooks.replay(types=[…])``):
 every event type but ``webhook.test`` (and not ``"*"``)."""
