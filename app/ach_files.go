@@ -2,13 +2,17 @@ package app
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ach"
+	"github.com/opentreasury/treasury/domain/counterparty"
 	"github.com/opentreasury/treasury/domain/payment"
+	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/eventstore"
 )
 
@@ -38,14 +42,22 @@ const (
 	// ACH day (two replicas either side of midnight) waits, then finds
 	// them paid.
 	owedReturnsSQL = `SELECT data FROM ach_returns WHERE ach_file_id IS NULL ORDER BY created_at, id LIMIT $1 FOR UPDATE`
+	// awaitingPrenotesSQL finds the live counterparties whose prenote
+	// waits for a file, oldest request first (index
+	// counterparties_live_prenotes); every cut takes them.
+	awaitingPrenotesSQL = `SELECT id FROM counterparties
+    WHERE environment = 'live' AND verification_status = 'pending' AND NOT deleted AND prenote_trace_number IS NULL
+    ORDER BY updated_at, id LIMIT $1`
 )
 
 // CutACHFile cuts live mode's next outbound ACH file (API.md §10): the
 // pending live ACH payments the window takes (the same-day ones; the
 // standard ones too when standard) become submitted with their trace
 // numbers and the file's id, in the transaction that records the file on
-// its ACH day, and the credits owed back go in it too. It returns the
-// file, or nil when nothing waited for one.
+// its ACH day, and the credits owed back go in it too, and the live
+// counterparties' prenotes asked for (each recorded on its counterparty
+// with its trace number). It returns the file, or nil when nothing waited
+// for one.
 // The file is not written here: that comes after the commit (the bank
 // connector), and is done again until it is recorded (TransmitACHFile).
 //
@@ -93,6 +105,16 @@ func (a *App) CutACHFile(ctx context.Context, meta Meta, o ach.Originator, stand
 				Amount: p.s.Amount, AccountNumber: d.AccountNumber, RoutingNumber: d.RoutingNumber, Name: d.Name,
 				CreatedAt: p.s.At})
 		}
+		prenotes, err := awaitingPrenotes(ctx, tx)
+		if err != nil {
+			return Result{}, err
+		}
+		for _, id := range slices.Sorted(maps.Keys(prenotes)) {
+			cp := prenotes[id].State
+			pending = append(pending, ach.Pending{CounterpartyID: id, Prenote: true, Savings: cp.AccountType == counterparty.AccountSavings,
+				PlatformID: cp.PlatformID, Rail: rails.ACHSameDay.String(), AccountNumber: cp.AccountNumber,
+				RoutingNumber: cp.RoutingNumber, Name: cp.Name, CreatedAt: cp.UpdatedAt})
+		}
 		at := now()
 		day, err := loadStream(ctx, tx, achDays, nil, ach.DayOf(at))
 		if err != nil {
@@ -106,6 +128,16 @@ func (a *App) CutACHFile(ctx context.Context, meta Meta, o ach.Originator, stand
 		f := events[0].(ach.FileCreated)
 		reqs := []eventstore.AppendRequest{{Stream: achDayStream(f.Day), Expected: day.Version, Events: events}}
 		for _, e := range f.Entries {
+			if e.Prenote {
+				cp := prenotes[e.CounterpartyID]
+				events, err := counterparty.DecidePrenoteSubmitted(cp.State, counterparty.PrenoteSubmitted{ACHFileID: f.ACHFileID,
+					TraceNumber: e.TraceNumber, SettlesAt: e.SettlesAt, At: at})
+				if err != nil {
+					return Result{}, err
+				}
+				reqs = append(reqs, eventstore.AppendRequest{Stream: counterpartyStream(cp.Owner, e.CounterpartyID), Expected: cp.Version, Events: events})
+				continue
+			}
 			p := pays[e.PaymentID]
 			settles := e.SettlesAt
 			submitted, err := payment.Decide(p.s, payment.Submit{TraceNumber: e.TraceNumber, ACHFileID: f.ACHFileID,
@@ -122,6 +154,38 @@ func (a *App) CutACHFile(ctx context.Context, meta Meta, o ach.Originator, stand
 		return Result{ID: f.ACHFileID}, nil
 	})
 	return cut, err
+}
+
+// awaitingPrenotes loads the live counterparties whose prenote waits for
+// a file, by id; one that moved since its row was read (deleted, say) is
+// left out.
+func awaitingPrenotes(ctx context.Context, tx *commandTx) (map[string]loaded[counterparty.State], error) {
+	rows, err := tx.Query(ctx, awaitingPrenotesSQL, ach.MaxEntries)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	recs, err := loadStreams(ctx, tx, counterparties, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]loaded[counterparty.State], len(ids))
+	for _, id := range ids {
+		l, err := foldBatchStream(recs, counterparties, nil, id)
+		if domain.CodeOf(err) == domain.CodeNotFound {
+			continue // deleted since
+		}
+		if err != nil {
+			return nil, err
+		}
+		if l.State.AwaitsFile() {
+			out[id] = l
+		}
+	}
+	return out, nil
 }
 
 // TransmitACHFile records that a file of the ACH day is in the outbox.
@@ -205,4 +269,63 @@ func (a *App) CompleteSettledACHPayments(ctx context.Context, meta Meta, asOf ti
 		}
 	}
 	return n, nil
+}
+
+// settledPrenotesSQL finds the live counterparties whose prenote's entry
+// settled by $1.
+const settledPrenotesSQL = `SELECT id FROM counterparties
+    WHERE environment = 'live' AND verification_status = 'pending' AND NOT deleted AND prenote_settles_at <= $1
+    ORDER BY prenote_settles_at, id`
+
+// VerifySettledPrenotes verifies the live counterparties whose prenote
+// settled by asOf without a return (API.md §12); a return that comes later
+// still fails them. It says how many it verified.
+func (a *App) VerifySettledPrenotes(ctx context.Context, meta Meta, asOf time.Time) (int, error) {
+	rows, err := a.Pool.Query(ctx, settledPrenotesSQL, asOf)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		verified, err := a.changeLiveCounterparty(ctx, meta, id, func(s counterparty.State) []domain.Event {
+			return counterparty.DecidePrenoteSettled(s, asOf, now())
+		})
+		if err != nil {
+			return n, err
+		}
+		if verified {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// changeLiveCounterparty appends what decide returns to the counterparty
+// id's stream, whoever owns it (the rails' commands act for the bank, not
+// for a platform), and says whether it appended anything. A counterparty
+// deleted meanwhile is left alone.
+func (a *App) changeLiveCounterparty(ctx context.Context, meta Meta, id string, decide func(counterparty.State) []domain.Event) (bool, error) {
+	changed := false
+	_, err := a.execute(ctx, command{}, func(ctx context.Context, tx *commandTx) (Result, error) {
+		changed = false
+		l, err := loadStream(ctx, tx, counterparties, nil, id)
+		if domain.CodeOf(err) == domain.CodeNotFound {
+			return Result{}, nil
+		}
+		if err != nil || l.Owner.Environment != domain.Live {
+			return Result{}, err
+		}
+		events := decide(l.State)
+		if len(events) == 0 {
+			return Result{}, nil
+		}
+		changed = true
+		_, err = appendAndProject(ctx, tx, counterpartyStream(l.Owner, id), l.Version, meta, events)
+		return Result{}, err
+	})
+	return changed, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/ach"
+	"github.com/opentreasury/treasury/domain/counterparty"
 	"github.com/opentreasury/treasury/domain/inbound"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
@@ -241,9 +242,14 @@ func creditRail(c ach.Credit, at time.Time) rails.Rail {
 	return rails.ACHStandard
 }
 
-// ErrNoSuchTrace is the answer of ReturnACHPayment and NoteACHChange to an
-// entry no live payment of ours is.
+// ErrNoSuchTrace is the answer of ReturnACHPayment, ReturnACHPrenote and
+// NoteACHChange to an entry no live payment (or prenote) of ours is.
 var ErrNoSuchTrace = errors.New("no live ACH payment has this trace number, account number and amount")
+
+// ErrChangeOfPrenote is NoteACHChange's answer to a notification of
+// change of a counterparty's prenote: not applied (the platform corrects
+// the counterparty by saving a new one).
+var ErrChangeOfPrenote = errors.New("a notification of change of a prenote is not applied")
 
 // ACHEntryRef names the entry of ours a return or a notification of change
 // is about: its trace number, which repeats from one ACH day to the next
@@ -287,15 +293,58 @@ func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, ref ACHEntryRef, 
 	})
 }
 
+// ReturnACHPrenote applies the bank's return of a live counterparty's
+// prenote (a zero-dollar entry: ref.Amount is 0), named by its trace number
+// and account number: the counterparty's verification fails with the
+// return's code (counterparty.DecidePrenoteReturned). It returns the
+// counterparty's id.
+func (a *App) ReturnACHPrenote(ctx context.Context, meta Meta, ref ACHEntryRef, returnCode string) (string, error) {
+	var id string
+	err := a.Pool.QueryRow(ctx, `SELECT id FROM counterparties
+        WHERE prenote_trace_number = $1 AND environment = 'live' AND account_number = $2
+        ORDER BY updated_at DESC, id DESC LIMIT 1`, ref.TraceNumber, ref.AccountNumber).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: prenote %s (account %s)", ErrNoSuchTrace, ref.TraceNumber, ref.AccountNumber)
+	}
+	if err != nil {
+		return "", err
+	}
+	_, err = a.changeLiveCounterparty(ctx, meta, id, func(s counterparty.State) []domain.Event {
+		return counterparty.DecidePrenoteReturned(s, ref.TraceNumber, returnCode, now())
+	})
+	return id, err
+}
+
 // NoteACHChange records the receiving bank's notification of change for
 // the live ACH payment the entry names (API.md §10): it is kept on the
 // payment and emitted as payment.notification_of_change. The same notice
 // again changes nothing. It returns the payment's id.
+//
+// A notification carries no amount, so a prenote's and a payment's to the
+// same account with the same trace (another day's) look alike: the entry
+// of the newest file is the one it names. A prenote's is not applied
+// (ErrChangeOfPrenote, with the counterparty's id).
 func (a *App) NoteACHChange(ctx context.Context, meta Meta, ref ACHEntryRef, code, correctedData string) (string, error) {
 	ref.Amount = 0 // a notification carries none
-	id, err := a.liveACHPayment(ctx, ref)
+	var id string
+	var prenote bool
+	err := a.Pool.QueryRow(ctx, `SELECT id, prenote FROM (
+            (SELECT id, ach_file_id AS file, false AS prenote FROM payments
+             WHERE trace_number = $1 AND environment = 'live' AND destination->>'account_number' = $2 AND ach_file_id IS NOT NULL
+             ORDER BY ach_file_id DESC LIMIT 1)
+            UNION ALL
+            (SELECT id, prenote_ach_file_id, true FROM counterparties
+             WHERE prenote_trace_number = $1 AND environment = 'live' AND account_number = $2
+             ORDER BY prenote_ach_file_id DESC LIMIT 1)) entries
+        ORDER BY file DESC LIMIT 1`, ref.TraceNumber, ref.AccountNumber).Scan(&id, &prenote)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: %s (account %s)", ErrNoSuchTrace, ref.TraceNumber, ref.AccountNumber)
+	}
 	if err != nil {
 		return "", err
+	}
+	if prenote {
+		return id, ErrChangeOfPrenote
 	}
 	return id, a.changePayment(ctx, meta, nil, id, func(payment.State) any {
 		return payment.NoteChange{Code: code, CorrectedData: correctedData, At: now()}

@@ -34,7 +34,8 @@ const (
 // a broken one.
 //
 // Returns (addenda 99) fail the payment they name by its trace number,
-// account number and amount; notifications of change (addenda 98) are
+// account number and amount (a zero-dollar one, the counterparty whose
+// prenote it was); notifications of change (addenda 98) are
 // kept on it. Credits (and their prenotes) to our account numbers are
 // applied with the file's record, in one transaction
 // (app.ApplyACHInbound): an unknown or closed account's are owed back in
@@ -186,7 +187,11 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 			var err error
 			switch kindOf(e) {
 			case entryReturn:
-				id, err = in.App.ReturnACHPayment(ctx, meta, entryRef(e), a.Code)
+				if e.Amount == 0 { // a prenote's: a payment carries money
+					id, err = in.App.ReturnACHPrenote(ctx, meta, entryRef(e), a.Code)
+				} else {
+					id, err = in.App.ReturnACHPayment(ctx, meta, entryRef(e), a.Code)
+				}
 			case entryChange:
 				id, err = in.App.NoteACHChange(ctx, meta, entryRef(e), a.Code, a.CorrectedData)
 			case entryCredit, entryPrenote, entryDebit:
@@ -195,15 +200,21 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 			default: // untaken kept such files out
 				return fmt.Errorf("ACH inbound file %s: entry %s has transaction code %d, which is not taken", name, e.TraceNumber, e.TransactionCode)
 			}
+			if errors.Is(err, app.ErrChangeOfPrenote) {
+				in.Log.Warn("ACH notification of change of a prenote: not applied", "name", name, "counterparty_id", id,
+					"original_trace", a.OriginalTrace, "code", a.Code, "corrected_data", a.CorrectedData)
+				rec.Unmatched++
+				continue
+			}
 			if errors.Is(err, app.ErrNoSuchTrace) {
-				in.Log.Warn("ACH return or change of no payment of ours", "name", name, "original_trace", a.OriginalTrace, "code", a.Code)
+				in.Log.Warn("ACH return or change of no payment or prenote of ours", "name", name, "original_trace", a.OriginalTrace, "code", a.Code)
 				rec.Unmatched++
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			in.Log.Info("ACH return or change applied", "payment_id", id, "addenda", a.Type, "code", a.Code, "original_trace", a.OriginalTrace)
+			in.Log.Info("ACH return or change applied", "id", id, "addenda", a.Type, "code", a.Code, "original_trace", a.OriginalTrace)
 			if a.Type == nacha.AddendaNOC {
 				rec.Changes++
 			} else {

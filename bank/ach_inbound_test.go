@@ -13,6 +13,7 @@ import (
 	"github.com/opentreasury/treasury/bank/nacha"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ach"
+	"github.com/opentreasury/treasury/domain/counterparty"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
 	"github.com/opentreasury/treasury/projections/queries"
@@ -542,5 +543,66 @@ func TestACHInboundCreditToASandboxAccountNumberIsReturned(t *testing.T) {
 	}
 	if f := cutOne(t, l); len(f.Returns) != 1 || f.Returns[0].Code != "R03" {
 		t.Errorf("returns in the next file: %+v, want one R03", f.Returns)
+	}
+}
+
+// The bank's return of a prenote (a zero-dollar entry) fails the
+// counterparty it verified, with the return's code; a prenote not
+// returned is verified once its entry settles; a notification of change
+// of a prenote changes nothing.
+func TestACHInboundReturnOfAPrenoteFailsItsCounterparty(t *testing.T) {
+	l := newLive(t)
+	cp := func(account string) string {
+		res, err := l.a.CreateCounterparty(l.ctx, app.Meta{}, nil, l.c, counterparty.Request{Name: "Initech LLC",
+			AccountNumber: account, RoutingNumber: "011000015", AccountType: counterparty.AccountChecking})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.a.VerifyCounterparty(l.ctx, app.Meta{}, l.c, res.ID, counterparty.MethodPrenote); err != nil {
+			t.Fatal(err)
+		}
+		return res.ID
+	}
+	returned, kept := cp("4000000003"), cp("987654321")
+	paid := l.pay(1000, "ach_same_day")
+	f := cutOne(t, l)
+	trace := map[string]string{}
+	for _, e := range f.Entries {
+		trace[e.Ref()] = e.TraceNumber
+	}
+	if len(f.Entries) != 3 || trace[returned] == "" || trace[kept] == "" || trace[paid] == "" {
+		t.Fatalf("the file's entries: %+v", f.Entries)
+	}
+	inbox, _ := outbox(t)
+	// With the return, a notification of change of the other prenote: not
+	// applied (a counterparty is corrected by saving a new one).
+	answer := bankFile(t, f, map[string]string{trace[returned]: "R03"}, map[string][2]string{trace[kept]: {"C01", "4000000099"}})
+	if err := inbox.Put(l.ctx, "returns.ach", answer); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := (&bank.ACHInbound{App: l.a, Inbox: inbox, Log: discard}).Poll(l.ctx); err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	status := func(id string) queries.VerificationView {
+		v, err := queries.GetCounterparty(l.ctx, l.a.Pool, queries.Scope{PlatformID: l.c.PlatformID, Environment: domain.Live}, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Verification
+	}
+	if v := status(returned); v.Status != counterparty.StatusFailed || v.FailureCode != "R03" {
+		t.Errorf("the returned prenote's counterparty: %+v", v)
+	}
+	if v := status(kept); v.Status != counterparty.StatusPending {
+		t.Errorf("the other, before its settlement: %+v", v)
+	}
+	if p := l.payment(paid); p.Status != payment.StatusSubmitted || p.NotificationOfChange != nil {
+		t.Errorf("the payment in the same file: %s, change %+v", p.Status, p.NotificationOfChange)
+	}
+	if n, err := l.a.VerifySettledPrenotes(l.ctx, app.Meta{}, f.Entries[0].SettlesAt); err != nil || n != 1 {
+		t.Fatalf("VerifySettledPrenotes = %d, %v", n, err)
+	}
+	if v := status(kept); v.Status != counterparty.StatusVerified {
+		t.Errorf("the other, after its settlement: %+v", v)
 	}
 }

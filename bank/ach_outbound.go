@@ -113,8 +113,9 @@ const retryAfter = time.Minute
 const settleEvery = time.Minute
 
 // Run recovers, then cuts at every window (ach.NextCut), and every minute
-// completes the payments whose entries settled without a return and posts
-// the inbound credits whose effective date came, until ctx ends. A cut
+// completes the payments whose entries settled without a return, verifies
+// the counterparties whose prenotes did, and posts the inbound credits
+// whose effective date came, until ctx ends. A cut
 // that fails is logged and tried again a minute later (a cut that failed
 // is still made, late), what it left undone recovered first.
 func (o *ACHOutbound) Run(ctx context.Context) {
@@ -126,6 +127,11 @@ func (o *ACHOutbound) Run(ctx context.Context) {
 				o.Log.Error("ACH payments not completed: will try again", "err", err, "in", settleEvery)
 			} else if n > 0 {
 				o.Log.Info("ACH payments settled", "completed", n)
+			}
+			if n, err := o.App.VerifySettledPrenotes(ctx, meta, time.Now()); err != nil {
+				o.Log.Error("ACH prenotes not verified: will try again", "err", err, "in", settleEvery)
+			} else if n > 0 {
+				o.Log.Info("ACH prenotes settled", "verified", n)
 			}
 			if n, err := o.App.CompleteSettledACHCredits(ctx, meta, time.Now()); err != nil {
 				o.Log.Error("ACH credits not posted: will try again", "err", err, "in", settleEvery)

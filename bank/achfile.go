@@ -53,7 +53,7 @@ func achFile(f ach.FileCreated) (nacha.File, error) {
 			platform, date = e.PlatformID, e.EffectiveDate
 			effective, err := time.Parse(time.DateOnly, e.EffectiveDate)
 			if err != nil {
-				return nacha.File{}, fmt.Errorf("payment %s: effective date %q", e.PaymentID, e.EffectiveDate)
+				return nacha.File{}, fmt.Errorf("entry %s: effective date %q", e.Ref(), e.EffectiveDate)
 			}
 			file.Batches = append(file.Batches, nacha.Batch{Header: nacha.BatchHeader{
 				ServiceClass: nacha.CreditsOnly, CompanyName: asNACHA(o.CompanyName, 16),
@@ -64,17 +64,30 @@ func achFile(f ach.FileCreated) (nacha.File, error) {
 		}
 		rdfi, check, err := nacha.SplitRouting(e.RoutingNumber)
 		if err != nil {
-			return nacha.File{}, fmt.Errorf("payment %s: %w", e.PaymentID, err)
+			return nacha.File{}, fmt.Errorf("entry %s: %w", e.Ref(), err)
 		}
 		b := &file.Batches[n-1]
 		b.Entries = append(b.Entries, nacha.Entry{
-			TransactionCode: nacha.CheckingCredit, RDFI: rdfi, CheckDigit: check,
+			TransactionCode: transactionCode(e.Pending), RDFI: rdfi, CheckDigit: check,
 			AccountNumber: e.AccountNumber, Amount: e.Amount,
-			IdentificationNumber: IdentificationNumber(e.PaymentID),
+			IdentificationNumber: IdentificationNumber(e.Ref()),
 			Name:                 asNACHA(e.Name, 22), TraceNumber: e.TraceNumber,
 		})
 	}
 	return file, addReturns(&file, f, odfi)
+}
+
+// transactionCode is an outbound entry's: a payment is a checking credit
+// (22); a prenote is a zero-dollar credit prenote, 23, or 33 to a savings
+// account.
+func transactionCode(p ach.Pending) int {
+	switch {
+	case p.Prenote && p.Savings:
+		return nacha.SavingsPrenote
+	case p.Prenote:
+		return nacha.CheckingPrenote
+	}
+	return nacha.CheckingCredit
 }
 
 // addReturns adds the entries f returns (credits and debits the bank
@@ -129,8 +142,9 @@ func addReturns(file *nacha.File, f ach.FileCreated, odfi string) error {
 	return nil
 }
 
-// IdentificationNumber is what an entry carries of its payment: the last 15
-// characters of its id (the trace number is what returns match on).
+// IdentificationNumber is what an entry carries of its payment (or a
+// prenote of its counterparty): the last 15 characters of its id (the
+// trace number is what returns match on).
 func IdentificationNumber(paymentID string) string {
 	if len(paymentID) <= 15 {
 		return paymentID

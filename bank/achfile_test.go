@@ -91,6 +91,59 @@ func TestACHFileRendersTheCutAsTheBankReadsIt(t *testing.T) {
 	}
 }
 
+// A counterparty's prenote is a zero-dollar prenote entry, 23 (33 to a
+// savings account), that carries the counterparty's id; it adds nothing to
+// the file's total.
+func TestACHFileWritesPrenotes(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 15, 0, 0, rails.Eastern)
+	originator := ach.Originator{RoutingNumber: "021000021", Origin: "1234567890", CompanyID: "9876543210", CompanyName: "Treasury Inc"}
+	prenote := func(id string, savings bool) ach.Pending {
+		return ach.Pending{CounterpartyID: id, Prenote: true, Savings: savings, PlatformID: "plt_a", Rail: "ach_same_day",
+			AccountNumber: "000123456789", RoutingNumber: "011000015", Name: "Initech", CreatedAt: at.Add(-time.Minute)}
+	}
+	events, err := ach.Decide(ach.Day{}, ach.Cut{ACHFileID: "achf_01", Originator: originator, At: at,
+		Payments: []ach.Pending{
+			{PaymentID: "pay_01JX0000000000000000000001", PlatformID: "plt_a", Rail: "ach_same_day", Amount: 1250,
+				AccountNumber: "000123456789", RoutingNumber: "011000015", Name: "Initech", CreatedAt: at.Add(-time.Hour)},
+			prenote("cp_01JX00000000000000000000C1", false),
+			prenote("cp_01JX00000000000000000000S2", true),
+		}})
+	if err != nil || len(events) != 1 {
+		t.Fatalf("Decide = %v, %v", events, err)
+	}
+	data, err := ACHFile(events[0].(ach.FileCreated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := nacha.Parse(data)
+	if err != nil {
+		t.Fatalf("the file does not read back: %v\n%s", err, data)
+	}
+	type row struct {
+		code   int
+		amount int64
+		id     string
+	}
+	var got []row
+	for _, b := range f.Batches {
+		for _, e := range b.Entries {
+			got = append(got, row{e.TransactionCode, e.Amount, e.IdentificationNumber})
+		}
+	}
+	want := []row{{22, 1250, "000000000000001"}, {23, 0, "0000000000000C1"}, {33, 0, "0000000000000S2"}}
+	if len(got) != len(want) {
+		t.Fatalf("entries %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+	if c := f.Control(); c.TotalCredit != 1250 || c.EntryAddendaCount != 3 {
+		t.Errorf("file control %+v", c)
+	}
+}
+
 func TestACHFileRefusesWhatABankCouldNotTake(t *testing.T) {
 	good := ach.FileCreated{ACHFileID: "achf_1", IDModifier: "A", At: time.Now(),
 		Originator: ach.Originator{RoutingNumber: "021000021", Origin: "1234567890", CompanyID: "1", CompanyName: "T"},

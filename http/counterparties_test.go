@@ -236,21 +236,6 @@ func TestCounterpartyDeletedWhilePrenotePending(t *testing.T) {
 	}
 }
 
-// Live prenotes are not available yet: 501 not_implemented, nothing changes.
-func TestCounterpartyLivePrenoteNotImplemented(t *testing.T) {
-	api, platformID, _ := vaAPI(t)
-	liveKey := api.enableLive(platformID)
-	cp := cpCreate(t, api, liveKey, "987654321")
-	if cp["environment"] != "live" {
-		t.Fatalf("environment %v", cp["environment"])
-	}
-	id := cp["id"].(string)
-	requireError(t, api.do("POST", "/v1/counterparties/"+id+"/verify", liveKey, map[string]any{"method": "prenote"}), 501, "not_implemented")
-	if v := cpVerification(t, api, liveKey, id); v["status"] != "unverified" {
-		t.Errorf("after a refused live verify: %v", v)
-	}
-}
-
 // cpPayBody is a payment to a counterparty.
 func cpPayBody(accountID, counterpartyID string, amount int64, rail string) map[string]any {
 	return map[string]any{"virtual_account_id": accountID, "amount": amount, "rail": rail,

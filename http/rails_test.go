@@ -60,6 +60,15 @@ func TestOperatorCutsAndListsLiveACHFiles(t *testing.T) {
 	sameDay := check("POST", "/payments", oapPay(api, liveKey, oapBody(liveVA, 1_000, "ach_same_day", "123456789")), 201, "")
 	standard := check("POST", "/payments", oapPay(api, liveKey, oapBody(liveVA, 2_500, "ach_standard", "123456789")), 201, "")
 	instant := check("POST", "/payments", oapPay(api, liveKey, oapBody(liveVA, 500, "rtp", "123456789")), 201, "")
+	// A live counterparty's prenote waits for the same file (API.md §12).
+	cpBody := map[string]any{"name": "Initech LLC", "account_number": "987654321", "routing_number": "021000021", "account_type": "savings"}
+	cp := check("POST", "/counterparties", api.do("POST", "/v1/counterparties", liveKey, cpBody), 201, "")["id"].(string)
+	verify := "/counterparties/{id}/verify"
+	verified := check("POST", verify, api.do("POST", "/v1/counterparties/"+cp+"/verify", liveKey, map[string]any{"method": "prenote"}), 200, "")
+	if v, _ := verified["verification"].(map[string]any); v["status"] != "pending" || v["method"] != "prenote" {
+		t.Fatalf("a live verify: %v", verified)
+	}
+	check("POST", verify, api.do("POST", "/v1/counterparties/"+cp+"/verify", liveKey, map[string]any{"method": "prenote"}), 409, "invalid_state")
 
 	cut := check("POST", p, api.do("POST", "/v1"+p, operatorKey, nil), 200, "")
 	files := cut["data"].([]any)
@@ -67,7 +76,7 @@ func TestOperatorCutsAndListsLiveACHFiles(t *testing.T) {
 		t.Fatalf("cut: %v", cut)
 	}
 	file := files[0].(map[string]any)
-	if file["object"] != "ach_file" || file["entry_count"] != float64(2) || file["total_credit"] != float64(3_500) || file["transmitted_at"] == nil {
+	if file["object"] != "ach_file" || file["entry_count"] != float64(3) || file["total_credit"] != float64(3_500) || file["transmitted_at"] == nil {
 		t.Fatalf("the file: %v", file)
 	}
 	for _, pay := range []map[string]any{sameDay, standard} {
@@ -87,6 +96,20 @@ func TestOperatorCutsAndListsLiveACHFiles(t *testing.T) {
 	parsed, err := nacha.Parse(data)
 	if err != nil || parsed.Control().TotalCredit != 3_500 {
 		t.Fatalf("the outbox's file: %+v, %v", parsed.Control(), err)
+	}
+	prenotes := 0
+	for _, b := range parsed.Batches {
+		for _, e := range b.Entries {
+			if e.TransactionCode == nacha.SavingsPrenote && e.Amount == 0 && e.AccountNumber == "987654321" {
+				prenotes++
+			}
+		}
+	}
+	if prenotes != 1 {
+		t.Errorf("the file holds %d savings prenotes to 987654321, want 1", prenotes)
+	}
+	if v := vaGet(t, api, liveKey, "/v1/counterparties/"+cp)["verification"].(map[string]any); v["status"] != "pending" {
+		t.Errorf("the counterparty after the cut (its prenote settles at the window): %v", v)
 	}
 
 	list := check("GET", p, api.do("GET", "/v1"+p, operatorKey, nil), 200, "")

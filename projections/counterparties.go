@@ -34,8 +34,12 @@ func (Counterparties) apply(b *Batch, r *eventstore.RecordedEvent) error {
 			e.CounterpartyID, e.PlatformID, e.Environment.String(), e.Name, e.AccountNumber, e.RoutingNumber, e.AccountType,
 			counterparty.StatusUnverified, queries.Metadata(e.Metadata), e.At)
 	case counterparty.VerificationRequested:
-		b.Queue(`UPDATE counterparties SET verification_status = $2, verification_method = $3, failure_code = NULL, updated_at = $4
+		b.Queue(`UPDATE counterparties SET verification_status = $2, verification_method = $3, failure_code = NULL, updated_at = $4,
+            prenote_ach_file_id = NULL, prenote_trace_number = NULL, prenote_settles_at = NULL
             WHERE id = $1`, id, counterparty.StatusPending, e.Method, e.At)
+	case counterparty.PrenoteSubmitted:
+		b.Queue(`UPDATE counterparties SET prenote_ach_file_id = $2, prenote_trace_number = $3, prenote_settles_at = $4, updated_at = $5
+            WHERE id = $1`, id, e.ACHFileID, e.TraceNumber, e.SettlesAt, e.At)
 	case counterparty.Verified:
 		b.Queue(`UPDATE counterparties SET verification_status = $2, updated_at = $3 WHERE id = $1`, id, counterparty.StatusVerified, e.At)
 	case counterparty.VerificationFailed:

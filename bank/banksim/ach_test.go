@@ -199,6 +199,36 @@ func TestBankSimAnswersMagicNumbers(t *testing.T) {
 	s.poll(t, 0)
 }
 
+// A prenote (a zero-dollar entry, 23, or 33 to a savings account) to a
+// magic number is returned like a payment, with the zero amount and the
+// return code of its account type (21, 31); any other settles unanswered.
+func TestBankSimAnswersPrenotes(t *testing.T) {
+	s := newSim(t)
+	prenote := func(seq, code int, account string) nacha.Entry {
+		e := credit(seq, account, 0)
+		e.TransactionCode = code
+		return e
+	}
+	write(t, s.outDir, outName, outbound(t, []nacha.Entry{
+		prenote(1, nacha.CheckingPrenote, "4000000003"), prenote(2, nacha.SavingsPrenote, "4000000004"),
+		prenote(3, nacha.CheckingPrenote, "123456789")}))
+	s.poll(t, 1)
+	got := map[string][3]any{}
+	for _, b := range answered(t, s).Batches {
+		for _, e := range b.Entries {
+			got[e.Addenda.OriginalTrace] = [3]any{e.TransactionCode, e.Amount, e.Addenda.Code}
+		}
+	}
+	trace := func(seq int) string { return fmt.Sprintf("%s%07d", serviceODFI, seq) }
+	want := map[string][3]any{trace(1): {21, int64(0), "R03"}, trace(2): {31, int64(0), "R04"}}
+	if len(got) != len(want) || got[trace(1)] != want[trace(1)] || got[trace(2)] != want[trace(2)] {
+		t.Errorf("answers %v, want %v", got, want)
+	}
+	if st := s.Stats(); st != (banksim.Stats{Files: 1, Returned: 2, Settled: 1}) {
+		t.Errorf("stats %+v", st)
+	}
+}
+
 // The service writes a file again after a crash (same name, same bytes):
 // it is answered once, by this bank-sim and by a restarted one.
 func TestBankSimAnswersAFileOnce(t *testing.T) {

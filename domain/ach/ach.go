@@ -44,19 +44,33 @@ type Originator struct {
 	CompanyName   string `json:"company_name"`
 }
 
-// Pending is a live ACH payment waiting for a file.
+// Pending is a live ACH payment waiting for a file, or a counterparty's
+// prenote (API.md §12): a zero-dollar entry (code 23, 33 to a savings
+// account) that names a counterparty instead of a payment and goes as a
+// same-day entry in whichever file comes next.
 type Pending struct {
-	PaymentID     string    `json:"payment_id"`
-	PlatformID    string    `json:"platform_id"`
-	Rail          string    `json:"rail"`
-	Amount        int64     `json:"amount"`
-	AccountNumber string    `json:"account_number"`
-	RoutingNumber string    `json:"routing_number"`
-	Name          string    `json:"name"`
-	CreatedAt     time.Time `json:"created_at"`
+	PaymentID      string    `json:"payment_id,omitempty"`
+	CounterpartyID string    `json:"counterparty_id,omitempty"` // a prenote's
+	Prenote        bool      `json:"prenote,omitempty"`
+	Savings        bool      `json:"savings,omitempty"` // to a savings account
+	PlatformID     string    `json:"platform_id"`
+	Rail           string    `json:"rail"`
+	Amount         int64     `json:"amount"`
+	AccountNumber  string    `json:"account_number"`
+	RoutingNumber  string    `json:"routing_number"`
+	Name           string    `json:"name"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
-// Entry is a payment in a file.
+// Ref is what the entry is of: its payment's id, or its counterparty's.
+func (p Pending) Ref() string {
+	if p.Prenote {
+		return p.CounterpartyID
+	}
+	return p.PaymentID
+}
+
+// Entry is a payment (or a prenote) in a file.
 type Entry struct {
 	Pending
 	// TraceNumber is the originator's routing number's first 8 digits and
@@ -161,8 +175,8 @@ type InboundApplied struct {
 	SHA256 string `json:"sha256"`
 	Name   string `json:"name"`
 	// Returns and Changes count the returns and notifications of change
-	// applied; Unmatched those that named no payment of ours (logged,
-	// left alone).
+	// applied; Unmatched those that named no payment or prenote of ours,
+	// and the changes of prenotes (logged, left alone).
 	Returns   int `json:"returns"`
 	Changes   int `json:"changes"` // notifications of change
 	Unmatched int `json:"unmatched"`
@@ -266,9 +280,10 @@ const MaxEntries = 10_000
 // Commands on the ACH day.
 type (
 	// Cut makes a file of the payments given, those the window takes:
-	// same-day payments at every window, standard ones at the last window
-	// of the day or when the operator cuts (Standard); and of the returns
-	// owed, which go in whichever file comes first.
+	// same-day payments (and prenotes, which are same-day) at every
+	// window, standard ones at the last window of the day or when the
+	// operator cuts (Standard); and of the returns owed, which go in
+	// whichever file comes first.
 	Cut struct {
 		ACHFileID  string
 		Originator Originator
@@ -319,7 +334,7 @@ func decideCut(d Day, c Cut) ([]domain.Event, error) {
 				take = append(take, p)
 			}
 		default:
-			return nil, domain.Errorf(domain.CodeInternal, "payment %s on rail %s cannot go in an ACH file", p.PaymentID, p.Rail)
+			return nil, domain.Errorf(domain.CodeInternal, "entry %s on rail %s cannot go in an ACH file", p.Ref(), p.Rail)
 		}
 	}
 	returns := c.Returns
@@ -353,7 +368,7 @@ func decideCut(d Day, c Cut) ([]domain.Event, error) {
 	// date), each in the order its payments were made.
 	slices.SortStableFunc(f.Entries, func(a, b Entry) int {
 		return cmp.Or(strings.Compare(a.PlatformID, b.PlatformID), strings.Compare(a.EffectiveDate, b.EffectiveDate),
-			a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.PaymentID, b.PaymentID))
+			a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.Ref(), b.Ref()))
 	})
 	for i := range f.Entries {
 		f.Entries[i].TraceNumber = fmt.Sprintf("%s%07d", o.RoutingNumber[:8], d.LastTrace+i+1)

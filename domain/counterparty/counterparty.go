@@ -75,15 +75,27 @@ type Created struct {
 	At             time.Time          `json:"at"`
 }
 
-// VerificationRequested: a prenote was sent; its answer is expected at
-// ExpectedAt (sandbox: after the platform's ACH same-day delay).
+// VerificationRequested: a prenote was asked for. Sandbox: its answer is
+// expected at ExpectedAt, after the platform's ACH same-day delay. Live:
+// ExpectedAt is zero; the prenote waits for the next ACH file.
 type VerificationRequested struct {
 	Method     string    `json:"method"`
 	ExpectedAt time.Time `json:"expected_at"`
 	At         time.Time `json:"at"`
 }
 
-// Verified: the prenote's settlement date passed without a return.
+// PrenoteSubmitted: a live prenote left in an ACH file (domain/ach's cut),
+// with its trace number, by which the bank's return names it, and the
+// time its entry settles.
+type PrenoteSubmitted struct {
+	ACHFileID   string    `json:"ach_file_id"`
+	TraceNumber string    `json:"trace_number"`
+	SettlesAt   time.Time `json:"settles_at"`
+	At          time.Time `json:"at"`
+}
+
+// Verified: the prenote's entry settled without a return (sandbox: its
+// simulated answer came).
 type Verified struct {
 	At time.Time `json:"at"`
 }
@@ -102,6 +114,7 @@ type Deleted struct {
 
 func (Created) EventType() string               { return "counterparty.created" }
 func (VerificationRequested) EventType() string { return "counterparty.verification_requested" }
+func (PrenoteSubmitted) EventType() string      { return "counterparty.prenote_submitted" }
 func (Verified) EventType() string              { return "counterparty.verified" }
 func (VerificationFailed) EventType() string    { return "counterparty.verification_failed" }
 func (Deleted) EventType() string               { return "counterparty.deleted" }
@@ -109,6 +122,7 @@ func (Deleted) EventType() string               { return "counterparty.deleted" 
 func init() {
 	domain.RegisterEvent[Created]()
 	domain.RegisterEvent[VerificationRequested]()
+	domain.RegisterEvent[PrenoteSubmitted]()
 	domain.RegisterEvent[Verified]()
 	domain.RegisterEvent[VerificationFailed]()
 	domain.RegisterEvent[Deleted]()
@@ -120,8 +134,11 @@ type State struct {
 	Status      string // verification status
 	Method      string // "" until a verification is asked for
 	FailureCode string
-	Deleted     bool
-	UpdatedAt   time.Time
+	// Prenote is the live prenote in a file, if one is: zero until its
+	// cut, and again when a new one is asked for.
+	Prenote   PrenoteSubmitted
+	Deleted   bool
+	UpdatedAt time.Time
 }
 
 // Exists says whether the counterparty is there for the API.
@@ -133,7 +150,9 @@ func Evolve(s State, e domain.Event) State {
 	case Created:
 		s = State{Created: ev, Status: StatusUnverified, UpdatedAt: ev.At}
 	case VerificationRequested:
-		s.Status, s.Method, s.FailureCode, s.UpdatedAt = StatusPending, ev.Method, "", ev.At
+		s.Status, s.Method, s.FailureCode, s.Prenote, s.UpdatedAt = StatusPending, ev.Method, "", PrenoteSubmitted{}, ev.At
+	case PrenoteSubmitted:
+		s.Prenote, s.UpdatedAt = ev, ev.At
 	case Verified:
 		s.Status, s.UpdatedAt = StatusVerified, ev.At
 	case VerificationFailed:
@@ -170,7 +189,7 @@ type VerifyInputs struct {
 	Method      string
 	Environment domain.Environment
 	// SandboxDelay is the platform's ACH same-day delay (sandbox only):
-	// the prenote is answered after it.
+	// the prenote is answered after it. Live prenotes wait for a file.
 	SandboxDelay time.Duration
 	Now          time.Time
 }
@@ -179,8 +198,8 @@ type VerifyInputs struct {
 // counterparty whose prenote is out (pending) or that is verified already
 // is 409 invalid_state (a verified account is not verified twice; a
 // failed one may be tried again, say after the platform fixed nothing but
-// the recipient reopened the account). Live prenotes do not leave in the
-// NACHA file yet: 501 not_implemented.
+// the recipient reopened the account). A live prenote waits for the next
+// ACH file (no ExpectedAt: its cut sets when it settles).
 func DecideVerify(s State, in VerifyInputs) ([]domain.Event, error) {
 	if in.Method != MethodPrenote {
 		return nil, domain.Invalid("method", "method must be prenote")
@@ -194,10 +213,54 @@ func DecideVerify(s State, in VerifyInputs) ([]domain.Event, error) {
 			Message: "this counterparty is verified already"}
 	}
 	if in.Environment != domain.Sandbox {
-		return nil, &domain.Error{Code: domain.CodeNotImplemented, ResourceID: s.CounterpartyID,
-			Message: "live prenote verification is not available yet: live ACH files carry no prenote entries"}
+		return []domain.Event{VerificationRequested{Method: MethodPrenote, At: in.Now}}, nil
 	}
 	return []domain.Event{VerificationRequested{Method: MethodPrenote, ExpectedAt: in.Now.Add(in.SandboxDelay), At: in.Now}}, nil
+}
+
+// AwaitsFile says whether a live prenote was asked for and waits for the
+// next ACH file.
+func (s State) AwaitsFile() bool {
+	return s.Exists() && s.Environment == domain.Live && s.Status == StatusPending && s.Prenote.TraceNumber == ""
+}
+
+// DecidePrenoteSubmitted records that the prenote left in a file (the
+// cut's decision: its file, trace number and settlement). Only a prenote
+// that awaits a file is submitted; the cut reads the stream it appends to,
+// so a counterparty deleted or submitted meanwhile is refused with
+// invalid_state and the cut retried without it.
+func DecidePrenoteSubmitted(s State, sub PrenoteSubmitted) ([]domain.Event, error) {
+	if !s.AwaitsFile() {
+		return nil, &domain.Error{Code: domain.CodeInvalidState, ResourceID: s.CounterpartyID,
+			Message: "this counterparty has no live prenote waiting for a file"}
+	}
+	return []domain.Event{sub}, nil
+}
+
+// DecidePrenoteSettled verifies, at now, a live counterparty whose
+// prenote's entry settled by asOf without a return. Anything else (not
+// submitted, not settled yet, answered already, deleted) gets nothing.
+func DecidePrenoteSettled(s State, asOf, now time.Time) []domain.Event {
+	if !s.Exists() || s.Status != StatusPending || s.Prenote.TraceNumber == "" || s.Prenote.SettlesAt.After(asOf) {
+		return nil
+	}
+	return []domain.Event{Verified{At: now}}
+}
+
+// DecidePrenoteReturned fails a live counterparty whose prenote (of this
+// trace number) the receiving bank returned with code: pending, or
+// verified already (a return within the return window comes after the
+// entry settled). A return of an earlier prenote (the counterparty was
+// verified again since), of a failed or deleted counterparty, changes
+// nothing: the bank's answer applied twice is applied once.
+func DecidePrenoteReturned(s State, trace, code string, now time.Time) []domain.Event {
+	if !s.Exists() || s.Prenote.TraceNumber == "" || s.Prenote.TraceNumber != trace {
+		return nil
+	}
+	if s.Status != StatusPending && s.Status != StatusVerified {
+		return nil
+	}
+	return []domain.Event{VerificationFailed{FailureCode: code, At: now}}
 }
 
 // DecideSandboxPrenote answers a sandbox prenote: §5's magic account

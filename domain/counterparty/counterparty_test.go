@@ -91,8 +91,9 @@ func TestDecideVerify(t *testing.T) {
 		// A failed prenote may be sent again.
 		{[]domain.Event{created("4000000003"), requested, counterparty.VerificationFailed{FailureCode: "R03", At: at}}, "prenote", domain.Sandbox,
 			[]domain.Event{requested}, ""},
-		// Live prenotes do not leave yet.
-		{[]domain.Event{created("987654321")}, "prenote", domain.Live, nil, domain.CodeNotImplemented},
+		// A live prenote waits for the next ACH file: no expected answer yet.
+		{[]domain.Event{created("987654321")}, "prenote", domain.Live,
+			[]domain.Event{counterparty.VerificationRequested{Method: "prenote", At: at}}, ""},
 	} {
 		s := given(tc.given...)
 		events, err := counterparty.DecideVerify(s, counterparty.VerifyInputs{Method: tc.method, Environment: tc.env,
@@ -148,6 +149,101 @@ func TestDecideSandboxPrenote(t *testing.T) {
 	if got := counterparty.DecideSandboxPrenote(given(created("987654321"), requested, counterparty.Deleted{At: at}), at); got != nil {
 		t.Errorf("deleted while pending: %v", got)
 	}
+}
+
+func liveCreated(account string) counterparty.Created {
+	c := created(account)
+	c.Environment = domain.Live
+	return c
+}
+
+func TestDecideLivePrenote(t *testing.T) {
+	requested := counterparty.VerificationRequested{Method: "prenote", At: at}
+	settles := at.Add(3 * time.Hour)
+	submitted := counterparty.PrenoteSubmitted{ACHFileID: "achf_1", TraceNumber: "021000020000001", SettlesAt: settles, At: at}
+	resubmitted := counterparty.PrenoteSubmitted{ACHFileID: "achf_2", TraceNumber: "021000020000009", SettlesAt: settles, At: at}
+	verified := counterparty.Verified{At: settles}
+	failed := counterparty.VerificationFailed{FailureCode: "R03", At: settles}
+	deleted := counterparty.Deleted{At: at}
+	sandbox := created("987654321")
+	sandboxRequested := counterparty.VerificationRequested{Method: "prenote", ExpectedAt: at, At: at}
+
+	t.Run("awaits a file", func(t *testing.T) {
+		for _, tc := range []struct {
+			given []domain.Event
+			want  bool
+		}{
+			{[]domain.Event{liveCreated("987654321")}, false},
+			{[]domain.Event{liveCreated("987654321"), requested}, true},
+			{[]domain.Event{liveCreated("987654321"), requested, submitted}, false},
+			{[]domain.Event{liveCreated("987654321"), requested, deleted}, false},
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, failed, requested}, true}, // asked again
+			{[]domain.Event{sandbox, sandboxRequested}, false},                                        // the simulator answers it
+		} {
+			s := given(tc.given...)
+			if got := s.AwaitsFile(); got != tc.want {
+				t.Errorf("given %d events ending %T: %v, want %v", len(tc.given), tc.given[len(tc.given)-1], got, tc.want)
+			}
+			_, err := counterparty.DecidePrenoteSubmitted(s, submitted)
+			if tc.want != (err == nil) {
+				t.Errorf("given %d events ending %T: submitted: %v", len(tc.given), tc.given[len(tc.given)-1], err)
+			}
+		}
+		again := given(liveCreated("987654321"), requested, submitted, failed, requested)
+		if again.Prenote.TraceNumber != "" || again.FailureCode != "" {
+			t.Errorf("a new request keeps the old prenote: %+v", again)
+		}
+	})
+
+	t.Run("settled", func(t *testing.T) {
+		for _, tc := range []struct {
+			given []domain.Event
+			asOf  time.Time
+			then  []domain.Event
+		}{
+			{[]domain.Event{liveCreated("987654321"), requested, submitted}, settles, []domain.Event{counterparty.Verified{At: at}}},
+			{[]domain.Event{liveCreated("987654321"), requested, submitted}, settles.Add(-time.Second), nil},
+			{[]domain.Event{liveCreated("987654321"), requested}, settles, nil}, // in no file yet
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, verified}, settles, nil},
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, failed}, settles, nil},
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, deleted}, settles, nil},
+		} {
+			if got := counterparty.DecidePrenoteSettled(given(tc.given...), tc.asOf, at); !reflect.DeepEqual(got, tc.then) {
+				t.Errorf("given %d events ending %T, as of %v: %v, want %v", len(tc.given), tc.given[len(tc.given)-1], tc.asOf, got, tc.then)
+			}
+		}
+	})
+
+	t.Run("returned", func(t *testing.T) {
+		fails := []domain.Event{counterparty.VerificationFailed{FailureCode: "R04", At: at}}
+		for _, tc := range []struct {
+			given []domain.Event
+			trace string
+			then  []domain.Event
+		}{
+			{[]domain.Event{liveCreated("987654321"), requested, submitted}, submitted.TraceNumber, fails},
+			// After it settled: a late return still fails it.
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, verified}, submitted.TraceNumber, fails},
+			// Returned already: once.
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, failed}, submitted.TraceNumber, nil},
+			// The return of an earlier prenote, after a new one went.
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, failed, requested, resubmitted}, submitted.TraceNumber, nil},
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, failed, requested, resubmitted}, resubmitted.TraceNumber, fails},
+			{[]domain.Event{liveCreated("987654321"), requested}, submitted.TraceNumber, nil},
+			{[]domain.Event{liveCreated("987654321"), requested, submitted, deleted}, submitted.TraceNumber, nil},
+		} {
+			s := given(tc.given...)
+			got := counterparty.DecidePrenoteReturned(s, tc.trace, "R04", at)
+			if !reflect.DeepEqual(got, tc.then) {
+				t.Errorf("given %d events ending %T, trace %s: %v, want %v", len(tc.given), tc.given[len(tc.given)-1], tc.trace, got, tc.then)
+			}
+			if len(got) > 0 {
+				if next := given(append(tc.given, got...)...); next.Status != counterparty.StatusFailed || next.FailureCode != "R04" {
+					t.Errorf("after the return: %+v", next)
+				}
+			}
+		}
+	})
 }
 
 func TestDecideDelete(t *testing.T) {
