@@ -28,7 +28,8 @@ import (
 // its ACH folders and instant-payments API connected to `treasury
 // bank-sim`, a live platform funded by an ACH credit file, paying out on
 // all four rails; a return and a notification of change coming back; the
-// credit to an unknown account returned in the next file. Every payment's
+// credit to an unknown account returned in the next file; two
+// counterparties' prenotes, one returned, one verified. Every payment's
 // statuses and events, the webhook deliveries, the ledger and the balance
 // are checked, the NACHA files the service wrote are read back by a reader
 // written here (not the service's), and `audit verify` is clean.
@@ -172,8 +173,29 @@ func TestLiveRails(t *testing.T) {
 		})
 	}
 
+	// Two live counterparties verified by prenote (API.md §12): the bank
+	// returns the one to a magic number R03; the other settles, verified.
+	counterparty := func(accountNumber, accountType string) string {
+		cp := decodeJSON[struct {
+			ID string `json:"id"`
+		}](t, r.must(http.MethodPost, "/v1/counterparties", map[string]any{"name": "Initech LLC", "account_number": accountNumber,
+			"routing_number": "021000021", "account_type": accountType}, http.StatusCreated))
+		r.must(http.MethodPost, "/v1/counterparties/"+cp.ID+"/verify", map[string]any{"method": "prenote"}, http.StatusOK)
+		return cp.ID
+	}
+	type verification struct {
+		Status      string `json:"status"`
+		FailureCode string `json:"failure_code"`
+	}
+	getVerification := func(id string) verification {
+		return decodeJSON[struct {
+			Verification verification `json:"verification"`
+		}](t, r.must(http.MethodGet, "/v1/counterparties/"+id, nil, http.StatusOK)).Verification
+	}
+	returnedCP, settledCP := counterparty("4000000003", "checking"), counterparty("123456789", "savings")
+
 	// The ACH ones leave in a file cut now (the operator's route), which
-	// also returns the unknown account's credit. (Serve cuts by itself
+	// also returns the unknown account's credit and carries the prenotes. (Serve cuts by itself
 	// too, 15 minutes before each same-day window: at those times the
 	// entries may come in two files.) The returned payment is a standard
 	// one, which settles the next business day, so that serve's own
@@ -194,8 +216,8 @@ func TestLiveRails(t *testing.T) {
 		entries += f.EntryCount
 		total += f.TotalCredit
 	}
-	if entries != 4 || total != 50_000+60_000+70_000+700 {
-		t.Fatalf("the files cut: %+v, want 3 payments and 1 return in all", files)
+	if entries != 6 || total != 50_000+60_000+70_000+700 {
+		t.Fatalf("the files cut: %+v, want 3 payments, 2 prenotes and 1 return in all", files)
 	}
 	for id, w := range wants {
 		if !strings.HasPrefix(w.rail, "ach") {
@@ -217,8 +239,14 @@ func TestLiveRails(t *testing.T) {
 				return fmt.Errorf("payment %s has no notification of change", id)
 			}
 		}
+		if v := getVerification(returnedCP); v.Status != "failed" || v.FailureCode != "R03" {
+			return fmt.Errorf("the counterparty whose prenote the bank returned: %+v", v)
+		}
 		return nil
 	})
+	if v := getVerification(settledCP); v.Status != "pending" {
+		t.Errorf("the other counterparty before its prenote settled: %+v", v)
+	}
 	// The entries settle when their settlement time passes without a
 	// return; serve checks every minute. This test cannot wait for the next
 	// window, so it runs the same command with the clock at the latest
@@ -235,7 +263,10 @@ func TestLiveRails(t *testing.T) {
 			}
 		}
 	}
-	completeSettled(t, dbURL, latest)
+	completeSettled(t, dbURL, latest) // the prenotes settle with the same-day payment: same file, same window
+	if v := getVerification(settledCP); v.Status != "verified" {
+		t.Errorf("the counterparty whose prenote settled: %+v", v)
+	}
 
 	// Every payment's end, failure, change and events.
 	events := listAll[struct {
@@ -274,6 +305,11 @@ func TestLiveRails(t *testing.T) {
 		}
 		if w.status == "completed" {
 			spent += w.amount + w.fee
+		}
+	}
+	for id, want := range map[string]string{returnedCP: "counterparty.verification_failed", settledCP: "counterparty.verified"} {
+		if got := byObject[id]; !slices.Equal(got, []string{want}) {
+			t.Errorf("counterparty %s: events %v, want %s", id, got, want)
 		}
 	}
 	if got := byObject[va.ID]; !slices.Contains(got, "virtual_account.created") {
@@ -351,12 +387,17 @@ func TestLiveRails(t *testing.T) {
 		one := readNACHA(t, data)
 		f.entries, f.credit, f.debit = f.entries+one.entries, f.credit+one.credit, f.debit+one.debit
 		f.returns = append(f.returns, one.returns...)
+		f.prenotes = append(f.prenotes, one.prenotes...)
 		for trace, amount := range one.traces {
 			f.traces[trace] = amount
 		}
 	}
-	if f.entries != 4 || f.credit != 50_000+60_000+70_000+700 || f.debit != 0 {
+	if f.entries != 6 || f.credit != 50_000+60_000+70_000+700 || f.debit != 0 {
 		t.Errorf("the files: %d entries, credit %d, debit %d", f.entries, f.credit, f.debit)
+	}
+	slices.Sort(f.prenotes)
+	if !slices.Equal(f.prenotes, []string{"23 4000000003", "33 123456789"}) {
+		t.Errorf("the files' prenotes %v, want a checking one to 4000000003 and a savings one to 123456789", f.prenotes)
 	}
 	for id, w := range wants {
 		if p := getPayment(id); strings.HasPrefix(w.rail, "ach") && f.traces[p.TraceNumber] != w.amount {
@@ -380,7 +421,8 @@ func bankSimCredit(t *testing.T, inbox, accountNumber string, amount int64) {
 	}
 }
 
-// completeSettled runs serve's settlement check with the clock at asOf.
+// completeSettled runs serve's settlement checks (payments, prenotes) with
+// the clock at asOf.
 func completeSettled(t *testing.T, dbURL string, asOf time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -392,6 +434,9 @@ func completeSettled(t *testing.T, dbURL string, asOf time.Time) {
 	defer pool.Close()
 	a := app.New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if _, err := a.CompleteSettledACHPayments(ctx, app.Meta{Actor: "live_rails_test"}, asOf.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.VerifySettledPrenotes(ctx, app.Meta{Actor: "live_rails_test"}, asOf.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -429,6 +474,7 @@ type nachaRead struct {
 	credit, debit int64            // the file control's totals, checked
 	traces        map[string]int64 // entry trace number → amount
 	returns       []string         // the return reason codes of addenda 99
+	prenotes      []string         // "code account" of the zero-dollar prenote entries (23, 33)
 }
 
 // readNACHA reads a NACHA file with nothing of bank/nacha: every record 94
@@ -479,6 +525,9 @@ func readNACHA(t *testing.T, data []byte) nachaRead {
 				batchDebit += amount
 			}
 			out.traces[line[79:94]] = amount
+			if (code == 23 || code == 33) && amount == 0 {
+				out.prenotes = append(out.prenotes, fmt.Sprintf("%d %s", code, strings.TrimSpace(line[12:29])))
+			}
 		case '7':
 			batchEntries++
 			fileAddenda++
