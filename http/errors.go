@@ -43,6 +43,15 @@ var statusOf = map[domain.Code]int{
 	domain.CodeReplayTooLarge:          http.StatusBadRequest,
 }
 
+// StatusOf is the HTTP status of an error code, from the table above: the
+// console answers its pages' errors with the API's statuses.
+func StatusOf(code domain.Code) int {
+	if status, ok := statusOf[code]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
+}
+
 // HeaderShouldRetry tells a client whether sending the same request again
 // (with the same Idempotency-Key) can succeed: the answer's own verdict,
 // which the client libraries follow over their defaults.

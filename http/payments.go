@@ -73,9 +73,13 @@ func (s *Server) getPayment(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-var paymentStatuses = map[string]bool{payment.StatusPending: true, payment.StatusSubmitted: true,
-	payment.StatusCompleted: true, payment.StatusFailed: true, payment.StatusCanceled: true,
-	payment.StatusRequiresApproval: true, payment.StatusDenied: true, payment.StatusScheduled: true}
+var paymentStatuses = func() map[string]bool {
+	m := map[string]bool{}
+	for _, s := range payment.Statuses {
+		m[s] = true
+	}
+	return m
+}()
 
 // GET /v1/payments
 func (s *Server) listPayments(c echo.Context) error {

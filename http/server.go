@@ -50,6 +50,9 @@ type Config struct {
 	// LiveRails says, for /readyz, which live rails are connected and why
 	// not the others.
 	LiveRails []app.RailStatus
+	// Console, if set, serves /console and everything under it (cmd
+	// wires the console package: http does not import it).
+	Console http.Handler
 }
 
 // ACHCutter cuts the live ACH files due now, standard payments included,
@@ -137,6 +140,12 @@ func (s *Server) routes() {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.metricsHandler)
+
+	if s.cfg.Console != nil {
+		console := echo.WrapHandler(s.cfg.Console)
+		e.Any("/console", console)
+		e.Any("/console/*", console)
+	}
 
 	v1 := e.Group("/v1")
 	v1.GET("/openapi.json", s.openAPI)

@@ -187,6 +187,8 @@ Try it:
 
   curl -s %[1]s/v1/platform/api-keys -H "Authorization: Bearer %[5]s"
 
+Console: %[1]s/console   (sign in with the sandbox key, or the operator key)
+
 API description: %[1]s/v1/openapi.json    Health: %[1]s/readyz    Stop: Ctrl-C
 Keys are saved in .data/dev-credentials.json and reused on the next run.
 

@@ -23,6 +23,7 @@ import (
 	"github.com/opentreasury/treasury/bank/instant"
 	"github.com/opentreasury/treasury/bank/transport"
 	"github.com/opentreasury/treasury/domain/ach"
+	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/eventstore"
 	apihttp "github.com/opentreasury/treasury/http"
 	"github.com/opentreasury/treasury/migrations"
@@ -139,8 +140,12 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	if liveRails.ACHOut != nil {
 		achCutter = liveRails.ACHOut
 	}
+	web, err := console.New(console.Config{App: a, OperatorKey: cfg.OperatorKey})
+	if err != nil {
+		return err
+	}
 	api := apihttp.New(a, apihttp.Config{
-		ACH: achCutter, LiveRails: liveRails.Rails(),
+		ACH: achCutter, LiveRails: liveRails.Rails(), Console: web,
 		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit,
 		Ready:      ready.Load,
 		Pending:    func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },

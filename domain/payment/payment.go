@@ -39,6 +39,17 @@ const (
 	StatusScheduled = "scheduled"
 )
 
+// Statuses are every status a payment has, in the order one may reach
+// them (the console's filter lists them so).
+var Statuses = []string{StatusScheduled, StatusRequiresApproval, StatusPending, StatusSubmitted,
+	StatusCompleted, StatusFailed, StatusCanceled, StatusDenied}
+
+// Cancelable says whether a payment of this status can be canceled: not
+// yet handed to a rail.
+func Cancelable(status string) bool {
+	return status == StatusPending || status == StatusRequiresApproval || status == StatusScheduled
+}
+
 // CancelReasonApprovalExpired is a Canceled payment's reason when no key
 // approved it within ApprovalWindow.
 const CancelReasonApprovalExpired = "approval_expired"
@@ -432,7 +443,7 @@ func Decide(s State, cmd any) ([]domain.Event, error) {
 		}
 		return []domain.Event{NotificationOfChange{Code: c.Code, CorrectedData: c.CorrectedData, At: c.At}}, nil
 	case Cancel:
-		if s.Status != StatusPending && s.Status != StatusRequiresApproval && s.Status != StatusScheduled {
+		if !Cancelable(s.Status) {
 			return nil, domain.Errorf(domain.CodePaymentNotCancelable, "only a pending, scheduled or awaiting-approval payment can be canceled; this one is %s", s.Status)
 		}
 		return []domain.Event{Canceled{At: c.At}}, nil

@@ -1,0 +1,276 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/console"
+	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore/pgtest"
+	"github.com/opentreasury/treasury/projections/queries"
+)
+
+// Tests of the console's sessions and guards against a real PostgreSQL;
+// the journeys in a browser are cmd/treasury's TestConsole.
+
+const operatorKey = "op_test_key_0123456789abcdefghijklmnopqrstuvwxyz"
+
+type rig struct {
+	t   *testing.T
+	ctx context.Context
+	a   *app.App
+	srv *httptest.Server
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	a := app.New(pgtest.Pool(t), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := console.New(console.Config{App: a, OperatorKey: operatorKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return &rig{t: t, ctx: ctx, a: a, srv: srv}
+}
+
+// platform registers and approves a platform and opens an account: its
+// sandbox key and the account's id.
+func (r *rig) platform(name string) (key, accountID string, c app.Caller) {
+	r.t.Helper()
+	res, err := r.a.RegisterPlatform(r.ctx, app.Meta{}, nil, app.RegisterPlatform{Name: name, ContactEmail: "ops@example.com"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	approved, err := r.a.ApprovePlatform(r.ctx, app.Meta{}, res.ID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	c = app.Caller{PlatformID: res.ID, Environment: domain.Sandbox}
+	open, err := r.a.OpenVirtualAccount(r.ctx, app.Meta{}, nil, c, app.OpenVirtualAccount{PlatformID: res.ID, EntityRef: name + "_biz", Type: "checking"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return approved.Secret, open.ID, c
+}
+
+// browser is a client with its own cookies that does not follow redirects.
+type browser struct {
+	t      *testing.T
+	base   string
+	client *http.Client
+}
+
+func (r *rig) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: r.t, base: r.srv.URL, client: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	status   int
+	location string
+	body     string
+}
+
+func (b *browser) do(method, path string, form url.Values, header map[string]string) page {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return page{res.StatusCode, res.Header.Get("Location"), string(data)}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf is the token of the first form on the page at path.
+func (b *browser) csrf(path string) string {
+	b.t.Helper()
+	p := b.do("GET", path, nil, nil)
+	m := csrfField.FindStringSubmatch(p.body)
+	if m == nil {
+		b.t.Fatalf("GET %s (%d): no form token in %s", path, p.status, p.body)
+	}
+	return m[1]
+}
+
+func (b *browser) signIn(key string) page {
+	b.t.Helper()
+	return b.do("POST", "/console/sign-in", url.Values{"csrf": {b.csrf("/console/sign-in")}, "key": {key}}, nil)
+}
+
+func TestSignInOutAndTheKeyThatEndsASession(t *testing.T) {
+	r := newRig(t)
+	key, va, c := r.platform("acme")
+	b := r.browser()
+
+	// Not signed in: every page sends the browser to sign in.
+	if p := b.do("GET", "/console/accounts", nil, nil); p.status != http.StatusSeeOther || p.location != "/console/sign-in" {
+		t.Fatalf("signed out: %d %s", p.status, p.location)
+	}
+	// A wrong key: 401, no session.
+	if p := b.signIn("sk_sandbox_" + strings.Repeat("x", 40)); p.status != http.StatusUnauthorized || !strings.Contains(p.body, "not valid") {
+		t.Fatalf("a wrong key: %d", p.status)
+	}
+	// The sign-in form's token must be there.
+	if p := b.do("POST", "/console/sign-in", url.Values{"key": {key}}, nil); p.status != http.StatusForbidden {
+		t.Fatalf("sign-in without its token: %d", p.status)
+	}
+	p := b.signIn(key)
+	if p.status != http.StatusSeeOther || p.location != "/console/" {
+		t.Fatalf("sign-in: %d %s %s", p.status, p.location, p.body)
+	}
+	home := b.do("GET", "/console/accounts", nil, nil)
+	if home.status != http.StatusOK || !strings.Contains(home.body, va) || !strings.Contains(home.body, "sandbox") {
+		t.Fatalf("accounts: %d %s", home.status, home.body)
+	}
+	if strings.Contains(home.body, key) {
+		t.Error("the page shows the key")
+	}
+	// The operator's pages are not a platform's.
+	if p := b.do("GET", "/console/platforms", nil, nil); p.status != http.StatusForbidden {
+		t.Errorf("a platform session on the operator's page: %d", p.status)
+	}
+
+	// Revoking the key ends the session at its next request.
+	cred, _, err := queries.CredentialByHash(r.ctx, r.a.Pool, app.HashSecret(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.RevokeAPIKey(r.ctx, app.Meta{}, c.PlatformID, domain.Sandbox, cred.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.do("GET", "/console/accounts", nil, nil); p.status != http.StatusSeeOther || p.location != "/console/sign-in" {
+		t.Errorf("after the key's revocation: %d %s", p.status, p.location)
+	}
+	if p := b.signIn(key); p.status != http.StatusUnauthorized {
+		t.Errorf("a revoked key signs in: %d", p.status)
+	}
+
+	// Sign-out ends the session for good (the cookie replayed is refused).
+	other := r.browser()
+	if p := other.signIn(operatorKey); p.status != http.StatusSeeOther {
+		t.Fatalf("operator sign-in: %d", p.status)
+	}
+	if p := other.do("GET", "/console/platforms", nil, nil); p.status != http.StatusOK || !strings.Contains(p.body, "acme") {
+		t.Fatalf("platforms: %d", p.status)
+	}
+	u, _ := url.Parse(r.srv.URL + "/console/")
+	saved := other.client.Jar.Cookies(u)
+	if p := other.do("POST", "/console/sign-out", url.Values{"csrf": {other.csrf("/console/platforms")}}, nil); p.status != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", p.status)
+	}
+	other.client.Jar.SetCookies(u, saved)
+	if p := other.do("GET", "/console/platforms", nil, nil); p.status != http.StatusSeeOther {
+		t.Errorf("the cookie after sign-out: %d", p.status)
+	}
+}
+
+func TestFormsNeedTheSessionsToken(t *testing.T) {
+	r := newRig(t)
+	key, va, _ := r.platform("acme")
+	b := r.browser()
+	if p := b.signIn(key); p.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", p.status)
+	}
+	freeze := "/console/accounts/" + va + "/freeze"
+	token := b.csrf("/console/accounts/" + va)
+	for name, tc := range map[string]struct {
+		form   url.Values
+		header map[string]string
+	}{
+		"no token":                   {url.Values{}, nil},
+		"another token":              {url.Values{"csrf": {strings.Repeat("A", len(token))}}, nil},
+		"the token from elsewhere":   {url.Values{"csrf": {token}}, map[string]string{"Origin": "https://evil.example.com"}},
+		"a header with a bad token": {url.Values{}, map[string]string{"X-CSRF-Token": "nope"}},
+	} {
+		if p := b.do("POST", freeze, tc.form, tc.header); p.status != http.StatusForbidden {
+			t.Errorf("%s: %d", name, p.status)
+		}
+	}
+	if p := b.do("GET", "/console/accounts/"+va, nil, nil); !strings.Contains(p.body, `data-testid="account-status">active<`) {
+		t.Fatalf("refused forms changed the account: %s", p.body)
+	}
+	// The token, by form or by htmx's header: done.
+	if p := b.do("POST", freeze, url.Values{"csrf": {token}}, nil); p.status != http.StatusSeeOther {
+		t.Fatalf("freeze with the token: %d %s", p.status, p.body)
+	}
+	if p := b.do("POST", "/console/accounts/"+va+"/unfreeze", url.Values{}, map[string]string{"X-CSRF-Token": token, "Origin": strings.TrimPrefix(b.base, "http://")}); p.status != http.StatusForbidden {
+		t.Errorf("an Origin that is not a URL: %d", p.status)
+	}
+	if p := b.do("POST", "/console/accounts/"+va+"/unfreeze", url.Values{}, map[string]string{"X-CSRF-Token": token, "Origin": b.base}); p.status != http.StatusSeeOther {
+		t.Errorf("unfreeze by header: %d", p.status)
+	}
+}
+
+// One platform's session never reaches another's objects: they are not
+// found, as the API answers.
+func TestAPlatformSeesOnlyItsOwn(t *testing.T) {
+	r := newRig(t)
+	key, _, _ := r.platform("acme")
+	_, theirs, _ := r.platform("globex")
+	b := r.browser()
+	b.signIn(key)
+	for _, path := range []string{"/console/accounts/" + theirs} {
+		if p := b.do("GET", path, nil, nil); p.status != http.StatusNotFound || strings.Contains(p.body, "globex_biz") {
+			t.Errorf("GET %s: %d", path, p.status)
+		}
+	}
+	if p := b.do("POST", "/console/accounts/"+theirs+"/freeze", url.Values{"csrf": {b.csrf("/console/accounts")}}, nil); p.status != http.StatusNotFound {
+		t.Errorf("freeze another's account: %d", p.status)
+	}
+	if p := b.do("GET", "/console/accounts", nil, nil); strings.Contains(p.body, theirs) || strings.Contains(p.body, "globex") {
+		t.Error("the list shows another platform's account")
+	}
+}
+
+// Failed sign-ins from one address are limited: after 20 in a minute the
+// next is refused before the key is looked at, even a good one.
+func TestFailedSignInsAreLimited(t *testing.T) {
+	r := newRig(t)
+	key, _, _ := r.platform("acme")
+	b := r.browser()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b2 := r.browser()
+			b2.signIn("sk_sandbox_" + strings.Repeat("y", 40))
+		}()
+	}
+	wg.Wait()
+	if p := b.signIn(key); p.status != http.StatusTooManyRequests {
+		t.Errorf("the 21st sign-in within a minute: %d", p.status)
+	}
+}
