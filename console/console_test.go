@@ -209,9 +209,9 @@ func TestFormsNeedTheSessionsToken(t *testing.T) {
 		form   url.Values
 		header map[string]string
 	}{
-		"no token":                   {url.Values{}, nil},
-		"another token":              {url.Values{"csrf": {strings.Repeat("A", len(token))}}, nil},
-		"the token from elsewhere":   {url.Values{"csrf": {token}}, map[string]string{"Origin": "https://evil.example.com"}},
+		"no token":                  {url.Values{}, nil},
+		"another token":             {url.Values{"csrf": {strings.Repeat("A", len(token))}}, nil},
+		"the token from elsewhere":  {url.Values{"csrf": {token}}, map[string]string{"Origin": "https://evil.example.com"}},
 		"a header with a bad token": {url.Values{}, map[string]string{"X-CSRF-Token": "nope"}},
 	} {
 		if p := b.do("POST", freeze, tc.form, tc.header); p.status != http.StatusForbidden {

@@ -22,7 +22,7 @@ const pageSize = 25
 
 var funcs = template.FuncMap{
 	"money": money,
-	"when": func(t queries.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"when":  func(t queries.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"title": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
 	"last4": func(s string) string { return s[max(0, len(s)-4):] },
 }

@@ -46,7 +46,7 @@ type session struct {
 }
 
 // IsOperator and PlatformID are for the templates.
-func (s *session) IsOperator() bool  { return s.operator }
+func (s *session) IsOperator() bool   { return s.operator }
 func (s *session) PlatformID() string { return s.platformID }
 
 // caller is who the session's commands and reads act for.
