@@ -1,0 +1,292 @@
+// The console's journeys in a real browser (issue #19): Debian's Chromium
+// driven by playwright-core, against a real `treasury serve` that
+// cmd/treasury's TestConsole starts. Every page is watched for console
+// errors, page errors, failed requests and error answers (but the ones a
+// journey causes on purpose), and saved as a screenshot in SCREENSHOTS.
+//
+// Environment: TREASURY_URL (the server's root), TREASURY_OPERATOR_KEY,
+// CHROMIUM (the browser's path), SCREENSHOTS (a folder).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.TREASURY_URL;
+const OPERATOR = process.env.TREASURY_OPERATOR_KEY;
+const SHOTS = process.env.SCREENSHOTS;
+assert.ok(BASE && OPERATOR && SHOTS, 'TREASURY_URL, TREASURY_OPERATOR_KEY and SCREENSHOTS are needed');
+mkdirSync(SHOTS, { recursive: true });
+
+// api calls the REST API with a key.
+async function api(key, method, path, body) {
+  const res = await fetch(`${BASE}/v1${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID() },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+async function poll(what, fn, timeoutMs = 15000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// platform registers and approves a platform with a funded, KYB-approved
+// account: its key and account.
+async function platform(name) {
+  const p = await api(OPERATOR, 'POST', '/platforms', { name, contact_email: `ops@${name.toLowerCase().replace(/\W/g, '')}.example.com` });
+  const approved = await api(OPERATOR, 'POST', `/operator/platforms/${p.id}/approve`, {});
+  const key = approved.sandbox_api_key.secret;
+  const va = await api(key, 'POST', '/virtual-accounts', { platform_id: p.id, entity_ref: `${name.split(' ')[0].toLowerCase()}_business`, type: 'checking' });
+  const kyb = await api(key, 'POST', '/kyb', {
+    virtual_account_id: va.id,
+    business: { legal_name: `${name} LLC`, ein: '12-3456789', entity_type: 'llc', formation_date: '2015-06-01', formation_state: 'DE',
+      address: { line1: '500 Congress Ave', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' } },
+    beneficial_owners: [{ first_name: 'Jane', last_name: 'Doe', date_of_birth: '1980-04-12', ssn_last4: '9876', ownership_percentage: '60',
+      is_control_person: true, address: { line1: '12 Elm St', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' } }],
+  });
+  await poll('KYB approved', async () => (await api(key, 'GET', `/kyb/${kyb.id}`)).status === 'approved');
+  await api(key, 'POST', '/simulations/inbound-transfers', { virtual_account_id: va.id, amount: 500_000, rail: 'rtp',
+    originator: { name: 'Globex Corp', account_number: '987654321', routing_number: '021000021' } });
+  await poll('the account funded', async () => (await api(key, 'GET', `/virtual-accounts/${va.id}`)).balance.available === 500_000);
+  return { id: p.id, key, va };
+}
+
+function pay(key, va, body) {
+  return api(key, 'POST', '/payments', { virtual_account_id: va, ...body });
+}
+
+// A date two days ahead, New York's calendar: a scheduled payment's.
+function inTwoDays() {
+  const d = new Date(Date.now() + 2 * 86400_000);
+  return d.toLocaleDateString('en-CA', { timeZone: 'America/New_York' });
+}
+
+let browser;
+let acme;
+let globex;
+const DEST = { account_number: '123456789', routing_number: '021000021', name: 'Initech LLC' };
+
+before(async () => {
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox'] });
+  acme = await platform('Acme Payroll');
+  globex = await platform('Globex Invoicing');
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+// session opens a browser context (its own cookies) watched for problems;
+// expected lists the error answers the journey causes on purpose
+// ("401 /console/sign-in").
+async function session(t, { viewport = { width: 1280, height: 800 } } = {}) {
+  const context = await browser.newContext({ viewport, baseURL: BASE });
+  const page = await context.newPage();
+  const problems = [];
+  const expected = [];
+  page.on('console', (m) => {
+    // Chromium logs every error answer as "Failed to load resource": the
+    // response listener below judges those, expected or not.
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource: the server responded with a status of')) {
+      problems.push(`console error: ${m.text()}`);
+    }
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => {
+    // A refresh in flight when the journey leaves the page is cut off by
+    // the browser, as it would be for anyone: not a failure of the page.
+    if (r.headers()['hx-request'] === 'true' && r.failure()?.errorText === 'net::ERR_ABORTED') return;
+    problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
+  });
+  page.on('response', (r) => {
+    if (r.status() < 400) return;
+    const what = `${r.status()} ${new URL(r.url()).pathname}`;
+    const i = expected.indexOf(what);
+    if (i >= 0) expected.splice(i, 1);
+    else problems.push(`error answer: ${what}`);
+  });
+  t.after(async () => {
+    await context.close();
+    assert.deepEqual(problems, [], 'no console errors, page errors, failed requests or unexpected error answers');
+  });
+  return { context, page, expect: (what) => expected.push(what) };
+}
+
+async function signIn(page, key) {
+  await page.goto('/console/sign-in');
+  await page.getByLabel('API key').fill(key);
+  // Whatever the answer, the page it leads to has loaded before the
+  // journey goes on (a goto meanwhile would abort its redirects).
+  await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.getByRole('button', { name: 'Sign in' }).click()]);
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+test('sign-in refuses a wrong key, takes a platform key, and signs out', async (t) => {
+  const { page, expect } = await session(t);
+  await page.goto('/console/accounts');
+  assert.equal(new URL(page.url()).pathname, '/console/sign-in', 'signed out, a page sends the browser to sign in');
+  await shot(page, 'sign-in');
+
+  expect('401 /console/sign-in');
+  await signIn(page, 'sk_sandbox_' + 'x'.repeat(40));
+  await page.getByRole('alert').filter({ hasText: 'not valid' }).waitFor();
+
+  // By keyboard only: the field, the key, Enter.
+  await page.getByLabel('API key').focus();
+  await page.keyboard.type(acme.key);
+  await Promise.all([page.waitForURL('**/console/accounts', { waitUntil: 'load' }), page.keyboard.press('Enter')]);
+  assert.equal(await page.getByTestId('environment').textContent(), 'sandbox');
+  assert.ok(await page.getByRole('link', { name: 'acme_business' }).isVisible());
+  assert.equal(await page.locator('body').textContent().then((s) => s.includes(acme.key)), false, 'the key is nowhere on the page');
+  const cookies = await page.context().cookies();
+  const cookie = cookies.find((c) => c.name === 'treasury_console');
+  assert.ok(cookie && cookie.httpOnly && cookie.sameSite === 'Strict', `the session cookie: ${JSON.stringify(cookie)}`);
+  assert.ok(!cookies.some((c) => c.value.includes(acme.key)), 'no cookie holds the key');
+
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL('**/console/sign-in');
+  await page.goto('/console/accounts');
+  assert.equal(new URL(page.url()).pathname, '/console/sign-in', 'after sign-out the pages are closed');
+});
+
+test('accounts: search, an account page with its balance and transactions, freeze and unfreeze', async (t) => {
+  const { page } = await session(t);
+  await signIn(page, acme.key);
+  await page.waitForURL('**/console/accounts');
+  await shot(page, 'accounts');
+  await page.getByLabel('Business (entity ref)').fill('nobody');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByText('No accounts match.').waitFor();
+  await page.getByLabel('Business (entity ref)').fill('acme_business');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByRole('link', { name: 'acme_business' }).click();
+  await page.waitForURL(`**/console/accounts/${acme.va.id}`);
+  assert.equal(await page.getByTestId('available').textContent(), '$5,000.00');
+  assert.ok(await page.getByRole('cell', { name: /Inbound transfer/i }).first().isVisible(), 'the funding transfer is listed');
+  await shot(page, 'account');
+
+  await page.getByRole('button', { name: 'Freeze account' }).click();
+  await page.getByRole('status').filter({ hasText: 'Account frozen.' }).waitFor();
+  assert.equal(await page.getByTestId('account-status').textContent(), 'frozen');
+  assert.equal((await api(acme.key, 'GET', `/virtual-accounts/${acme.va.id}`)).status, 'frozen', 'the API sees it frozen');
+  await page.getByRole('button', { name: 'Unfreeze account' }).click();
+  await page.getByRole('status').filter({ hasText: 'Account unfrozen.' }).waitFor();
+  assert.equal(await page.getByTestId('account-status').textContent(), 'active');
+});
+
+test('payments: the list updates by itself, a failure explained, a timeline, a cancel', async (t) => {
+  const { page } = await session(t);
+  await signIn(page, acme.key);
+  await page.goto('/console/payments');
+  // Made through the API while the page is open: it appears without a reload.
+  const failed = await pay(acme.key, acme.va.id, { amount: 3_000, rail: 'rtp', destination: { ...DEST, account_number: '4000000003', name: 'Closed Account Co' } });
+  await page.getByRole('cell', { name: 'Closed Account Co' }).waitFor({ timeout: 10000 });
+  const done = await pay(acme.key, acme.va.id, { amount: 2_500, rail: 'rtp', destination: DEST });
+  const scheduled = await pay(acme.key, acme.va.id, { amount: 1_200, rail: 'ach_standard', destination: { ...DEST, name: 'Later LLC' }, scheduled_for: inTwoDays() });
+  await poll('the RTP payments settled', async () =>
+    (await api(acme.key, 'GET', `/payments/${failed.id}`)).status === 'failed' && (await api(acme.key, 'GET', `/payments/${done.id}`)).status === 'completed');
+  await page.getByRole('cell', { name: 'Later LLC' }).waitFor({ timeout: 10000 });
+  await shot(page, 'payments');
+
+  await page.goto(`/console/payments/${failed.id}`);
+  assert.equal(await page.getByTestId('payment-status').textContent(), 'failed');
+  const failure = await page.getByTestId('failure').textContent();
+  assert.match(failure, /AC03/);
+  assert.match(failure, /What to do:/);
+  const timeline = await page.getByTestId('timeline').textContent();
+  assert.match(timeline, /payment\.created[\s\S]*payment\.failed/);
+  assert.equal(await page.getByRole('button', { name: 'Cancel payment' }).count(), 0, 'a failed payment has no cancel');
+  await shot(page, 'payment-failed');
+
+  await page.goto(`/console/payments/${scheduled.id}`);
+  assert.equal(await page.getByTestId('payment-status').textContent(), 'scheduled');
+  await page.getByRole('button', { name: 'Cancel payment' }).click();
+  await page.getByRole('status').filter({ hasText: 'Payment canceled.' }).waitFor();
+  assert.equal(await page.getByTestId('payment-status').textContent(), 'canceled');
+  assert.match(await page.getByTestId('timeline').textContent(), /payment\.canceled/);
+  assert.equal((await api(acme.key, 'GET', `/payments/${scheduled.id}`)).status, 'canceled');
+  await shot(page, 'payment-canceled');
+});
+
+test('a form without the session token is refused, and changes nothing', async (t) => {
+  const { page, expect } = await session(t);
+  await signIn(page, acme.key);
+  await page.waitForURL('**/console/accounts');
+  // Posted with the session's cookie but without its token, as a page of
+  // another site (or a script that read no form) would.
+  const forged = await page.request.post(`/console/accounts/${acme.va.id}/freeze`, { form: { csrf: 'forged' }, maxRedirects: 0 });
+  assert.equal(forged.status(), 403);
+  const cross = await page.request.post(`/console/accounts/${acme.va.id}/freeze`, { maxRedirects: 0,
+    headers: { Origin: 'http://attacker.example.com' }, form: {} });
+  assert.equal(cross.status(), 403);
+  // A form of another origin, submitted by the browser: SameSite=Strict
+  // keeps the session cookie home, so it is not even signed in.
+  const attacker = await page.context().newPage();
+  await attacker.route('http://attacker.example.com/', (route) => route.fulfill({ contentType: 'text/html',
+    body: `<form method="post" action="${BASE}/console/accounts/${acme.va.id}/freeze"><input name="csrf" value="x"></form>` }));
+  await attacker.goto('http://attacker.example.com/');
+  await Promise.all([attacker.waitForNavigation(), attacker.locator('form').evaluate((f) => f.submit())]);
+  assert.equal(new URL(attacker.url()).pathname, '/console/sign-in', 'the cross-site post landed signed out');
+  await attacker.close();
+  assert.equal((await api(acme.key, 'GET', `/virtual-accounts/${acme.va.id}`)).status, 'active', 'the account was not frozen');
+});
+
+test("one platform's session never shows another's objects", async (t) => {
+  const { page, expect } = await session(t);
+  await signIn(page, globex.key);
+  await page.waitForURL('**/console/accounts');
+  assert.equal(await page.getByRole('link', { name: 'acme_business' }).count(), 0);
+  expect(`404 /console/accounts/${acme.va.id}`);
+  await page.goto(`/console/accounts/${acme.va.id}`);
+  await page.getByRole('alert').waitFor();
+  const body = await page.locator('main').textContent();
+  assert.ok(!body.includes(acme.va.account_number) && !body.includes('acme_business'), 'nothing of Acme on the page');
+  await page.goto('/console/payments');
+  assert.equal(await page.getByRole('cell', { name: 'Closed Account Co' }).count(), 0, "Acme's payments are not listed");
+});
+
+test('the operator approves a platform and sees its key once', async (t) => {
+  const { page, expect } = await session(t);
+  const pending = await api(OPERATOR, 'POST', '/platforms', { name: 'Hooli Benefits', contact_email: 'ops@hooli.example.com' });
+  await signIn(page, OPERATOR);
+  await page.waitForURL('**/console/platforms');
+  expect('403 /console/accounts');
+  await page.goto('/console/accounts');
+  await page.getByRole('alert').waitFor();
+  await page.goto('/console/platforms');
+  await page.getByRole('button', { name: 'Approve Hooli Benefits' }).click();
+  const secret = await page.getByTestId('secret').textContent();
+  assert.match(secret, /^sk_sandbox_[0-9A-Za-z]{40}$/);
+  assert.equal((await api(secret, 'GET', '/platform')).id, pending.id, 'the key shown is the new platform\'s');
+  await shot(page, 'platforms');
+  await page.goto('/console/platforms');
+  assert.equal(await page.getByTestId('secret').count(), 0, 'shown once');
+  assert.equal(await page.getByRole('button', { name: 'Approve Hooli Benefits' }).count(), 0);
+});
+
+test('the pages fit a phone screen', async (t) => {
+  const { page } = await session(t, { viewport: { width: 390, height: 844 } });
+  await signIn(page, acme.key);
+  await page.waitForURL('**/console/accounts');
+  for (const path of ['/console/accounts', `/console/accounts/${acme.va.id}`, '/console/payments']) {
+    await page.goto(path);
+    const overflow = await page.evaluate(() => document.body.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${path} scrolls sideways by ${overflow}px on a phone`);
+  }
+  await page.goto(`/console/accounts/${acme.va.id}`);
+  await shot(page, 'account-phone');
+});
