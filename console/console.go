@@ -97,9 +97,33 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/payments/{id}", c.platformOnly(c.payment))
 	c.mux.HandleFunc("POST /console/payments/{id}/cancel", c.platformOnly(c.cancelPayment))
 
+	c.mux.HandleFunc("POST /console/accounts/{id}/simulate-inbound", c.sandboxOnly(c.simulateInbound))
+	c.mux.HandleFunc("POST /console/payments/{id}/approve", c.platformOnly(c.approvePayment))
+	c.mux.HandleFunc("POST /console/payments/{id}/deny", c.platformOnly(c.denyPayment))
+	c.mux.HandleFunc("POST /console/payments/{id}/simulate", c.sandboxOnly(c.simulatePayment))
+	c.mux.HandleFunc("GET /console/keys", c.platformOnly(c.keys))
+	c.mux.HandleFunc("POST /console/keys", c.platformOnly(c.createKey))
+	c.mux.HandleFunc("POST /console/keys/{id}/roll", c.platformOnly(c.rollKey))
+	c.mux.HandleFunc("POST /console/keys/{id}/revoke", c.platformOnly(c.revokeKey))
+	c.mux.HandleFunc("GET /console/webhooks", c.platformOnly(c.webhooks))
+	c.mux.HandleFunc("POST /console/webhooks", c.platformOnly(c.createWebhook))
+	c.mux.HandleFunc("GET /console/webhooks/{id}", c.platformOnly(c.webhook))
+	c.mux.HandleFunc("POST /console/webhooks/{id}/test", c.platformOnly(c.testWebhook))
+	c.mux.HandleFunc("POST /console/webhooks/{id}/rotate-secret", c.platformOnly(c.rotateWebhookSecret))
+	c.mux.HandleFunc("POST /console/webhooks/{id}/deliveries/{delivery}/retry", c.platformOnly(c.retryDelivery))
+	c.mux.HandleFunc("GET /console/events", c.platformOnly(c.events))
+	c.mux.HandleFunc("GET /console/kyb", c.platformOnly(c.kybList))
+	c.mux.HandleFunc("POST /console/kyb/{id}/simulate-decision", c.sandboxOnly(c.simulateKYBDecision))
+
 	// The operator's view.
 	c.mux.HandleFunc("GET /console/platforms", c.operatorOnly(c.platforms))
 	c.mux.HandleFunc("POST /console/platforms/{id}/approve", c.operatorOnly(c.approvePlatform))
+	c.mux.HandleFunc("GET /console/platforms/{id}", c.operatorOnly(c.platform))
+	c.mux.HandleFunc("POST /console/platforms/{id}/enable-live", c.operatorOnly(c.enableLive))
+	c.mux.HandleFunc("POST /console/platforms/{id}/fees", c.operatorOnly(c.configurePlatform))
+	c.mux.HandleFunc("GET /console/reviews", c.operatorOnly(c.reviews))
+	c.mux.HandleFunc("POST /console/reviews/{id}/decision", c.operatorOnly(c.decideReview))
+	c.mux.HandleFunc("GET /console/ach-files", c.operatorOnly(c.achFiles))
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})
@@ -166,6 +190,17 @@ func (c *Console) platformOnly(next sessionHandler) http.HandlerFunc {
 	return c.signedIn(func(w http.ResponseWriter, r *http.Request, s *session) {
 		if s.operator {
 			c.fail(w, r, s, http.StatusForbidden, "This page is a platform's: sign in with a platform API key.")
+			return
+		}
+		next(w, r, s)
+	})
+}
+
+// sandboxOnly guards the simulations: a sandbox session's only.
+func (c *Console) sandboxOnly(next sessionHandler) http.HandlerFunc {
+	return c.platformOnly(func(w http.ResponseWriter, r *http.Request, s *session) {
+		if s.env != domain.Sandbox {
+			c.fail(w, r, s, http.StatusForbidden, "Simulations exist in the sandbox only.")
 			return
 		}
 		next(w, r, s)

@@ -274,3 +274,40 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 		t.Errorf("the 21st sign-in within a minute: %d", p.status)
 	}
 }
+
+// A creating form sent twice (a double click, a reload) does it once: its
+// idempotency key was made with the page.
+func TestACreatingFormSentTwiceCreatesOnce(t *testing.T) {
+	r := newRig(t)
+	key, _, c := r.platform("acme")
+	b := r.browser()
+	b.signIn(key)
+	page := b.do("GET", "/console/keys", nil, nil)
+	form := regexp.MustCompile(`name="idempotency_key" value="([^"]+)"`).FindStringSubmatch(page.body)
+	if form == nil {
+		t.Fatalf("the create form has no idempotency key: %s", page.body)
+	}
+	values := url.Values{"csrf": {csrfField.FindStringSubmatch(page.body)[1]}, "idempotency_key": {form[1]}, "name": {"Twice"}}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.do("POST", "/console/keys", values, nil)
+		}()
+	}
+	wg.Wait()
+	keys, err := queries.ListAPIKeys(r.ctx, r.a.Pool, c.PlatformID, domain.Sandbox, queries.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, k := range keys.Data {
+		if k.Name == "Twice" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d keys made by five submissions of one form, want 1", n)
+	}
+}

@@ -2,9 +2,6 @@ package http
 
 import (
 	"net/http"
-	"regexp"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -100,27 +97,8 @@ type kybDecisionRequest struct {
 	Reasons []kyb.Reason `json:"reasons"`
 }
 
-var reasonCode = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-
 func (r kybDecisionRequest) decide(id string) (kyb.Decide, error) {
-	if r.Outcome != kyb.StatusApproved && r.Outcome != kyb.StatusRejected {
-		return kyb.Decide{}, domain.Invalid("outcome", "outcome must be approved or rejected")
-	}
-	if len(r.Reasons) > 10 {
-		return kyb.Decide{}, domain.Invalid("reasons", "at most 10 reasons")
-	}
-	for i, reason := range r.Reasons {
-		if !reasonCode.MatchString(reason.Code) {
-			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].code", "a reason code is 1 to 64 characters of a-z, 0-9 and _")
-		}
-		if utf8.RuneCountInString(reason.Message) > 500 {
-			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].message", "a reason's message is at most 500 characters")
-		}
-		if utf8.RuneCountInString(reason.Field) > 100 {
-			return kyb.Decide{}, domain.Invalid("reasons["+strconv.Itoa(i)+"].field", "a reason's field is at most 100 characters")
-		}
-	}
-	return kyb.Decide{VerificationID: id, Outcome: r.Outcome, Method: kyb.MethodManual, Reasons: r.Reasons}, nil
+	return kyb.ManualDecision(id, r.Outcome, r.Reasons)
 }
 
 // readDecision reads a manual decision on the verification in the path.

@@ -19,6 +19,9 @@ CREATE TABLE console_sessions (
     expires_at  timestamptz NOT NULL
 );
 CREATE INDEX console_sessions_expiry ON console_sessions (expires_at);
+-- The operator's KYB review queue, every platform's, oldest first.
+CREATE INDEX kyb_verifications_in_review ON kyb_verifications (id) WHERE status = 'pending_review';
 
 -- +goose Down
+DROP INDEX kyb_verifications_in_review;
 DROP TABLE console_sessions;

@@ -32,7 +32,7 @@ func TestConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	srv := startTreasury(t, "", serveEnv(emptyDatabase(t), addr, "TREASURY_RATE_LIMIT=off"), "serve")
+	srv := startTreasury(t, "", serveEnv(emptyDatabase(t), addr, "TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true"), "serve")
 	waitStatus(t, srv, 30*time.Second, "http://"+addr+"/readyz", "", http.StatusOK)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { chromium } from 'playwright-core';
 
 const BASE = process.env.TREASURY_URL;
@@ -43,19 +44,24 @@ async function poll(what, fn, timeoutMs = 15000) {
 
 // platform registers and approves a platform with a funded, KYB-approved
 // account: its key and account.
-async function platform(name) {
+// With review, its KYB goes to the review queue (EIN ending 1111) and the
+// account is not funded.
+async function platform(name, { review = false } = {}) {
+  const ein = review ? '45-6781111' : '12-3456789';
   const p = await api(OPERATOR, 'POST', '/platforms', { name, contact_email: `ops@${name.toLowerCase().replace(/\W/g, '')}.example.com` });
   const approved = await api(OPERATOR, 'POST', `/operator/platforms/${p.id}/approve`, {});
   const key = approved.sandbox_api_key.secret;
   const va = await api(key, 'POST', '/virtual-accounts', { platform_id: p.id, entity_ref: `${name.split(' ')[0].toLowerCase()}_business`, type: 'checking' });
   const kyb = await api(key, 'POST', '/kyb', {
     virtual_account_id: va.id,
-    business: { legal_name: `${name} LLC`, ein: '12-3456789', entity_type: 'llc', formation_date: '2015-06-01', formation_state: 'DE',
+    business: { legal_name: `${name} LLC`, ein, entity_type: 'llc', formation_date: '2015-06-01', formation_state: 'DE',
       address: { line1: '500 Congress Ave', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' } },
     beneficial_owners: [{ first_name: 'Jane', last_name: 'Doe', date_of_birth: '1980-04-12', ssn_last4: '9876', ownership_percentage: '60',
       is_control_person: true, address: { line1: '12 Elm St', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' } }],
   });
-  await poll('KYB approved', async () => (await api(key, 'GET', `/kyb/${kyb.id}`)).status === 'approved');
+  const want = review ? 'pending_review' : 'approved';
+  await poll(`KYB ${want}`, async () => (await api(key, 'GET', `/kyb/${kyb.id}`)).status === want);
+  if (review) return { id: p.id, key, va };
   await api(key, 'POST', '/simulations/inbound-transfers', { virtual_account_id: va.id, amount: 500_000, rail: 'rtp',
     originator: { name: 'Globex Corp', account_number: '987654321', routing_number: '021000021' } });
   await poll('the account funded', async () => (await api(key, 'GET', `/virtual-accounts/${va.id}`)).balance.available === 500_000);
@@ -289,4 +295,170 @@ test('the pages fit a phone screen', async (t) => {
   }
   await page.goto(`/console/accounts/${acme.va.id}`);
   await shot(page, 'account-phone');
+});
+
+test('API keys: a new secret shown once, a roll, a revoke; revoking its own key signs the session out', async (t) => {
+  const { page, expect } = await session(t);
+  // A key of its own, so that revoking it spares the other journeys' key.
+  const own = await api(acme.key, 'POST', '/platform/api-keys', { name: 'Console journey' });
+  await signIn(page, own.secret);
+  await page.goto('/console/keys');
+  await page.getByLabel('Name').fill('Payroll sync');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const secret = await page.getByTestId('secret').textContent();
+  assert.match(secret, /^sk_sandbox_[0-9A-Za-z]{40}$/);
+  assert.equal((await api(secret, 'GET', '/platform')).id, acme.id, 'the new key works');
+  await shot(page, 'keys');
+  await page.goto('/console/keys');
+  assert.equal(await page.getByTestId('secret').count(), 0, 'the secret is shown once');
+
+  await page.getByRole('button', { name: 'Roll Payroll sync' }).click();
+  const rolled = await page.getByTestId('secret').textContent();
+  assert.notEqual(rolled, secret);
+  assert.equal((await api(rolled, 'GET', '/platform')).id, acme.id, 'the rolled key works');
+  assert.equal((await api(secret, 'GET', '/platform')).id, acme.id, 'and the old one for its grace');
+
+  await page.getByRole('button', { name: 'Revoke Payroll sync' }).first().click();
+  await page.getByRole('status').filter({ hasText: 'Key revoked.' }).waitFor();
+  const refused = await fetch(`${BASE}/v1/platform`, { headers: { Authorization: `Bearer ${rolled}` } });
+  assert.equal(refused.status, 401, 'the revoked key is refused');
+
+  await page.getByRole('button', { name: 'Revoke Console journey' }).click();
+  await page.waitForURL('**/console/sign-in');
+});
+
+test('webhooks: an endpoint, its deliveries with every attempt and its answer, a retry, a test, a rotated secret', async (t) => {
+  const { page } = await session(t);
+  // A receiver that refuses until told to take.
+  let take = false;
+  const received = [];
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      received.push(body);
+      if (take) res.writeHead(200).end('ok');
+      else res.writeHead(500, { 'Content-Type': 'text/plain' }).end('receiver says no');
+    });
+  });
+  await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise((r) => receiver.close(r)));
+  const url = `http://127.0.0.1:${receiver.address().port}/hooks`;
+  const endpoint = await api(acme.key, 'POST', '/webhooks', { url, events: ['payment.completed'], retry_policy: { max_attempts: 1 } });
+
+  await signIn(page, acme.key);
+  await page.goto('/console/webhooks');
+  await page.getByRole('link', { name: url }).click();
+  await pay(acme.key, acme.va.id, { amount: 100, rail: 'rtp', destination: DEST });
+  // The failed delivery appears by itself, with its attempt and the answer.
+  const failed = page.getByTestId('delivery').filter({ hasText: 'failed' }).first();
+  await failed.waitFor({ timeout: 15000 });
+  assert.match(await failed.textContent(), /HTTP 500[\s\S]*receiver says no/);
+  await page.getByTestId('health').filter({ hasText: 'failing' }).waitFor({ timeout: 10000 });
+  await shot(page, 'webhook');
+
+  take = true;
+  await failed.getByRole('button', { name: 'Retry delivery' }).click();
+  await page.getByRole('status').filter({ hasText: 'Delivery queued again.' }).waitFor();
+  await poll('the retried delivery', async () => (await api(acme.key, 'GET', `/webhooks/${endpoint.id}/deliveries?status=succeeded`)).data.length === 1);
+  await page.getByTestId('health').filter({ hasText: 'healthy' }).waitFor({ timeout: 10000 });
+
+  await page.getByRole('button', { name: 'Send a test event' }).click();
+  await page.getByRole('status').filter({ hasText: 'test event' }).waitFor();
+  await poll('the test event received', async () => received.some((b) => b.includes('"webhook.test"') || b.includes('test')));
+
+  await page.getByRole('button', { name: 'Rotate secret' }).click();
+  assert.match(await page.getByTestId('secret').textContent(), /^whsec_/);
+});
+
+test("events and KYB: the log's public events filtered; a review decided in the sandbox", async (t) => {
+  const { page } = await session(t);
+  const va = await api(acme.key, 'POST', '/virtual-accounts', { platform_id: acme.id, entity_ref: 'review_business', type: 'checking' });
+  await api(acme.key, 'POST', '/kyb', {
+    virtual_account_id: va.id,
+    business: { legal_name: 'Review Co LLC', ein: '98-7651111', entity_type: 'llc', formation_date: '2015-06-01', formation_state: 'DE',
+      address: { line1: '500 Congress Ave', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' } },
+    beneficial_owners: [{ first_name: 'Ann', last_name: 'Lee', date_of_birth: '1980-04-12', ssn_last4: '1234', ownership_percentage: '100',
+      is_control_person: true, address: { line1: '12 Elm St', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' } }],
+  });
+  await signIn(page, acme.key);
+  await page.goto('/console/events?type=payment.failed');
+  assert.ok(await page.getByRole('cell', { name: 'payment.failed' }).first().isVisible());
+  assert.equal(await page.getByRole('cell', { name: 'payment.completed' }).count(), 0, 'the filter holds');
+  await shot(page, 'events');
+
+  await poll('the verification in review', async () => (await api(acme.key, 'GET', `/kyb?virtual_account_id=${va.id}`)).data[0]?.status === 'pending_review');
+  await page.goto('/console/kyb');
+  await shot(page, 'kyb');
+  await page.getByRole('button', { name: 'Approve Review Co LLC (simulated)' }).click();
+  await page.getByRole('status').filter({ hasText: 'Verification approved.' }).waitFor();
+  assert.equal((await api(acme.key, 'GET', `/virtual-accounts/${va.id}`)).kyb_status, 'approved');
+});
+
+test('sandbox simulations and approvals: fund an account, complete and fail a payment, a second key approves', async (t) => {
+  const { page, expect } = await session(t);
+  await signIn(page, acme.key);
+  await page.goto(`/console/accounts/${acme.va.id}`);
+  const before = (await api(acme.key, 'GET', `/virtual-accounts/${acme.va.id}`)).balance.available;
+  await page.getByLabel('Amount ($)').fill('1,250.50');
+  await page.getByRole('button', { name: 'Simulate an inbound transfer' }).click();
+  await page.getByRole('status').filter({ hasText: '$1,250.50' }).waitFor();
+  assert.equal((await api(acme.key, 'GET', `/virtual-accounts/${acme.va.id}`)).balance.available, before + 125_050);
+
+  // With auto-settle off, payments wait for the simulations.
+  await api(acme.key, 'PATCH', '/platform/settings', { sandbox: { auto_settle: false }, payment_approval_threshold: 100_000 });
+  t.after(() => api(acme.key, 'PATCH', '/platform/settings', { sandbox: { auto_settle: true }, payment_approval_threshold: null }));
+  const toComplete = await pay(acme.key, acme.va.id, { amount: 700, rail: 'ach_same_day', destination: DEST });
+  const toFail = await pay(acme.key, acme.va.id, { amount: 800, rail: 'ach_same_day', destination: DEST });
+  await page.goto(`/console/payments/${toComplete.id}`);
+  await page.getByRole('button', { name: 'Complete (simulated)' }).click();
+  await page.getByRole('status').filter({ hasText: 'Payment completed (simulated).' }).waitFor();
+  assert.equal(await page.getByTestId('payment-status').textContent(), 'completed');
+  await page.goto(`/console/payments/${toFail.id}`);
+  await page.getByLabel('Code').selectOption('R01');
+  await page.getByRole('button', { name: 'Fail (simulated)' }).click();
+  await page.getByRole('status').filter({ hasText: 'R01' }).waitFor();
+  assert.match(await page.getByTestId('failure').textContent(), /R01/);
+
+  // At the threshold: the key that made it cannot approve; another can.
+  const big = await pay(acme.key, acme.va.id, { amount: 150_000, rail: 'rtp', destination: DEST });
+  assert.equal(big.status, 'requires_approval');
+  await page.goto(`/console/payments/${big.id}`);
+  expect(`403 /console/payments/${big.id}/approve`);
+  await page.getByRole('button', { name: 'Approve payment' }).click();
+  await page.getByRole('alert').waitFor();
+  const second = await api(acme.key, 'POST', '/platform/api-keys', { name: 'Approver' });
+  const approver = await session(t);
+  await signIn(approver.page, second.secret);
+  await approver.page.goto(`/console/payments/${big.id}`);
+  await approver.page.getByRole('button', { name: 'Approve payment' }).click();
+  await approver.page.getByRole('status').filter({ hasText: 'Payment approved.' }).waitFor();
+  assert.notEqual((await api(acme.key, 'GET', `/payments/${big.id}`)).status, 'requires_approval');
+});
+
+test("the operator: a platform's fees and live, the KYB review queue, the ACH files", async (t) => {
+  const { page } = await session(t);
+  const p = await platform('Initrode Payroll', { review: true });
+  await signIn(page, OPERATOR);
+  await page.goto('/console/reviews');
+  const review = page.getByTestId('review').filter({ hasText: 'Initrode Payroll LLC' });
+  await review.waitFor();
+  await shot(page, 'reviews');
+  await review.getByLabel('Reason').fill('The formation documents do not match.');
+  await review.getByRole('button', { name: 'Reject Initrode Payroll LLC' }).click();
+  await page.getByRole('status').filter({ hasText: 'Verification rejected.' }).waitFor();
+  assert.equal((await api(p.key, 'GET', `/virtual-accounts/${p.va.id}`)).kyb_status, 'rejected');
+
+  await page.goto(`/console/platforms/${p.id}`);
+  await page.getByLabel('rtp').fill('0.75');
+  await page.getByRole('button', { name: 'Save fees' }).click();
+  await page.getByRole('status').filter({ hasText: 'Fee schedule saved.' }).waitFor();
+  assert.equal((await api(OPERATOR, 'GET', `/operator/platforms/${p.id}`)).fee_schedule.rtp, 75);
+  await page.getByRole('button', { name: 'Enable live' }).click();
+  assert.match(await page.getByTestId('secret').textContent(), /^sk_live_[0-9A-Za-z]{40}$/);
+  assert.equal(await page.getByTestId('live').textContent(), 'enabled');
+  await shot(page, 'platform');
+
+  await page.goto('/console/ach-files');
+  await page.getByText('No live ACH files yet.').waitFor();
 });

@@ -58,12 +58,14 @@ func NewKYBView(v *kyb.Verification) KYBView {
 const kybColumns = `id, virtual_account_id, entity_ref, status, business, beneficial_owners, decision, review_eta,
     environment, created_at, updated_at`
 
-func scanKYB(row pgx.Row) (KYBView, error) {
+// scanKYB scans kybColumns, after the columns of before (a query that
+// selects more than the view).
+func scanKYB(row pgx.Row, before ...any) (KYBView, error) {
 	var v KYBView
 	var eta *time.Time
 	var created, updated time.Time
-	err := row.Scan(&v.ID, &v.VirtualAccountID, &v.EntityRef, &v.Status, &v.Business, &v.BeneficialOwners,
-		&v.Decision, &eta, &v.Environment, &created, &updated)
+	err := row.Scan(append(before, &v.ID, &v.VirtualAccountID, &v.EntityRef, &v.Status, &v.Business, &v.BeneficialOwners,
+		&v.Decision, &eta, &v.Environment, &created, &updated)...)
 	v.Object, v.CreatedAt, v.UpdatedAt = "kyb_verification", NewTime(created), NewTime(updated)
 	if eta != nil {
 		v.Review = &ReviewView{ETA: NewTime(*eta)}
@@ -122,4 +124,32 @@ func ListKYB(ctx context.Context, db eventstore.DB, s Scope, f KYBFilter, page P
 		return List[KYBView]{}, err
 	}
 	return NewList(items, page, func(v KYBView) string { return v.ID }), nil
+}
+
+// KYBReviewView is a verification in the operator's review queue: the
+// verification and the platform it is of.
+type KYBReviewView struct {
+	KYBView
+	PlatformID string `json:"platform_id"`
+}
+
+// ListKYBReviews lists the verifications waiting for a person's review,
+// every platform's and both environments' (the operator's queue), oldest
+// first: the longest waiting on top.
+func ListKYBReviews(ctx context.Context, db eventstore.DB, page Page) (List[KYBReviewView], error) {
+	rows, err := db.Query(ctx, `SELECT platform_id, `+kybColumns+` FROM kyb_verifications
+        WHERE status = 'pending_review' AND ($1 = '' OR id > $1) ORDER BY id LIMIT $2`, page.After, page.Limit+1)
+	if err != nil {
+		return List[KYBReviewView]{}, err
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (KYBReviewView, error) {
+		var v KYBReviewView
+		var err error
+		v.KYBView, err = scanKYB(r, &v.PlatformID)
+		return v, err
+	})
+	if err != nil {
+		return List[KYBReviewView]{}, err
+	}
+	return NewList(items, page, func(v KYBReviewView) string { return v.ID }), nil
 }
