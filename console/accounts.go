@@ -1,9 +1,11 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
@@ -43,6 +45,8 @@ func (c *Console) accounts(w http.ResponseWriter, r *http.Request, s *session) {
 
 type accountData struct {
 	Sandbox      bool
+	Chart        chart
+	Months       []string // the statements offered: this month and the two before
 	Account      queries.VirtualAccountView
 	Transactions queries.List[queries.TransactionView]
 	Payments     queries.List[queries.PaymentView]
@@ -62,6 +66,16 @@ func (c *Console) account(w http.ResponseWriter, r *http.Request, s *session) {
 	if d.Transactions, err = queries.ListTransactions(ctx, c.pool, s.scope(), id, queries.TransactionFilter{}, queries.Page{Limit: pageSize}); err != nil {
 		c.failWith(w, r, s, err)
 		return
+	}
+	points, err := queries.PostedBalanceSeries(ctx, c.pool, s.scope(), id, chartPoints)
+	if err != nil {
+		c.failWith(w, r, s, err)
+		return
+	}
+	now := time.Now()
+	d.Chart = balanceChart(points, now)
+	for i := range 3 {
+		d.Months = append(d.Months, now.UTC().AddDate(0, -i, -now.UTC().Day()+1).Format("2006-01"))
 	}
 	if d.Payments, err = queries.ListPayments(ctx, c.pool, s.scope(), queries.PaymentFilter{VirtualAccountID: id}, queries.Page{Limit: 10}); err != nil {
 		c.failWith(w, r, s, err)
@@ -110,4 +124,31 @@ func (c *Console) simulateInbound(w http.ResponseWriter, r *http.Request, s *ses
 		return
 	}
 	redirectDone(w, r, "/console/accounts/"+id, "Inbound transfer of "+money(amount)+" simulated.")
+}
+
+// statement downloads an account's monthly statement as CSV, the file GET
+// /v1/virtual-accounts/:id/statements/:month?format=csv gives.
+func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	id := r.PathValue("id")
+	month, err := time.Parse("2006-01", strings.TrimSuffix(r.PathValue("month"), ".csv"))
+	if err != nil {
+		c.fail(w, r, s, http.StatusBadRequest, "A statement's month is YYYY-MM.")
+		return
+	}
+	v, err := queries.Statement(ctx, c.pool, s.scope(), id, month)
+	if err != nil {
+		c.failWith(w, r, s, err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := queries.WriteStatementCSV(&buf, v); err != nil {
+		c.failWith(w, r, s, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="statement-`+id+`-`+v.Month+`.csv"`)
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
 }

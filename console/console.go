@@ -97,10 +97,13 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/payments/{id}", c.platformOnly(c.payment))
 	c.mux.HandleFunc("POST /console/payments/{id}/cancel", c.platformOnly(c.cancelPayment))
 
+	c.mux.HandleFunc("GET /console/accounts/{id}/statements/{month}", c.platformOnly(c.statement))
 	c.mux.HandleFunc("POST /console/accounts/{id}/simulate-inbound", c.sandboxOnly(c.simulateInbound))
 	c.mux.HandleFunc("POST /console/payments/{id}/approve", c.platformOnly(c.approvePayment))
 	c.mux.HandleFunc("POST /console/payments/{id}/deny", c.platformOnly(c.denyPayment))
 	c.mux.HandleFunc("POST /console/payments/{id}/simulate", c.sandboxOnly(c.simulatePayment))
+	c.mux.HandleFunc("GET /console/ledger", c.platformOnly(c.ledgerPage))
+	c.mux.HandleFunc("POST /console/ledger/journal-entries", c.platformOnly(c.postJournalEntry))
 	c.mux.HandleFunc("GET /console/keys", c.platformOnly(c.keys))
 	c.mux.HandleFunc("POST /console/keys", c.platformOnly(c.createKey))
 	c.mux.HandleFunc("POST /console/keys/{id}/roll", c.platformOnly(c.rollKey))

@@ -8,7 +8,8 @@
 // CHROMIUM (the browser's path), SCREENSHOTS (a folder).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -137,7 +138,22 @@ async function signIn(page, key) {
   await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.getByRole('button', { name: 'Sign in' }).click()]);
 }
 
+// axe-core's rules (WCAG 2 A and AA: labels, names, contrast, landmarks,
+// …) are run on every page a journey saves: a violation fails it. The
+// script is evaluated through the debugging protocol, which the pages'
+// Content-Security-Policy (rightly) does not let a <script> tag do.
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+async function accessible(page, name) {
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(() => window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }));
+  const found = result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join('; ')})`);
+  assert.deepEqual(found, [], `${name}: accessibility violations`);
+}
+
+// shot checks a page's accessibility and saves its screenshot.
 async function shot(page, name) {
+  await accessible(page, name);
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
@@ -461,4 +477,43 @@ test("the operator: a platform's fees and live, the KYB review queue, the ACH fi
 
   await page.goto('/console/ach-files');
   await page.getByText('No live ACH files yet.').waitFor();
+});
+
+test("the ledger: accounts and entries, a journal entry checked in the browser and posted; an account's chart and statement", async (t) => {
+  const { page } = await session(t);
+  const accounts = (await api(acme.key, 'GET', '/ledger/accounts?limit=100')).data;
+  const own = accounts.find((a) => a.virtual_account_id === acme.va.id);
+  const operating = accounts.find((a) => a.virtual_account_id === null && /operating/i.test(a.name));
+  assert.ok(own && operating, `ledger accounts: ${JSON.stringify(accounts.map((a) => a.name))}`);
+
+  await signIn(page, acme.key);
+  await page.goto('/console/ledger');
+  const form = page.locator('form[data-balance-check]');
+  await form.getByLabel('Description').fill('Console journey: a month of bookkeeping');
+  await form.getByLabel('Type').selectOption('adjustment');
+  await form.getByLabel('Line 0 account').selectOption(operating.id);
+  await form.getByLabel('Line 0 direction').selectOption('debit');
+  await form.getByLabel('Line 0 amount').fill('12.34');
+  await form.getByLabel('Line 1 account').selectOption(own.id);
+  await form.getByLabel('Line 1 direction').selectOption('credit');
+  await form.getByLabel('Line 1 amount').fill('12.30');
+  assert.match(await form.getByRole('status').textContent(), /off by \$0\.04/);
+  assert.equal(await form.getByRole('button', { name: 'Post journal entry' }).isDisabled(), true, 'an unbalanced entry cannot be sent');
+  await form.getByLabel('Line 1 amount').fill('12.34');
+  assert.match(await form.getByRole('status').textContent(), /Balanced/);
+  await shot(page, 'ledger');
+  await form.getByRole('button', { name: 'Post journal entry' }).click();
+  await page.getByRole('status').filter({ hasText: /Journal entry je_\w+ posted\./ }).waitFor();
+  assert.ok(await page.getByRole('cell', { name: 'Console journey: a month of bookkeeping' }).first().isVisible(), 'the new entry is listed at once');
+  const entries = (await api(acme.key, 'GET', `/ledger/entries?virtual_account_id=${acme.va.id}&type=adjustment`)).data;
+  assert.ok(entries.some((e) => e.description === 'Console journey: a month of bookkeeping' && e.amount === 1234 && e.direction === 'credit'));
+
+  // The account's chart draws its posted balances; its statement downloads.
+  await page.goto(`/console/accounts/${acme.va.id}`);
+  const chart = page.getByTestId('balance-chart');
+  assert.ok(Number(await chart.getAttribute('data-points')) >= 2, 'a point for each posting instant');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: /^Statement for / }).first().click()]);
+  const csv = readFileSync(await download.path(), 'utf8');
+  assert.match(download.suggestedFilename(), new RegExp(`^statement-${acme.va.id}-\\d{4}-\\d{2}\\.csv$`));
+  assert.match(csv, /Console journey: a month of bookkeeping/);
 });

@@ -3,6 +3,7 @@ package queries
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,4 +130,33 @@ func BalanceAsOf(ctx context.Context, db eventstore.DB, s Scope, id string, t ti
 		Scan(&v.Posted, &v.PendingInbound, &v.PendingOutbound)
 	v.Available = v.Posted - v.PendingOutbound
 	return v, err
+}
+
+// BalancePoint is an account's posted balance just after an entry posted.
+type BalancePoint struct {
+	At      time.Time
+	Balance int64
+}
+
+// PostedBalanceSeries is the account's posted balance over time: the
+// balance after each of its last limit posted entries, oldest first (the
+// console's chart). Entries that posted at one instant make one point.
+func PostedBalanceSeries(ctx context.Context, db eventstore.DB, s Scope, id string, limit int) ([]BalancePoint, error) {
+	if _, err := GetVirtualAccount(ctx, db, s, id); err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, `SELECT posted_at, balance FROM (
+            SELECT posted_at, sum(sum(CASE WHEN direction = 'credit' THEN amount ELSE -amount END)) OVER (ORDER BY posted_at) AS balance
+            FROM ledger_entries WHERE virtual_account_id = $1 AND posted_at IS NOT NULL GROUP BY posted_at) points
+        ORDER BY posted_at DESC LIMIT $2`, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	points, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (BalancePoint, error) {
+		var p BalancePoint
+		err := r.Scan(&p.At, &p.Balance)
+		return p, err
+	})
+	slices.Reverse(points)
+	return points, err
 }
