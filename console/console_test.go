@@ -238,9 +238,39 @@ func TestFormsNeedTheSessionsToken(t *testing.T) {
 func TestAPlatformSeesOnlyItsOwn(t *testing.T) {
 	r := newRig(t)
 	key, _, _ := r.platform("acme")
-	_, theirs, _ := r.platform("globex")
+	theirKey, theirs, them := r.platform("globex")
 	b := r.browser()
 	b.signIn(key)
+	hookURL := "https://hooks.globex.example.com/treasury"
+	hook, err := r.a.CreateWebhook(r.ctx, app.Meta{}, nil, them, app.WebhookInput{URL: &hookURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, _, err := queries.CredentialByHash(r.ctx, r.a.Pool, app.HashSecret(theirKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := b.csrf("/console/accounts")
+	for _, req := range []struct{ method, path string }{
+		{"GET", "/console/webhooks/" + hook.ID},
+		{"POST", "/console/webhooks/" + hook.ID + "/test"},
+		{"POST", "/console/webhooks/" + hook.ID + "/rotate-secret"},
+		{"POST", "/console/keys/" + cred.KeyID + "/revoke"},
+		{"POST", "/console/keys/" + cred.KeyID + "/roll"},
+		{"GET", "/console/accounts/" + theirs + "/statements/2026-01.csv"},
+		{"POST", "/console/accounts/" + theirs + "/simulate-inbound"},
+	} {
+		var form url.Values
+		if req.method == "POST" {
+			form = url.Values{"csrf": {token}, "amount": {"10"}, "rail": {"rtp"}, "originator": {"X"}}
+		}
+		if p := b.do(req.method, req.path, form, nil); p.status != http.StatusNotFound || strings.Contains(p.body, "globex") {
+			t.Errorf("%s %s: %d", req.method, req.path, p.status)
+		}
+	}
+	if _, found, _ := queries.CredentialByHash(r.ctx, r.a.Pool, app.HashSecret(theirKey)); !found {
+		t.Error("another platform's key was revoked")
+	}
 	for _, path := range []string{"/console/accounts/" + theirs} {
 		if p := b.do("GET", path, nil, nil); p.status != http.StatusNotFound || strings.Contains(p.body, "globex_biz") {
 			t.Errorf("GET %s: %d", path, p.status)
@@ -309,5 +339,53 @@ func TestACreatingFormSentTwiceCreatesOnce(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d keys made by five submissions of one form, want 1", n)
+	}
+}
+
+// The session cookie is Secure everywhere but on this machine over plain
+// HTTP (make run's localhost).
+func TestTheSessionCookieIsSecureOutsideLocalhost(t *testing.T) {
+	r := newRig(t)
+	key, _, _ := r.platform("acme")
+	for host, secure := range map[string]bool{"localhost:8080": false, "127.0.0.1:8080": false, "[::1]:8080": false,
+		"treasury.example.com": true, "10.0.0.5:8080": true} {
+		b := r.browser()
+		get, _ := http.NewRequest("GET", r.srv.URL+"/console/sign-in", nil)
+		get.Host = host
+		res, err := b.client.Do(get)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		var signin *http.Cookie
+		for _, c := range res.Cookies() {
+			if c.Name == "treasury_console_signin" {
+				signin = c
+			}
+		}
+		if signin == nil || signin.Secure != secure || !signin.HttpOnly || signin.SameSite != http.SameSiteStrictMode {
+			t.Errorf("host %s: the sign-in cookie %+v, want Secure %v", host, signin, secure)
+			continue
+		}
+		form := url.Values{"csrf": {signin.Value}, "key": {key}}
+		post, _ := http.NewRequest("POST", r.srv.URL+"/console/sign-in", strings.NewReader(form.Encode()))
+		post.Host = host
+		post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		post.AddCookie(signin)
+		res, err = b.client.Do(post)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		var session *http.Cookie
+		for _, c := range res.Cookies() {
+			if c.Name == "treasury_console" {
+				session = c
+			}
+		}
+		if res.StatusCode != http.StatusSeeOther || session == nil || session.Secure != secure || !session.HttpOnly ||
+			session.SameSite != http.SameSiteStrictMode || session.Path != "/console" {
+			t.Errorf("host %s: sign-in %d, the session cookie %+v, want Secure %v", host, res.StatusCode, session, secure)
+		}
 	}
 }

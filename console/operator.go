@@ -3,7 +3,10 @@ package console
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/platform"
@@ -90,12 +93,29 @@ func (c *Console) enableLive(w http.ResponseWriter, r *http.Request, s *session)
 	c.renderPlatform(w, r, s, id, "Live enabled. Its live key is shown once, below.", res.Secret)
 }
 
-// configurePlatform sets a platform's fee schedule (dollars per payment,
-// by rail), as PATCH /v1/operator/platforms/:id does.
+// configurePlatform sets a platform's configuration from its form — the
+// fee schedule (dollars per payment, by rail), the revenue share and
+// interest rates, the rate limit (both fields empty: the defaults) — as
+// PATCH /v1/operator/platforms/:id does, the platform's rules deciding.
 func (c *Console) configurePlatform(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	id := r.PathValue("id")
+	patch, err := configPatch(r)
+	if err != nil {
+		c.failWith(w, r, s, err)
+		return
+	}
+	if err := c.cfg.App.ConfigurePlatform(ctx, meta(r, s), id, patch); err != nil {
+		c.failWith(w, r, s, err)
+		return
+	}
+	redirectDone(w, r, "/console/platforms/"+id, "Configuration saved.")
+}
+
+// configPatch reads the platform form.
+func configPatch(r *http.Request) (platform.ConfigPatch, error) {
+	var patch platform.ConfigPatch
 	fees := map[string]int64{}
 	for _, rail := range rails.All {
 		v := strings.TrimSpace(r.PostFormValue("fee_" + rail.String()))
@@ -103,21 +123,31 @@ func (c *Console) configurePlatform(w http.ResponseWriter, r *http.Request, s *s
 			continue
 		}
 		n, err := cents(v)
-		if v == "0" || v == "0.00" {
+		if d, zero := decimal.NewFromString(v); zero == nil && d.IsZero() {
 			n, err = 0, nil
 		}
 		if err != nil {
-			c.failWith(w, r, s, domain.Invalid("fee_schedule."+rail.String(), "the %s fee is dollars and cents, such as 0.25", rail))
-			return
+			return patch, domain.Invalid("fee_schedule."+rail.String(), "the %s fee is dollars and cents, such as 0.25", rail)
 		}
 		fees[rail.String()] = n
 	}
-	if err := c.cfg.App.ConfigurePlatform(ctx, meta(r, s), id, platform.ConfigPatch{
-		FeeSchedule: domain.Optional[map[string]int64]{Set: true, Value: &fees}}); err != nil {
-		c.failWith(w, r, s, err)
-		return
+	patch.FeeSchedule = domain.Optional[map[string]int64]{Set: true, Value: &fees}
+	for field, opt := range map[string]*domain.Optional[string]{"revenue_share_rate": &patch.RevenueShareRate, "interest_rate": &patch.InterestRate} {
+		if v := strings.TrimSpace(r.PostFormValue(field)); v != "" {
+			*opt = domain.Optional[string]{Set: true, Value: &v}
+		}
 	}
-	redirectDone(w, r, "/console/platforms/"+id, "Fee schedule saved.")
+	perSecond, burst := strings.TrimSpace(r.PostFormValue("rate_per_second")), strings.TrimSpace(r.PostFormValue("rate_burst"))
+	patch.RateLimit.Set = true
+	if perSecond != "" || burst != "" {
+		ps, err1 := strconv.Atoi(perSecond)
+		b, err2 := strconv.Atoi(burst)
+		if err1 != nil || err2 != nil {
+			return patch, domain.Invalid("rate_limit", "a rate limit is two whole numbers: requests per second and a burst")
+		}
+		patch.RateLimit.Value = &platform.RateLimit{PerSecond: ps, Burst: b}
+	}
+	return patch, nil
 }
 
 type reviewsData struct {

@@ -304,7 +304,8 @@ test('the pages fit a phone screen', async (t) => {
   const { page } = await session(t, { viewport: { width: 390, height: 844 } });
   await signIn(page, acme.key);
   await page.waitForURL('**/console/accounts');
-  for (const path of ['/console/accounts', `/console/accounts/${acme.va.id}`, '/console/payments']) {
+  for (const path of ['/console/accounts', `/console/accounts/${acme.va.id}`, '/console/payments', '/console/ledger',
+    '/console/kyb', '/console/webhooks', '/console/events', '/console/keys']) {
     await page.goto(path);
     const overflow = await page.evaluate(() => document.body.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${path} scrolls sideways by ${overflow}px on a phone`);
@@ -452,8 +453,8 @@ test('sandbox simulations and approvals: fund an account, complete and fail a pa
   assert.notEqual((await api(acme.key, 'GET', `/payments/${big.id}`)).status, 'requires_approval');
 });
 
-test("the operator: a platform's fees and live, the KYB review queue, the ACH files", async (t) => {
-  const { page } = await session(t);
+test("the operator: a platform's configuration and live, the KYB review queue, the ACH files", async (t) => {
+  const { page, expect } = await session(t);
   const p = await platform('Initrode Payroll', { review: true });
   await signIn(page, OPERATOR);
   await page.goto('/console/reviews');
@@ -467,9 +468,22 @@ test("the operator: a platform's fees and live, the KYB review queue, the ACH fi
 
   await page.goto(`/console/platforms/${p.id}`);
   await page.getByLabel('rtp').fill('0.75');
-  await page.getByRole('button', { name: 'Save fees' }).click();
-  await page.getByRole('status').filter({ hasText: 'Fee schedule saved.' }).waitFor();
-  assert.equal((await api(OPERATOR, 'GET', `/operator/platforms/${p.id}`)).fee_schedule.rtp, 75);
+  await page.getByLabel('Revenue share rate (0 to 1)').fill('0.35');
+  await page.getByLabel('Requests per second').fill('40');
+  await page.getByLabel('Burst').fill('80');
+  await page.getByRole('button', { name: 'Save configuration' }).click();
+  await page.getByRole('status').filter({ hasText: 'Configuration saved.' }).waitFor();
+  const configured = await api(OPERATOR, 'GET', `/operator/platforms/${p.id}`);
+  assert.equal(configured.fee_schedule.rtp, 75);
+  assert.equal(Number(configured.revenue_share_rate), 0.35);
+  assert.deepEqual(configured.rate_limit, { per_second: 40, burst: 80 });
+  // A bad value is refused with the platform's rule, nothing saved.
+  expect(`400 /console/platforms/${p.id}/fees`);
+  await page.getByLabel('Burst').fill('0');
+  await page.getByRole('button', { name: 'Save configuration' }).click();
+  await page.getByRole('alert').filter({ hasText: 'burst' }).waitFor();
+  assert.deepEqual((await api(OPERATOR, 'GET', `/operator/platforms/${p.id}`)).rate_limit, { per_second: 40, burst: 80 });
+  await page.goto(`/console/platforms/${p.id}`);
   await page.getByRole('button', { name: 'Enable live' }).click();
   assert.match(await page.getByTestId('secret').textContent(), /^sk_live_[0-9A-Za-z]{40}$/);
   assert.equal(await page.getByTestId('live').textContent(), 'enabled');
