@@ -32,7 +32,11 @@ func TestConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	srv := startTreasury(t, "", serveEnv(emptyDatabase(t), addr, "TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true"), "serve")
+	// Live ACH files go to an outbox of the test's, so that the operator's
+	// journey can show one.
+	srv := startTreasury(t, "", serveEnv(emptyDatabase(t), addr, "TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true",
+		"TREASURY_ACH_OUTBOX=file://"+t.TempDir(), "TREASURY_ACH_ORIGIN=1234567890", "TREASURY_ACH_COMPANY_ID=1234567890",
+		"TREASURY_ACH_COMPANY_NAME=CONSOLE E2E"), "serve")
 	waitStatus(t, srv, 30*time.Second, "http://"+addr+"/readyz", "", http.StatusOK)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -451,6 +451,12 @@ test('sandbox simulations and approvals: fund an account, complete and fail a pa
   await approver.page.getByRole('button', { name: 'Approve payment' }).click();
   await approver.page.getByRole('status').filter({ hasText: 'Payment approved.' }).waitFor();
   assert.notEqual((await api(acme.key, 'GET', `/payments/${big.id}`)).status, 'requires_approval');
+  const denied = await pay(acme.key, acme.va.id, { amount: 120_000, rail: 'rtp', destination: DEST });
+  await approver.page.goto(`/console/payments/${denied.id}`);
+  await approver.page.getByLabel('Reason').fill('Not in this month\'s budget');
+  await approver.page.getByRole('button', { name: 'Deny payment' }).click();
+  await approver.page.getByRole('status').filter({ hasText: 'Payment denied.' }).waitFor();
+  assert.equal(await approver.page.getByTestId('payment-status').textContent(), 'denied');
 });
 
 test("the operator: a platform's configuration and live, the KYB review queue, the ACH files", async (t) => {
@@ -489,8 +495,40 @@ test("the operator: a platform's configuration and live, the KYB review queue, t
   assert.equal(await page.getByTestId('live').textContent(), 'enabled');
   await shot(page, 'platform');
 
+
+  // Live: the platform's live key opens a live session (its badge says
+  // so); the live business's KYB waits in the queue for the operator; a
+  // live ACH payment leaves in a file the operator sees.
+  const liveKey = await page.getByTestId('secret').textContent();
+  const liveVA = await api(liveKey, 'POST', '/virtual-accounts', { platform_id: p.id, entity_ref: 'initrode_live', type: 'checking' });
+  const liveKYB = await api(liveKey, 'POST', '/kyb', {
+    virtual_account_id: liveVA.id,
+    business: { legal_name: 'Initrode Live LLC', ein: '45-6782222', entity_type: 'llc', formation_date: '2015-06-01', formation_state: 'DE',
+      address: { line1: '500 Congress Ave', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' } },
+    beneficial_owners: [{ first_name: 'Ann', last_name: 'Lee', date_of_birth: '1980-04-12', ssn_last4: '1234', ownership_percentage: '100',
+      is_control_person: true, address: { line1: '12 Elm St', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' } }],
+  });
+  await poll('the live KYB in review', async () => (await api(liveKey, 'GET', `/kyb/${liveKYB.id}`)).status === 'pending_review');
+  await page.goto('/console/reviews');
+  await page.getByRole('button', { name: 'Approve Initrode Live LLC' }).click();
+  await page.getByRole('status').filter({ hasText: 'Verification approved.' }).waitFor();
+  await api(OPERATOR, 'POST', `/operator/platforms/${p.id}/fund`, { amount: 100_000 });
+  await api(liveKey, 'POST', '/ledger/entries', { type: 'adjustment', description: 'Opening funds', virtual_account_id: liveVA.id,
+    direction: 'credit', amount: 100_000 });
+  await pay(liveKey, liveVA.id, { amount: 4_200, rail: 'ach_same_day', destination: DEST });
+  await api(OPERATOR, 'POST', '/operator/rails/ach/files', {});
   await page.goto('/console/ach-files');
-  await page.getByText('No live ACH files yet.').waitFor();
+  const file = page.getByRole('row').filter({ hasText: '$42.00' });
+  await file.waitFor();
+  assert.match(await file.textContent(), /ach-\d{8}-\d{6}-A\.ach/);
+  await shot(page, 'ach-files');
+
+  const live = await session(t);
+  await signIn(live.page, liveKey);
+  await live.page.waitForURL('**/console/accounts');
+  assert.equal(await live.page.getByTestId('environment').textContent(), 'live');
+  assert.ok(await live.page.getByRole('link', { name: 'initrode_live' }).isVisible());
+  assert.equal(await live.page.getByRole('link', { name: 'initrode_business' }).count(), 0, 'the sandbox account is not in live');
 });
 
 test("the ledger: accounts and entries, a journal entry checked in the browser and posted; an account's chart and statement", async (t) => {
