@@ -22,8 +22,7 @@ type accountsData struct {
 }
 
 func (c *Console) accounts(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	q := r.URL.Query()
 	d := accountsData{EntityRef: strings.TrimSpace(q.Get("entity_ref")), Status: q.Get("status"),
 		Statuses: []string{account.StatusActive.String(), account.StatusFrozen.String(), account.StatusClosed.String()}}
@@ -53,8 +52,7 @@ type accountData struct {
 }
 
 func (c *Console) account(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	d := accountData{Sandbox: s.env == domain.Sandbox}
 	var err error
@@ -94,21 +92,15 @@ func (c *Console) unfreeze(w http.ResponseWriter, r *http.Request, s *session) {
 
 func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *session, done string,
 	act func(context.Context, app.Meta, app.Caller, string) error) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
-	if err := act(ctx, meta(r, s), s.caller(), id); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	redirectDone(w, r, "/console/accounts/"+id, "Account "+done+".")
+	c.answer(w, r, s, act(ctx, meta(r, s), s.caller(), id), "/console/accounts/"+id, "Account "+done+".")
 }
 
 // simulateInbound credits a sandbox account, as POST
 // /v1/simulations/inbound-transfers does.
 func (c *Console) simulateInbound(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	amount, err := cents(r.PostFormValue("amount"))
 	if err != nil {
@@ -129,8 +121,7 @@ func (c *Console) simulateInbound(w http.ResponseWriter, r *http.Request, s *ses
 // statement downloads an account's monthly statement as CSV, the file GET
 // /v1/virtual-accounts/:id/statements/:month?format=csv gives.
 func (c *Console) statement(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	month, err := time.Parse("2006-01", strings.TrimSuffix(r.PathValue("month"), ".csv"))
 	if err != nil {

@@ -167,6 +167,10 @@ func (c *Console) signedIn(next sessionHandler) http.HandlerFunc {
 			c.log.Error("console session", "err", err)
 			return
 		}
+		// Every page's work is bounded.
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 			if !checkCSRF(r, s.csrf) {
@@ -290,6 +294,16 @@ func (c *Console) failWith(w http.ResponseWriter, r *http.Request, s *session, e
 	}
 	c.log.Error("console", "path", r.URL.Path, "err", err)
 	c.fail(w, r, s, http.StatusInternalServerError, "")
+}
+
+// answer answers an action: its error's page, or back to path saying
+// what was done.
+func (c *Console) answer(w http.ResponseWriter, r *http.Request, s *session, err error, path, done string) {
+	if err != nil {
+		c.failWith(w, r, s, err)
+		return
+	}
+	redirectDone(w, r, path, done)
 }
 
 // redirectDone sends the browser back to path with what was done, for the

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -18,8 +17,7 @@ type eventsData struct {
 // events lists the public events, as GET /v1/events does (and, like it,
 // after the projections have caught up with what was written before).
 func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	d := eventsData{Type: strings.TrimSpace(r.URL.Query().Get("type"))}
 	p, err := page(r)
 	if err != nil {
@@ -40,8 +38,7 @@ type kybData struct {
 }
 
 func (c *Console) kybList(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	p, err := page(r)
 	if err != nil {
 		c.failWith(w, r, s, err)
@@ -68,17 +65,12 @@ func decision(r *http.Request, id string) (kyb.Decide, error) {
 // simulateKYBDecision decides a sandbox verification in review, as POST
 // /v1/simulations/kyb/:id/decision does.
 func (c *Console) simulateKYBDecision(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	d, err := decision(r, r.PathValue("id"))
 	if err != nil {
 		c.failWith(w, r, s, err)
 		return
 	}
 	caller := s.caller()
-	if err := c.cfg.App.DecideKYB(ctx, meta(r, s), &caller, d); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	redirectDone(w, r, "/console/kyb", "Verification "+d.Outcome+".")
+	c.answer(w, r, s, c.cfg.App.DecideKYB(ctx, meta(r, s), &caller, d), "/console/kyb", "Verification "+d.Outcome+".")
 }

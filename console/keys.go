@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -28,8 +27,7 @@ func (c *Console) keys(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *session, status int, flash string, made *queries.APIKeyView) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	p, err := page(r)
 	if err != nil {
 		c.failWith(w, r, s, err)
@@ -44,8 +42,7 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	res, err := c.cfg.App.CreateAPIKey(ctx, meta(r, s), idempotency(r, s, "create_api_key"), s.platformID, s.env, s.env,
 		strings.TrimSpace(r.PostFormValue("name")))
 	if err != nil {
@@ -60,8 +57,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 func (c *Console) rollKey(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	res, err := c.cfg.App.RollAPIKey(ctx, meta(r, s), s.platformID, s.env, r.PathValue("id"), RollGrace)
 	if err != nil {
 		c.failWith(w, r, s, err)
@@ -81,8 +77,7 @@ func (c *Console) showNewKey(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	if err := c.cfg.App.RevokeAPIKey(ctx, meta(r, s), s.platformID, s.env, id); err != nil {
 		c.failWith(w, r, s, err)

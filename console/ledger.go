@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,8 +26,7 @@ type ledgerData struct {
 // (filtered as GET /v1/ledger/entries filters them) and the form for a
 // manual journal entry.
 func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	q := r.URL.Query()
 	d := ledgerData{Types: []string{ledger.TypeAdjustment, ledger.TypeFee, ledger.TypeCorrection},
 		Filter: queries.EntryFilter{VirtualAccountID: strings.TrimSpace(q.Get("virtual_account_id")), Type: q.Get("type"),
@@ -58,8 +56,7 @@ func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, s *session)
 // (balanced, postable accounts, amounts); the browser's check is only a
 // help.
 func (c *Console) postJournalEntry(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	in := app.PostJournalEntry{Type: r.PostFormValue("type"), Description: strings.TrimSpace(r.PostFormValue("description"))}
 	for i := range formLines {
 		n := strconv.Itoa(i)

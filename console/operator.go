@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,8 +24,7 @@ func (c *Console) platforms(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 func (c *Console) renderPlatforms(w http.ResponseWriter, r *http.Request, s *session, flash, secret string) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	p, err := page(r)
 	if err != nil {
 		c.failWith(w, r, s, err)
@@ -43,8 +41,7 @@ func (c *Console) renderPlatforms(w http.ResponseWriter, r *http.Request, s *ses
 // approvePlatform approves a platform and shows its first sandbox key
 // once, on the page the form posted to (never in a URL).
 func (c *Console) approvePlatform(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	res, err := c.cfg.App.ApprovePlatform(ctx, meta(r, s), r.PathValue("id"))
 	if err != nil {
 		c.failWith(w, r, s, err)
@@ -65,8 +62,7 @@ func (c *Console) platform(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) renderPlatform(w http.ResponseWriter, r *http.Request, s *session, id, flash, secret string) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	d := platformData{Secret: secret}
 	for _, rail := range rails.All {
 		d.Rails = append(d.Rails, rail.String())
@@ -82,8 +78,7 @@ func (c *Console) renderPlatform(w http.ResponseWriter, r *http.Request, s *sess
 // enableLive opens a platform's live environment and shows its first
 // live key once.
 func (c *Console) enableLive(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	res, err := c.cfg.App.EnableLive(ctx, meta(r, s), id)
 	if err != nil {
@@ -98,19 +93,14 @@ func (c *Console) enableLive(w http.ResponseWriter, r *http.Request, s *session)
 // interest rates, the rate limit (both fields empty: the defaults) — as
 // PATCH /v1/operator/platforms/:id does, the platform's rules deciding.
 func (c *Console) configurePlatform(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	patch, err := configPatch(r)
 	if err != nil {
 		c.failWith(w, r, s, err)
 		return
 	}
-	if err := c.cfg.App.ConfigurePlatform(ctx, meta(r, s), id, patch); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	redirectDone(w, r, "/console/platforms/"+id, "Configuration saved.")
+	c.answer(w, r, s, c.cfg.App.ConfigurePlatform(ctx, meta(r, s), id, patch), "/console/platforms/"+id, "Configuration saved.")
 }
 
 // configPatch reads the platform form.
@@ -157,8 +147,7 @@ type reviewsData struct {
 // reviews is the operator's KYB review queue: every platform's
 // verifications waiting for a person, the longest waiting first.
 func (c *Console) reviews(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	p, err := page(r)
 	if err != nil {
 		c.failWith(w, r, s, err)
@@ -173,18 +162,13 @@ func (c *Console) reviews(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) decideReview(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	d, err := decision(r, r.PathValue("id"))
 	if err != nil {
 		c.failWith(w, r, s, err)
 		return
 	}
-	if err := c.cfg.App.DecideKYB(ctx, meta(r, s), nil, d); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	redirectDone(w, r, "/console/reviews", "Verification "+d.Outcome+".")
+	c.answer(w, r, s, c.cfg.App.DecideKYB(ctx, meta(r, s), nil, d), "/console/reviews", "Verification "+d.Outcome+".")
 }
 
 type achFilesData struct {
@@ -193,8 +177,7 @@ type achFilesData struct {
 
 // achFiles lists live mode's outbound ACH files, newest first.
 func (c *Console) achFiles(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	p, err := page(r)
 	if err != nil {
 		c.failWith(w, r, s, err)

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -20,8 +19,7 @@ type paymentsData struct {
 }
 
 func (c *Console) payments(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	d := paymentsData{Status: r.URL.Query().Get("status"), Statuses: payment.Statuses}
 	if d.Status != "" && !slices.Contains(payment.Statuses, d.Status) {
 		c.fail(w, r, s, http.StatusBadRequest, "There is no payment status "+d.Status+".")
@@ -57,8 +55,7 @@ type paymentData struct {
 }
 
 func (c *Console) payment(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	var d paymentData
 	var err error
@@ -94,45 +91,29 @@ func actorOf(rec eventstore.RecordedEvent) string {
 }
 
 func (c *Console) cancelPayment(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
-	if err := c.cfg.App.CancelPayment(ctx, meta(r, s), s.caller(), id); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	redirectDone(w, r, "/console/payments/"+id, "Payment canceled.")
+	c.answer(w, r, s, c.cfg.App.CancelPayment(ctx, meta(r, s), s.caller(), id), "/console/payments/"+id, "Payment canceled.")
 }
 
 func (c *Console) approvePayment(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	// The approving key must not be the creating one (app's rule): the
 	// session acts with its key's id.
-	if err := c.cfg.App.ApprovePayment(ctx, meta(r, s), s.caller(), id); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	redirectDone(w, r, "/console/payments/"+id, "Payment approved.")
+	c.answer(w, r, s, c.cfg.App.ApprovePayment(ctx, meta(r, s), s.caller(), id), "/console/payments/"+id, "Payment approved.")
 }
 
 func (c *Console) denyPayment(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
-	if err := c.cfg.App.DenyPayment(ctx, meta(r, s), s.caller(), id, strings.TrimSpace(r.PostFormValue("reason"))); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	redirectDone(w, r, "/console/payments/"+id, "Payment denied.")
+	c.answer(w, r, s, c.cfg.App.DenyPayment(ctx, meta(r, s), s.caller(), id, strings.TrimSpace(r.PostFormValue("reason"))), "/console/payments/"+id, "Payment denied.")
 }
 
 // simulatePayment completes or fails a sandbox payment, as the
 // simulations API does.
 func (c *Console) simulatePayment(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id, caller := r.PathValue("id"), s.caller()
 	var err error
 	done := "Payment completed (simulated)."

@@ -41,7 +41,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.renderSignIn(w, r, http.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait a minute and try again.")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	ctx, cancel := context.WithTimeout(r.Context(), timeout) // not a signed-in page: bounded here
 	defer cancel()
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	var s session

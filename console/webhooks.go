@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -14,8 +13,7 @@ type webhooksData struct {
 }
 
 func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	p, err := page(r)
 	if err != nil {
 		c.failWith(w, r, s, err)
@@ -30,8 +28,7 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) createWebhook(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	in := app.WebhookInput{}
 	u := strings.TrimSpace(r.PostFormValue("url"))
 	in.URL = &u
@@ -63,8 +60,7 @@ func (c *Console) webhook(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) renderWebhook(w http.ResponseWriter, r *http.Request, s *session, id, flash, secret string) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	d := webhookData{Status: r.URL.Query().Get("status"), Secret: secret}
 	var err error
 	if d.Endpoint, err = queries.GetWebhook(ctx, c.pool, s.scope(), id); err != nil {
@@ -90,8 +86,7 @@ func (c *Console) renderWebhook(w http.ResponseWriter, r *http.Request, s *sessi
 }
 
 func (c *Console) testWebhook(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	if _, err := c.cfg.App.TestWebhook(ctx, meta(r, s), s.caller(), id); err != nil {
 		c.failWith(w, r, s, err)
@@ -101,8 +96,7 @@ func (c *Console) testWebhook(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (c *Console) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
 	res, err := c.cfg.App.RotateWebhookSecret(ctx, meta(r, s), s.caller(), id)
 	if err != nil {
@@ -113,12 +107,7 @@ func (c *Console) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, s 
 }
 
 func (c *Console) retryDelivery(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+	ctx := r.Context()
 	id := r.PathValue("id")
-	if err := c.cfg.App.RetryDelivery(ctx, meta(r, s), s.caller(), id, r.PathValue("delivery")); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	redirectDone(w, r, "/console/webhooks/"+id, "Delivery queued again.")
+	c.answer(w, r, s, c.cfg.App.RetryDelivery(ctx, meta(r, s), s.caller(), id, r.PathValue("delivery")), "/console/webhooks/"+id, "Delivery queued again.")
 }
