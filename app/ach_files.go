@@ -243,7 +243,23 @@ const settledLiveACHSQL = `SELECT id FROM payments
 // completed. A payment that moved meanwhile (returned, say) is left as
 // it is.
 func (a *App) CompleteSettledACHPayments(ctx context.Context, meta Meta, asOf time.Time) (int, error) {
-	rows, err := a.Pool.Query(ctx, settledLiveACHSQL, asOf)
+	return a.forEachSettled(ctx, settledLiveACHSQL, asOf, func(id string) (bool, error) {
+		completed := false
+		err := a.changePayment(ctx, meta, nil, id, func(s payment.State) any {
+			if s.Status != payment.StatusSubmitted {
+				return nil
+			}
+			completed = true
+			return payment.Complete{At: now()}
+		})
+		return completed, err
+	})
+}
+
+// forEachSettled runs settle on each id settledSQL finds settled by asOf,
+// one command each, and says how many it changed.
+func (a *App) forEachSettled(ctx context.Context, settledSQL string, asOf time.Time, settle func(id string) (bool, error)) (int, error) {
+	rows, err := a.Pool.Query(ctx, settledSQL, asOf)
 	if err != nil {
 		return 0, err
 	}
@@ -253,18 +269,11 @@ func (a *App) CompleteSettledACHPayments(ctx context.Context, meta Meta, asOf ti
 	}
 	n := 0
 	for _, id := range ids {
-		completed := false
-		err := a.changePayment(ctx, meta, nil, id, func(s payment.State) any {
-			if s.Status != payment.StatusSubmitted {
-				return nil
-			}
-			completed = true
-			return payment.Complete{At: now()}
-		})
+		changed, err := settle(id)
 		if err != nil {
 			return n, err
 		}
-		if completed {
+		if changed {
 			n++
 		}
 	}
@@ -281,27 +290,11 @@ const settledPrenotesSQL = `SELECT id FROM counterparties
 // settled by asOf without a return (API.md §12); a return that comes later
 // still fails them. It says how many it verified.
 func (a *App) VerifySettledPrenotes(ctx context.Context, meta Meta, asOf time.Time) (int, error) {
-	rows, err := a.Pool.Query(ctx, settledPrenotesSQL, asOf)
-	if err != nil {
-		return 0, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, id := range ids {
-		verified, err := a.changeLiveCounterparty(ctx, meta, id, func(s counterparty.State) []domain.Event {
+	return a.forEachSettled(ctx, settledPrenotesSQL, asOf, func(id string) (bool, error) {
+		return a.changeLiveCounterparty(ctx, meta, id, func(s counterparty.State) []domain.Event {
 			return counterparty.DecidePrenoteSettled(s, asOf, now())
 		})
-		if err != nil {
-			return n, err
-		}
-		if verified {
-			n++
-		}
-	}
-	return n, nil
+	})
 }
 
 // changeLiveCounterparty appends what decide returns to the counterparty
