@@ -313,8 +313,8 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 
 // shouldRetry tells whether an answer is worth another attempt. The server's
 // x-should-retry header decides when present; otherwise 408, 429, 409
-// idempotency_in_progress and 5xx but 501 (not_implemented: the route does
-// not do that yet, whenever asked) are retried. It leaves resp.Body readable.
+// idempotency_in_progress and 5xx but 501 (not_implemented: the route is not
+// served by this build, whenever asked) are retried. It leaves resp.Body readable.
 func shouldRetry(resp *http.Response) (bool, error) {
 	if resp.StatusCode < 400 {
 		return false, nil

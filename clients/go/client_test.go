@@ -973,7 +973,7 @@ const (
 	unverifiedJSON      = `{"status":"unverified","method":null}`
 	pendingJSON         = `{"status":"pending","method":"prenote"}`
 	failedVerification  = `{"status":"failed","method":"prenote","failure_code":"R03"}`
-	notImplementedJSON  = `{"code":"not_implemented","message":"prenotes are not sent in live yet","request_id":"req_x"}`
+	notImplementedJSON  = `{"code":"not_implemented","message":"this route is not served by this build","request_id":"req_x"}`
 	notVerifiedJSON     = `{"code":"counterparty_not_verified","message":"the counterparty is not verified","request_id":"req_x","param":"counterparty_id","resource_id":"` + counterpartyID + `"}`
 	deletedCounterparty = `{"id":"` + counterpartyID + `","object":"counterparty","deleted":true}`
 )
@@ -982,8 +982,9 @@ const (
 // bodies, an Idempotency-Key on create kept across a retry, the caller's key,
 // every list filter on every page, verify's default method), that the models
 // decode (a null method, a failure code, the deleted answer), and that the
-// refusals are typed errors: a 501 not_implemented an InternalServerError
-// that is not retried, with or without x-should-retry: false.
+// refusals are typed errors: a 501 not_implemented (a route this build does
+// not serve, faked here on verify) an InternalServerError that is not
+// retried, with or without x-should-retry: false.
 func TestCounterpartyRoutes(t *testing.T) {
 	ctx := context.Background()
 	page := func(id, next string) answer {

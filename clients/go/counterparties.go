@@ -97,11 +97,17 @@ func (s *CounterpartiesService) Delete(ctx context.Context, id string, opts ...R
 // Verification.FailureCode the ACH return code for the magic account numbers
 // 4000000002, …03, …04, …16 and …23 (R02, R03, R04, R16, R23).
 //
-// A pending or verified counterparty is a ConflictError with code
-// invalid_state; a failed one may be verified again (pending once more, its
-// FailureCode cleared). With a live key prenotes are not sent yet: an
-// InternalServerError of Status 501 and code not_implemented, never retried,
-// and nothing changes.
+// With a live key the answer is the same (pending, Method prenote): the
+// prenote leaves in the next outbound ACH file (a zero-dollar entry,
+// transaction code 23, or 33 to a savings account). It becomes verified when
+// its entry settles without a return (event counterparty.verified), or
+// failed with the return code when the receiving bank returns it, even after
+// it was verified (event counterparty.verification_failed). Nothing answers
+// quickly in live: it stays pending until a file is cut and settled.
+//
+// A pending or verified counterparty, in either environment, is a
+// ConflictError with code invalid_state; a failed one may be verified again
+// (pending once more, its FailureCode cleared).
 func (s *CounterpartiesService) Verify(ctx context.Context, id string, body VerifyCounterpartyRequest, opts ...RequestOption) (*Counterparty, error) {
 	if body.Method == "" {
 		body.Method = VerifyCounterpartyRequestMethodPrenote

@@ -58,7 +58,8 @@ type APIError struct {
 	Status int
 	// Code is the machine-readable code: invalid_request, not_found,
 	// idempotency_conflict, insufficient_funds, replay_too_large (a 400),
-	// counterparty_not_verified (a 422), not_implemented (a 501)…
+	// counterparty_not_verified (a 422), not_implemented (a 501: the route is
+	// not served by this build)…
 	Code string
 	// Message is the human-readable explanation.
 	Message string

@@ -3398,8 +3398,9 @@ func accountNumber() string {
 // verified webhook deliveries, a payment to a counterparty (its destination
 // copied), both or neither of destination and counterparty_id a 400,
 // require_verified_counterparty's 422 counterparty_not_verified (then off
-// again), a delete (then 404 everywhere), the live key's 501 not_implemented
-// sent once, and another platform's 404.
+// again), a delete (then 404 everywhere), the live key's prenote pending at
+// once (sent once) and a second one a 409 invalid_state not retried, and
+// another platform's 404.
 func TestCounterparties(t *testing.T) {
 	t.Parallel()
 	ctx := ctxFor(t)
@@ -3833,23 +3834,51 @@ func TestCounterparties(t *testing.T) {
 		if lcp.Environment != treasury.CounterpartyEnvironmentLive || lcp.AccountNumberLast4 != number[len(number)-4:] {
 			t.Fatalf("a live counterparty: %+v", lcp)
 		}
-		_, err = lc.Counterparties.Verify(ctx, lcp.Id, treasury.VerifyCounterpartyRequest{})
-		e := requireAPIError(t, err, treasury.ErrInternalServer, treasury.KindInternalServer, 501, "not_implemented")
-		if v := e.Header.Get("X-Should-Retry"); v != "false" {
-			t.Fatalf("a 501 with x-should-retry %q", v)
-		}
-		sent := 0
-		for _, a := range lrec.snapshot() {
-			if a.method == http.MethodPost && a.path == "/counterparties/"+lcp.Id+"/verify" {
-				sent++
+		// A live prenote: pending at once, like the sandbox's (it leaves in the
+		// next outbound ACH file, which nothing cuts and settles during a
+		// test); again while pending, a 409 invalid_state, not retried.
+		verifies := func() []int {
+			var statuses []int
+			for _, a := range answered(lrec.snapshot()) {
+				if a.method == http.MethodPost && a.path == "/counterparties/"+lcp.Id+"/verify" {
+					statuses = append(statuses, a.status)
+				}
 			}
+			return statuses
 		}
-		if sent != 1 {
-			t.Fatalf("the 501 was sent %d times, want once", sent)
+		pending := must(lc.Counterparties.Verify(ctx, lcp.Id, treasury.VerifyCounterpartyRequest{}))(t)
+		if pending.Id != lcp.Id || pending.Environment != treasury.CounterpartyEnvironmentLive ||
+			pending.Verification.Status != treasury.CounterpartyVerificationStatusPending ||
+			pending.Verification.Method == nil || *pending.Verification.Method != treasury.CounterpartyVerificationMethodPrenote ||
+			pending.Verification.FailureCode != nil {
+			t.Fatalf("live verify: %+v %+v", pending, pending.Verification)
 		}
-		// Nothing changed.
-		if got := must(lc.Counterparties.Retrieve(ctx, lcp.Id))(t); got.Verification.Status != treasury.CounterpartyVerificationStatusUnverified {
-			t.Fatalf("after the 501: %+v", got.Verification)
+		if got := verifies(); !reflect.DeepEqual(got, []int{http.StatusOK}) {
+			t.Fatalf("live verify answered %v, want one 200", got)
+		}
+		_, err = lc.Counterparties.Verify(ctx, lcp.Id, treasury.VerifyCounterpartyRequest{Method: treasury.VerifyCounterpartyRequestMethodPrenote})
+		if e := requireAPIError(t, err, treasury.ErrConflict, treasury.KindConflict, 409, "invalid_state"); e.ResourceID != lcp.Id {
+			t.Fatalf("live verify twice: %+v", e)
+		}
+		if got := verifies(); !reflect.DeepEqual(got, []int{http.StatusOK, http.StatusConflict}) {
+			t.Fatalf("live verifies answered %v, want 200 then one 409 (not retried)", got)
+		}
+		got := must(lc.Counterparties.Retrieve(ctx, lcp.Id))(t)
+		if got.Verification.Status != treasury.CounterpartyVerificationStatusPending ||
+			got.Verification.Method == nil || *got.Verification.Method != treasury.CounterpartyVerificationMethodPrenote {
+			t.Fatalf("after the live verify: %+v", got.Verification)
+		}
+		var listed []string
+		for cp, err := range lc.Counterparties.List(ctx, &treasury.ListCounterpartiesParams{
+			VerificationStatus: treasury.Ptr(treasury.ListCounterpartiesParamsVerificationStatusPending),
+		}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed = append(listed, cp.Id)
+		}
+		if !reflect.DeepEqual(listed, []string{lcp.Id}) {
+			t.Fatalf("live pending counterparties: %v, want [%s]", listed, lcp.Id)
 		}
 		gone := must(lc.Counterparties.Delete(ctx, lcp.Id))(t)
 		if gone.Id != lcp.Id || !bool(gone.Deleted) {

@@ -4136,7 +4136,7 @@ type Counterparty struct {
 	Object        CounterpartyObject `json:"object"`
 	RoutingNumber string             `json:"routing_number"`
 
-	// Verification How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's settlement passed without a return) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`).
+	// Verification How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's entry settled without a return; live, a return within the return window still turns it `failed`) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`).
 	Verification CounterpartyVerification `json:"verification"`
 }
 
@@ -4187,9 +4187,9 @@ type CounterpartyRequest struct {
 // CounterpartyRequestAccountType defines model for CounterpartyRequest.AccountType.
 type CounterpartyRequestAccountType string
 
-// CounterpartyVerification How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's settlement passed without a return) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`).
+// CounterpartyVerification How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's entry settled without a return; live, a return within the return window still turns it `failed`) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`).
 type CounterpartyVerification struct {
-	// FailureCode Present only when `status` is `failed`: the ACH return code of the prenote (in the sandbox, the code of the magic account number: R02, R03, R04, R16, R23).
+	// FailureCode Present only when `status` is `failed`: the ACH return code of the prenote (live: the receiving bank's; in the sandbox, the code of the magic account number: R02, R03, R04, R16, R23).
 	//
 	// Examples: R03
 	FailureCode *string `json:"failure_code,omitempty"`
@@ -7523,7 +7523,7 @@ type ClientInterface interface {
 	//
 	// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
 	//
-	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** the prenote goes as a same-day entry (transaction code 23, 33 to a savings account, amount 0) in the next outbound ACH file, whichever window cuts it. It is `verified` (event `counterparty.verified`) when its entry settles (the window's settlement) without a return; a return from the receiving bank makes it `failed` with the return's code (event `counterparty.verification_failed`), even after it was verified, as a late return reverses a completed payment. The return is matched by the prenote's trace number and account number. A notification of change to a prenote is not applied: correct the counterparty by creating a new one.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7534,7 +7534,7 @@ type ClientInterface interface {
 	//
 	// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
 	//
-	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** the prenote goes as a same-day entry (transaction code 23, 33 to a savings account, amount 0) in the next outbound ACH file, whichever window cuts it. It is `verified` (event `counterparty.verified`) when its entry settles (the window's settlement) without a return; a return from the receiving bank makes it `failed` with the return's code (event `counterparty.verification_failed`), even after it was verified, as a late return reverses a completed payment. The return is matched by the prenote's trace number and account number. A notification of change to a prenote is not applied: correct the counterparty by creating a new one.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -8627,7 +8627,7 @@ func (c *Client) GetCounterparty(ctx context.Context, id CounterpartyId, params 
 //
 // Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
 //
-// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** the prenote goes as a same-day entry (transaction code 23, 33 to a savings account, amount 0) in the next outbound ACH file, whichever window cuts it. It is `verified` (event `counterparty.verified`) when its entry settles (the window's settlement) without a return; a return from the receiving bank makes it `failed` with the return's code (event `counterparty.verification_failed`), even after it was verified, as a late return reverses a completed payment. The return is matched by the prenote's trace number and account number. A notification of change to a prenote is not applied: correct the counterparty by creating a new one.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8648,7 +8648,7 @@ func (c *Client) VerifyCounterpartyWithBody(ctx context.Context, id Counterparty
 //
 // Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
 //
-// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** the prenote goes as a same-day entry (transaction code 23, 33 to a savings account, amount 0) in the next outbound ACH file, whichever window cuts it. It is `verified` (event `counterparty.verified`) when its entry settles (the window's settlement) without a return; a return from the receiving bank makes it `failed` with the return's code (event `counterparty.verification_failed`), even after it was verified, as a late return reverses a completed payment. The return is matched by the prenote's trace number and account number. A notification of change to a prenote is not applied: correct the counterparty by creating a new one.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15519,7 +15519,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
 	//
-	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** the prenote goes as a same-day entry (transaction code 23, 33 to a savings account, amount 0) in the next outbound ACH file, whichever window cuts it. It is `verified` (event `counterparty.verified`) when its entry settles (the window's settlement) without a return; a return from the receiving bank makes it `failed` with the return's code (event `counterparty.verification_failed`), even after it was verified, as a late return reverses a completed payment. The return is matched by the prenote's trace number and account number. A notification of change to a prenote is not applied: correct the counterparty by creating a new one.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15530,7 +15530,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
 	//
-	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+	// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** the prenote goes as a same-day entry (transaction code 23, 33 to a savings account, amount 0) in the next outbound ACH file, whichever window cuts it. It is `verified` (event `counterparty.verified`) when its entry settles (the window's settlement) without a return; a return from the receiving bank makes it `failed` with the return's code (event `counterparty.verification_failed`), even after it was verified, as a late return reverses a completed payment. The return is matched by the prenote's trace number and account number. A notification of change to a prenote is not applied: correct the counterparty by creating a new one.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19520,7 +19520,7 @@ func (c *ClientWithResponses) GetCounterpartyWithResponse(ctx context.Context, i
 //
 // Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
 //
-// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** the prenote goes as a same-day entry (transaction code 23, 33 to a savings account, amount 0) in the next outbound ACH file, whichever window cuts it. It is `verified` (event `counterparty.verified`) when its entry settles (the window's settlement) without a return; a return from the receiving bank makes it `failed` with the return's code (event `counterparty.verification_failed`), even after it was verified, as a late return reverses a completed payment. The return is matched by the prenote's trace number and account number. A notification of change to a prenote is not applied: correct the counterparty by creating a new one.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19537,7 +19537,7 @@ func (c *ClientWithResponses) VerifyCounterpartyWithBodyWithResponse(ctx context
 //
 // Sends a zero-dollar ACH prenote to the counterparty's account: `verification.status` becomes `pending` (`method` `prenote`). In the sandbox the answer comes after the platform's `sandbox.ach_same_day_delay_seconds` (whatever `auto_settle` says): `verified`, with event `counterparty.verified`; or, for the magic account numbers whose ACH result is a return (4000000002, …03, …04, …16, …23), `failed` with `failure_code` that return code (R02, R03, R04, R16, R23), with event `counterparty.verification_failed`. Each event's `data.object` is the counterparty. `counterparty.verification_requested` stays in the log.
 //
-// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** prenotes do not go into the NACHA files yet, so a live key gets 501 `not_implemented` and nothing changes.
+// A counterparty `pending` or `verified` already: 409 `invalid_state` (a verified account is not verified twice); a `failed` one may be verified again. **Live:** the prenote goes as a same-day entry (transaction code 23, 33 to a savings account, amount 0) in the next outbound ACH file, whichever window cuts it. It is `verified` (event `counterparty.verified`) when its entry settles (the window's settlement) without a return; a return from the receiving bank makes it `failed` with the return's code (event `counterparty.verification_failed`), even after it was verified, as a late return reverses a completed payment. The return is matched by the prenote's trace number and account number. A notification of change to a prenote is not applied: correct the counterparty by creating a new one.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

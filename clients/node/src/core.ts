@@ -287,8 +287,8 @@ export class APIClient {
  * `idempotency_in_progress` and 5xx are retried.
  */
 export function shouldRetry(response: { status: number; headers: Headers }, code?: string): boolean {
-  // 501 (`not_implemented`: live prenotes) meets the same answer every time: never retried, even
-  // though the server's `x-should-retry` says `true` for every 5xx.
+  // 501 (`not_implemented`: the route is not served by this build) meets the same answer every
+  // time: never retried, even if the server's `x-should-retry` says `true`.
   if (response.status === 501) return false;
   const header = response.headers.get('x-should-retry');
   if (header === 'true') return true;

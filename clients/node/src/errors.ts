@@ -99,7 +99,7 @@ export class RateLimitError extends APIError {
     return Number.isFinite(n) ? n : undefined;
   }
 }
-/** 500 or another 5xx: a fault of the service (`internal_error`, `unavailable`), or 501 `not_implemented` (a live counterparty's prenote; never retried). */
+/** 500 or another 5xx: a fault of the service (`internal_error`, `unavailable`), or 501 `not_implemented` (the route is not served by this build; never retried). */
 export class InternalServerError extends APIError {}
 
 /** No answer came: the connection failed or was cut. */

@@ -1268,12 +1268,12 @@ export interface WebhookReplay {
   created_at: string;
 }
 
-/** How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's settlement passed without a return) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`). */
+/** How far the counterparty's account is verified. `unverified` until `POST /counterparties/{id}/verify`; `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote's entry settled without a return; live, a return within the return window still turns it `failed`) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or verified one may not (409 `invalid_state`). */
 export interface CounterpartyVerification {
   status: "unverified" | "pending" | "verified" | "failed";
   /** `prenote` once a verification was asked for; null before. */
   method: "prenote" | null;
-  /** Present only when `status` is `failed`: the ACH return code of the prenote (in the sandbox, the code of the magic account number: R02, R03, R04, R16, R23). */
+  /** Present only when `status` is `failed`: the ACH return code of the prenote (live: the receiving bank's; in the sandbox, the code of the magic account number: R02, R03, R04, R16, R23). */
   failure_code?: string;
 }
 

@@ -416,9 +416,15 @@ export class Counterparties extends APIResource {
    * …04, …16, …23 (R02, R03, R04, R16, R23; event `counterparty.verification_failed`): poll
    * {@link retrieve} or listen for the events.
    *
-   * A `pending` or `verified` counterparty: {@link ConflictError} `invalid_state` (a `failed` one may
-   * be verified again). With a live key: {@link InternalServerError} 501 `not_implemented` (live
-   * prenotes are not sent yet; nothing changes), never retried.
+   * With a live key the answer is the same (`pending`, method `prenote`): the prenote leaves in the
+   * next outbound ACH file (a zero-dollar entry, transaction code 23, or 33 to a savings account),
+   * and becomes `verified` when its entry settles without a return (event `counterparty.verified`),
+   * or `failed` with the return code when the receiving bank returns it, even after it was verified
+   * (event `counterparty.verification_failed`). Nothing answers quickly in live: it stays `pending`
+   * until a file is cut and settled.
+   *
+   * A `pending` or `verified` counterparty, in either environment: {@link ConflictError}
+   * `invalid_state` (a `failed` one may be verified again).
    */
   verify(
     id: string,

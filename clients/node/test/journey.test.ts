@@ -12,7 +12,6 @@ import Treasury, {
   AuthenticationError,
   BadRequestError,
   ConflictError,
-  InternalServerError,
   NotFoundError,
   PermissionDeniedError,
   RateLimitError,
@@ -407,9 +406,11 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     const filtered = new Treasury({
       apiKey: sandboxKey,
       baseURL: BASE_URL,
-      fetch: (input, init) => {
-        urls.push(new URL(String(input)));
-        return recordingFetch(input, init);
+      // Only the answered attempts: one a busy server refused for now (429, 503) is retried unchanged.
+      fetch: async (input, init) => {
+        const res = await recordingFetch(input, init);
+        if (res.status !== 429 && res.status !== 503) urls.push(new URL(String(input)));
+        return res;
       },
     });
     const tag = `mf-${RUN}`; // only this test's resources carry it
@@ -1974,9 +1975,11 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     const c = new Treasury({
       apiKey: sandboxKey,
       baseURL: BASE_URL,
-      fetch: (input, init) => {
-        urls.push(new URL(String(input)));
-        return recordingFetch(input, init);
+      // Only the answered attempts: one a busy server refused for now (429, 503) is retried unchanged.
+      fetch: async (input, init) => {
+        const res = await recordingFetch(input, init);
+        if (res.status !== 429 && res.status !== 503) urls.push(new URL(String(input)));
+        return res;
       },
     });
     const tag = `jl-${RUN}`;
@@ -2078,7 +2081,7 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     }
   });
 
-  test('counterparties: saved, read, listed with filters over pages, idempotent, verified by prenote (verified, failed R03), paid, required verified, deleted; live 501; every refusal from the server', async (ctx) => {
+  test('counterparties: saved, read, listed with filters over pages, idempotent, verified by prenote (verified, failed R03), paid, required verified, deleted; live pending; every refusal from the server', async (ctx) => {
     // An account of its own (KYB approved, funded with $1,000.00) to pay the counterparties from.
     const acct = await sb.virtualAccounts.create({ platform_id: platformId, entity_ref: `biz-cp-${RUN}`, type: 'checking' });
     const k = await sb.kyb.create(kybBody(acct.id, `Counterparty Co ${RUN}`, '12-3450007'));
@@ -2308,16 +2311,28 @@ describe(`journey against ${BASE_URL} (run ${RUN})`, () => {
     assert.equal(foreignPay.param, 'counterparty_id');
     await expectError(sb.counterparties.retrieve('cp_unknown'), NotFoundError, 'not_found');
 
-    // Live: counterparties are saved, read, listed and deleted; a prenote is 501 not_implemented, not retried, and changes nothing.
+    // Live: counterparties are saved, read, listed and deleted like sandbox ones; a prenote is pending at once (it
+    // leaves in the next outbound ACH file, and nothing settles it during a test), and again while pending, 409
+    // invalid_state, not retried.
     const live = newClient(liveKey, { maxRetries: 3 });
     const liveCp = await live.counterparties.create({ name: `Live ${RUN}`, account_number: '77778888', routing_number: '021000021', account_type: 'checking' });
     assert.equal(liveCp.environment, 'live');
+    assert.deepEqual(liveCp.verification, { status: 'unverified', method: null });
     mark = statuses.length;
-    const notYet = await expectError(live.counterparties.verify(liveCp.id), InternalServerError, 'not_implemented');
-    assert.equal(notYet.status, 501);
-    assert.equal(notYet.attempts, 1);
-    assert.deepEqual(answeredSince(mark), [501], 'a 501 is not retried');
-    assert.deepEqual((await live.counterparties.retrieve(liveCp.id)).verification, { status: 'unverified', method: null });
+    const livePending = await live.counterparties.verify(liveCp.id);
+    assert.equal(livePending.lastResponse.status, 200);
+    assert.equal(livePending.id, liveCp.id);
+    assert.equal(livePending.environment, 'live');
+    assert.deepEqual(livePending.verification, { status: 'pending', method: 'prenote' });
+    assert.deepEqual(answeredSince(mark), [200], 'one request');
+    mark = statuses.length;
+    const liveTwice = await expectError(live.counterparties.verify(liveCp.id, { method: 'prenote' }), ConflictError, 'invalid_state');
+    assert.equal(liveTwice.status, 409);
+    assert.equal(liveTwice.resourceId, liveCp.id);
+    assert.equal(liveTwice.attempts, 1);
+    assert.deepEqual(answeredSince(mark), [409], 'invalid_state is not retried');
+    assert.deepEqual((await live.counterparties.retrieve(liveCp.id)).verification, { status: 'pending', method: 'prenote' });
+    assert.deepEqual(ids(await live.counterparties.list({ verification_status: 'pending' }).toArray()), [liveCp.id]);
     await expectError(sb.counterparties.retrieve(liveCp.id), NotFoundError, 'not_found');
     await expectError(live.counterparties.retrieve(a.id), NotFoundError, 'not_found');
     assert.deepEqual(ids(await live.counterparties.list().toArray()), [liveCp.id]);

@@ -910,9 +910,9 @@ describe('counterparties (unit)', () => {
     }
   });
 
-  test('501 not_implemented (a live prenote) is an InternalServerError, never retried even with x-should-retry: true', async () => {
+  test('501 not_implemented (a route this build does not serve) is an InternalServerError, never retried even with x-should-retry: true', async () => {
     const s = await stub([
-      { status: 501, headers: { 'x-should-retry': 'true' }, body: { ...err('not_implemented', 'live prenote verification is not available yet'), resource_id: 'cp_01' } },
+      { status: 501, headers: { 'x-should-retry': 'true' }, body: { ...err('not_implemented', 'this route is not served by this build'), resource_id: 'cp_01' } },
       { status: 200, body: cp('cp_01', 'pending') },
     ]);
     try {

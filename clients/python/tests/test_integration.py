@@ -1949,19 +1949,26 @@ class Journey(unittest.TestCase):
             self.assertEqual(ids(other.counterparties.list()), [other_cp["id"]])
             refused(lambda: c.counterparties.retrieve(other_cp["id"]), NotFoundError, 404, "not_found")
 
-            # a live key's verify: 501 not_implemented, not retried, nothing changed
+            # a live key's verify: pending by prenote at once, like the sandbox (the prenote leaves in the
+            # next outbound ACH file; nothing settles it during a test); again while pending → 409
+            # invalid_state, not retried
             live_cp = live.counterparties.create(name="Live Vendor LLC", account_number="123456789",
                                                  routing_number=ROUTING, account_type="checking")
-            self.assertEqual((live_cp["environment"], live_cp["verification"]["status"]), ("live", "unverified"))
+            self.assertEqual((live_cp["environment"], live_cp["verification"]), ("live", {"status": "unverified",
+                                                                                          "method": None}))
+            mark = exchange_mark()
+            live_pending = live.counterparties.verify(live_cp["id"], method="prenote")
+            self.assertEqual([x.status for x in answered_since(mark)], [200])
+            self.assertEqual((live_pending["id"], live_pending["environment"], live_pending["verification"]),
+                             (live_cp["id"], "live", {"status": "pending", "method": "prenote"}))
             mark = exchange_mark()
             e = refused(lambda: live.counterparties.verify(live_cp["id"], method="prenote"),
-                        treasury.NotImplementedAPIError, 501, "not_implemented")
-            self.assertIsInstance(e, treasury.InternalServerError)
-            # (the server's x-should-retry on it does not matter: the client never retries a 501)
-            sent_501 = [x for x in exchanges_since(mark) if x.status == 501]
-            self.assertEqual(len(sent_501), 1, "a 501 is sent once: the client does not retry it")
+                        ConflictError, 409, "invalid_state")
+            self.assertEqual(e.resource_id, live_cp["id"])
+            self.assertEqual([x.status for x in answered_since(mark)], [409], "409 invalid_state is not retried")
             self.assertEqual(live.counterparties.retrieve(live_cp["id"])["verification"],
-                             {"status": "unverified", "method": None})
+                             {"status": "pending", "method": "prenote"})
+            self.assertEqual(ids(live.counterparties.list(verification_status="pending")), [live_cp["id"]])
             self.assertTrue(live.counterparties.delete(live_cp["id"])["deleted"])
 
             # delete → deleted: true; then 404 everywhere, left out of the list, and payments naming it 404

@@ -270,8 +270,9 @@ class StubTest(unittest.TestCase):
             self.assertEqual(len(server.all), 1)
 
     def test_a_501_is_never_retried(self) -> None:
-        # not_implemented (a live key's verify) is NotImplementedAPIError, an
-        # InternalServerError, and is not retried whatever x-should-retry says.
+        # not_implemented (a route this build does not serve; faked here on verify) is
+        # NotImplementedAPIError, an InternalServerError, and is not retried whatever
+        # x-should-retry says.
         for headers in ({}, {"x-should-retry": "false"}, {"x-should-retry": "true", "Retry-After": "0"}):
             with self.subTest(headers=headers):
                 body = error_body("not_implemented", resource_id="cp_1")

@@ -1555,8 +1555,8 @@ class IntegrationTest < Minitest::Test
 
   # Counterparties: saved, listed with their filters over pages, created again under one key,
   # verified by prenote (verified; failed R03 for 4000000003, with its event and webhook), paid, the
-  # require_verified_counterparty setting, deleted; a live key's prenote is 501; another platform's
-  # and environment's counterparties are 404.
+  # require_verified_counterparty setting, deleted; a live key's prenote is pending at once (again:
+  # 409); another platform's and environment's counterparties are 404.
   def test_13i_counterparties
     receiver = StubServer.new { [200, { "Content-Type" => "text/plain" }, "ok"] }
     live = Treasury::Client.new(api_key: S.fetch(:live_key), base_url: BASE_URL)
@@ -1726,20 +1726,28 @@ class IntegrationTest < Minitest::Test
     assert_equal false, off.require_verified_counterparty
     assert_equal false, client.platform.settings.retrieve.require_verified_counterparty
 
-    # Live: saved like a sandbox one, but its prenote is 501 not_implemented, asked once, and nothing
-    # changes. Each environment sees only its own.
+    # Live: saved like a sandbox one, and its prenote is pending at once, asked once (it leaves in the
+    # next outbound ACH file; nothing settles it during a test); again while pending: 409 invalid_state,
+    # not retried. Each environment sees only its own.
     live_cp = live.counterparties.create(name: "Live #{RUN}", account_number: "55555555", routing_number: "021000021",
                                          account_type: "checking")
     assert_equal ["live", "5555", "unverified"], [live_cp.environment, live_cp.account_number_last4,
                                                  live_cp.verification.status]
     before = Recorder.calls.size
-    error = assert_api_error(Treasury::NotImplementedError, code: "not_implemented", status: 501) do
-      live.counterparties.verify(live_cp.id)
-    end
-    assert_kind_of Treasury::InternalServerError, error
+    live_pending = live.counterparties.verify(live_cp.id)
+    assert_equal [live_cp.id, "live"], [live_pending.id, live_pending.environment]
+    assert_equal({ status: "pending", method: "prenote" }, live_pending.verification.to_h)
     attempts = Recorder.calls[before..].select { |c| c.uri.path.end_with?("/verify") }.map(&:status)
-    assert_equal [501], attempts.reject { |st| [429, 503].include?(st) }, "not retried: #{attempts.inspect}"
-    assert_equal({ status: "unverified", method: nil }, live.counterparties.retrieve(live_cp.id).verification.to_h)
+    assert_equal [200], attempts.reject { |st| [429, 503].include?(st) }, "asked once: #{attempts.inspect}"
+    before = Recorder.calls.size
+    error = assert_api_error(Treasury::ConflictError, code: "invalid_state", status: 409) do
+      live.counterparties.verify(live_cp.id, method: "prenote")
+    end
+    assert_equal live_cp.id, error.resource_id
+    attempts = Recorder.calls[before..].select { |c| c.uri.path.end_with?("/verify") }.map(&:status)
+    assert_equal [409], attempts.reject { |st| [429, 503].include?(st) }, "not retried: #{attempts.inspect}"
+    assert_equal({ status: "pending", method: "prenote" }, live.counterparties.retrieve(live_cp.id).verification.to_h)
+    assert_equal [live_cp.id], live.counterparties.list(verification_status: "pending").map(&:id)
     assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { live.counterparties.retrieve(initech.id) }
     assert_api_error(Treasury::NotFoundError, code: "not_found", status: 404) { client.counterparties.retrieve(live_cp.id) }
     refute_includes list.call(limit: 100).map(&:id), live_cp.id

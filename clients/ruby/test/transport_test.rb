@@ -367,11 +367,12 @@ class TransportTest < Minitest::Test
     assert_equal %w[amount counterparty_id idempotency_key rail virtual_account_id], JSON.parse(refused.body).keys.sort
   end
 
-  # 501 not_implemented (a live key's prenote) is a NotImplementedError, a 5xx class, and is never
+  # 501 not_implemented (a route this build does not serve; faked here on verify) is a
+  # NotImplementedError, a 5xx class, and is never
   # retried, even when the server's x-should-retry says it may be.
   def test_501_not_implemented_is_its_own_class_and_never_retried
     %w[false true].each do |should_retry|
-      stub { [501, JSON_TYPE.merge("x-should-retry" => should_retry, "Retry-After" => "0"), error_body("not_implemented", "live prenotes are not sent yet", resource_id: "cp_01")] }
+      stub { [501, JSON_TYPE.merge("x-should-retry" => should_retry, "Retry-After" => "0"), error_body("not_implemented", "this route is not served by this build", resource_id: "cp_01")] }
       error = assert_api_error(Treasury::NotImplementedError, code: "not_implemented", status: 501) do
         client.counterparties.verify("cp_01")
       end

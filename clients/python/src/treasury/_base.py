@@ -213,7 +213,7 @@ class BaseClient:
 
 
 def _should_retry(resp: _RawResponse, err: APIError) -> bool:
-    """Never a 501 (``not_implemented``: the server does not do it, whatever it says);
+    """Never a 501 (``not_implemented``: the route is not served by this build, whatever it says);
     else the server's ``x-should-retry`` decides when present; else API.md §11's rule."""
     if resp.status == 501 or err.code == "not_implemented":
         return False

@@ -161,8 +161,8 @@ class InternalServerError(APIStatusError):
 
 
 class NotImplementedAPIError(InternalServerError):
-    """501 ``not_implemented``: the server does not do this yet (``client.counterparties.verify``
-    with a live key: live prenotes are not sent yet). Never retried, whatever the answer's
+    """501 ``not_implemented``: the route is not served by this build (no route answers it
+    today; the code is reserved). Never retried, whatever the answer's
     ``x-should-retry`` says: the same request meets the same answer. A subclass of
     :class:`InternalServerError`, so ``except InternalServerError`` catches it too."""
 

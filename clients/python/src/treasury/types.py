@@ -73,8 +73,8 @@ events; split it. ``counterparty_not_verified`` (422,
 :class:`~treasury.UnprocessableEntityError`): with the setting
 ``require_verified_counterparty`` on, a payment to a counterparty that is not
 ``verified``, or to a raw ``destination``. ``not_implemented`` (501,
-:class:`~treasury.NotImplementedAPIError`, never retried): a live key's
-``client.counterparties.verify`` (live prenotes are not sent yet)."""
+:class:`~treasury.NotImplementedAPIError`, never retried): the route is not served
+by this build (reserved: no route answers it today)."""
 
 EventType = Literal[
     "virtual_account.created", "payment.created", "payment.submitted", "payment.completed",
@@ -617,12 +617,15 @@ class _CounterpartyVerificationRequired(TypedDict):
 class CounterpartyVerification(_CounterpartyVerificationRequired, total=False):
     """How far a counterparty's account is verified (``Counterparty["verification"]``):
     ``unverified`` until ``client.counterparties.verify``; ``pending`` while its
-    zero-dollar ACH prenote is out; then ``verified``, or ``failed`` with the ACH
-    return code in ``failure_code`` (read it with ``verification.get("failure_code")``)."""
+    zero-dollar ACH prenote is out; then ``verified`` (its entry settled without a
+    return), or ``failed`` with the ACH return code in ``failure_code`` (read it with
+    ``verification.get("failure_code")``). In live, a return from the receiving bank
+    turns it ``failed`` even after it was verified."""
 
     failure_code: str
     """The prenote's ACH return code (``"R03"``), only when ``status`` is ``failed``
-    (in the sandbox: R02, R03, R04, R16, R23 for the account numbers 4000000002/03/04/16/23)."""
+    (live: the receiving bank's; in the sandbox: R02, R03, R04, R16, R23 for the account
+    numbers 4000000002/03/04/16/23)."""
 
 
 class Counterparty(TypedDict):

@@ -137,8 +137,8 @@ module Treasury
   # are spent.
   class InternalServerError < APIError; end
 
-  # 501: the server does not do this yet (`not_implemented`: `client.counterparties.verify` with a
-  # live key, as live prenotes are not sent yet). A 5xx, so `rescue InternalServerError` catches it
+  # 501: the route is not served by this build (`not_implemented`; reserved: no route answers it
+  # today). A 5xx, so `rescue InternalServerError` catches it
   # too, but never retried: the same request meets the same answer. (Not Ruby's own
   # `::NotImplementedError`, which is a `ScriptError`.)
   class NotImplementedError < InternalServerError; end

@@ -1131,8 +1131,9 @@ module Treasury
 
     # How far a counterparty's account is verified: `unverified` until `client.counterparties.verify`;
     # `pending` while its zero-dollar ACH prenote is out; then `verified` (the prenote settled without a
-    # return) or `failed` (returned: `failure_code` is the ACH return code). A failed counterparty may
-    # be verified again; a pending or verified one may not (409 `invalid_state`).
+    # return; live, a return from the receiving bank still turns it `failed`) or `failed` (returned:
+    # `failure_code` is the ACH return code). A failed counterparty may be verified again; a pending or
+    # verified one may not (409 `invalid_state`).
     #
     # Schema: `CounterpartyVerification`.
     class CounterpartyVerification < Model
@@ -1146,8 +1147,9 @@ module Treasury
       #   @return [String, nil]
       field :method
       # @!attribute [r] failure_code
-      #   Present only when `status` is `failed`: the ACH return code of the prenote (in the sandbox,
-      #   the code of the magic account number: R02, R03, R04, R16, R23).
+      #   Present only when `status` is `failed`: the ACH return code of the prenote (live: the
+      #   receiving bank's; in the sandbox, the code of the magic account number: R02, R03, R04, R16,
+      #   R23).
       #   @return [String, nil]
       field :failure_code
     end

@@ -100,8 +100,8 @@ module Treasury
       end
     end
 
-    # Whether an error answer may be retried: never a 501 (`not_implemented`: the server does not do
-    # it, whatever it says); else the server's `x-should-retry` when it sends one, else 408, 429, 409
+    # Whether an error answer may be retried: never a 501 (`not_implemented`: the route is not served
+    # by this build, whatever it says); else the server's `x-should-retry` when it sends one, else 408, 429, 409
     # `idempotency_in_progress` and every other 5xx.
     # @param status [Integer]
     # @param headers [Hash{String=>String}]

@@ -124,10 +124,17 @@ class Counterparties(APIResource):
         R04, R16, R23; event ``counterparty.verification_failed``): poll
         :meth:`retrieve` or listen for the events.
 
-        A ``pending`` or ``verified`` counterparty raises
+        With a live key the answer is the same (``pending``, ``method`` ``"prenote"``):
+        the prenote leaves in the next outbound ACH file (a zero-dollar entry,
+        transaction code 23, or 33 to a savings account). It becomes ``verified`` when
+        its entry settles without a return (event ``counterparty.verified``), or
+        ``failed`` with the return code when the receiving bank returns it, even after
+        it was verified (event ``counterparty.verification_failed``). Nothing answers
+        quickly in live: it stays ``pending`` until a file is cut and settled.
+
+        A ``pending`` or ``verified`` counterparty, in either environment, raises
         :class:`~treasury.ConflictError` ``invalid_state`` (a ``failed`` one may be
-        verified again). With a live key: :class:`~treasury.NotImplementedAPIError`
-        (501 ``not_implemented``, not retried): live prenotes are not sent yet.
+        verified again).
 
         Args:
             method: ``"prenote"``, the one method (required, as the API requires it).

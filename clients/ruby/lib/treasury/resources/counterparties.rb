@@ -76,14 +76,19 @@ module Treasury
       # or `failed` with `failure_code` the return code for the magic account numbers (event
       # `counterparty.verification_failed`). Poll {#retrieve} or listen to those events. A `failed`
       # counterparty may be verified again.
+      #
+      # With a live key the answer is the same (`pending`, `method` `prenote`): the prenote leaves in
+      # the next outbound ACH file (a zero-dollar entry, transaction code 23, or 33 to a savings
+      # account). It becomes `verified` when its entry settles without a return (event
+      # `counterparty.verified`), or `failed` with the return code when the receiving bank returns it,
+      # even after it was verified (event `counterparty.verification_failed`). Nothing answers quickly
+      # in live: it stays `pending` until a file is cut and settled.
       # `POST /counterparties/{id}/verify`
       #
       # @param id [String] `cp_...`
       # @param method [String] `prenote`, the one method
       # @return [Models::Counterparty] `pending`
-      # @raise [ConflictError] `invalid_state`: it is `pending` or `verified` already
-      # @raise [NotImplementedError] `not_implemented` (501) with a live key: live prenotes are not sent
-      #   yet, nothing changes (never retried)
+      # @raise [ConflictError] `invalid_state`: it is `pending` or `verified` already (either environment)
       # @raise [NotFoundError]
       def verify(id, method: "prenote")
         call(:post, "/counterparties/#{seg(id)}/verify", model: Models::Counterparty, body: { method: method })
