@@ -17,18 +17,19 @@ test: postgres test-tools
 	cd http/testdata/redocly && npm ci --no-audit --no-fund --loglevel=error && npx redocly lint ../../openapi.json --config redocly.yaml --format=stylish
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-## test-tools: what the client libraries' and the console's tests need, from
-## Debian's packages (Ruby 3.1 and minitest; Python 3's standard library;
-## Node.js and npm; Chromium for the console's journeys) — installed only
-## when missing
+## test-tools: what the client libraries', the console's and the NATS
+## forwarder's tests need, from Debian's packages (Ruby 3.1 and minitest;
+## Python 3's standard library; Node.js and npm; Chromium for the console's
+## journeys; nats-server) — installed only when missing
 test-tools:
 	@missing=; \
 	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	command -v python3 >/dev/null || missing="$$missing python3"; \
 	command -v ruby >/dev/null && ruby -e 'require "minitest"' 2>/dev/null || missing="$$missing ruby ruby-minitest"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
+	command -v nats-server >/dev/null || missing="$$missing nats-server"; \
 	if [ -n "$$missing" ]; then \
-		echo "installing Debian's$$missing for the client libraries' and the console's tests"; \
+		echo "installing Debian's$$missing for the client libraries', the console's and the NATS forwarder's tests"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi

@@ -53,6 +53,15 @@ func NewSubscription(s AsyncSubscriber, pool *pgxpool.Pool, wake <-chan struct{}
 // fan-out, which follows public_events in seq order.
 const PublicEventsFeed = "webhook_fanout"
 
+// NATSForwarderFeed is the checkpoint (a public_events seq) of the
+// forwarder of the public events to NATS JetStream (webhooks/jetstream),
+// which follows them as the fan-out does.
+const NATSForwarderFeed = "nats_forwarder"
+
+// PublicEventFeeds are the checkpoints that follow public_events by seq: a
+// rebuild that changes public_events rewinds them all.
+var PublicEventFeeds = []string{PublicEventsFeed, NATSForwarderFeed}
+
 // CatchUp runs every asynchronous subscriber, one after the other, until
 // each has passed pos (from eventstore.Head): for tools and tests that
 // need the read models current.

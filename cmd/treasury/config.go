@@ -48,6 +48,9 @@ type config struct {
 	// ACH is live ACH's connection to the sponsor bank (API.md §10); nil
 	// when TREASURY_ACH_OUTBOX is unset (live ACH payments stay pending).
 	ACH *achConfig
+	// NATSURL, when set (TREASURY_NATS_URL), turns on the forwarder of the
+	// public events to NATS JetStream (issue #20).
+	NATSURL string
 	// Instant is live RTP's and FedNow's connection to the bank's
 	// instant-payments API (API.md §10); nil when TREASURY_INSTANT_URL is
 	// unset (live RTP and FedNow payments stay pending).
@@ -147,6 +150,7 @@ func loadConfig() (config, error) {
 		OperatorKey:   os.Getenv("TREASURY_OPERATOR_KEY"),
 		RoutingNumber: envOr("TREASURY_ROUTING_NUMBER", app.DefaultRoutingNumber),
 		PprofAddr:     strings.TrimSpace(os.Getenv("TREASURY_PPROF_ADDR")),
+		NATSURL:       strings.TrimSpace(os.Getenv("TREASURY_NATS_URL")),
 	}
 	if c.OperatorKey != "" && len(c.OperatorKey) < 32 {
 		return c, fmt.Errorf("TREASURY_OPERATOR_KEY must be at least 32 characters")

@@ -30,6 +30,7 @@ import (
 	"github.com/opentreasury/treasury/projections"
 	"github.com/opentreasury/treasury/sandbox"
 	"github.com/opentreasury/treasury/webhooks"
+	"github.com/opentreasury/treasury/webhooks/jetstream"
 )
 
 func serveCmd() *cobra.Command {
@@ -110,7 +111,21 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		return err
 	}
 	defer closeRails()
+	var forwarder *jetstream.Forwarder
+	if cfg.NATSURL != "" {
+		pub, closePub, err := jetstream.Connect(cfg.NATSURL, log)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("TREASURY_NATS_URL: %w", err)
+		}
+		defer closePub()
+		forwarder = &jetstream.Forwarder{Pool: bgPool, Publisher: pub, Wake: notifier.SubscribeTo(eventstore.TopicPublicEvents), Log: log}
+		log.Info("public events are forwarded to NATS JetStream", "stream", jetstream.StreamName, "subjects", "treasury.>")
+	}
 	go runWhenReady(ctx, &ready, func() {
+		if forwarder != nil {
+			go forwarder.Run(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks))
+		}
 		for _, s := range projections.AsyncSubscribers() {
 			proj := projections.NewSubscription(s, bgPool, notifier.Subscribe(), log)
 			proj.Pacer = pacer

@@ -443,11 +443,11 @@ func primaryKey(ctx context.Context, tx pgx.Tx, table string) ([]string, error) 
 	return cols, err
 }
 
-// rewindFeed moves the webhook fan-out back to just before the first
-// public event the swap is about to change (a row the live table lacked,
-// or one numbered differently), so none is skipped; the fan-out is
-// idempotent per endpoint and event, so what it sees again is not sent
-// twice. It bumps the checkpoint's updated_at even when the position need
+// rewindFeed moves the webhook fan-out and the NATS forwarder back to just
+// before the first public event the swap is about to change (a row the
+// live table lacked, or one numbered differently), so none is skipped;
+// the fan-out is idempotent per endpoint and event, and JetStream drops a
+// message id it has seen, so what they see again is not sent twice. It bumps the checkpoint's updated_at even when the position need
 // not move: a fan-out batch in flight, read before the change, then fails
 // its compare-and-set and reads the corrected rows again. filter
 // restricts the rows looked at, as in copyDifferences.
@@ -458,6 +458,6 @@ func rewindFeed(ctx context.Context, tx pgx.Tx, filter string) error {
                 (SELECT * FROM public.public_events`+filter+` EXCEPT ALL SELECT * FROM `+shadowSchema+`.public_events`+filter+`)
                 UNION ALL
                 (SELECT * FROM `+shadowSchema+`.public_events`+filter+` EXCEPT ALL SELECT * FROM public.public_events`+filter+`)) x) d
-        WHERE c.name = $1 AND d.first IS NOT NULL`, projections.PublicEventsFeed)
+        WHERE c.name = ANY($1) AND d.first IS NOT NULL`, projections.PublicEventFeeds)
 	return err
 }

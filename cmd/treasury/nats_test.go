@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+
+	"github.com/opentreasury/treasury/webhooks/jetstream"
+)
+
+// startNATS runs a NATS server with JetStream of the test's own (Debian's
+// nats-server, which make test installs), on a free port, its storage in a
+// temporary folder; it returns the server's URL.
+func startNATS(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("nats-server")
+	if err != nil {
+		t.Fatalf("nats-server is not installed (make test installs it: make test-tools): %v", err)
+	}
+	port := freePort(t)
+	cmd := exec.Command(bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-sd", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	eventually(t, 15*time.Second, "nats-server listening", func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	return "nats://" + addr
+}
+
+// TestNATSForwarder: with TREASURY_NATS_URL set, every public event goes to
+// NATS JetStream once, in the log's order, to
+// treasury.<environment>.<platform_id>.<type>, with the event's id as its
+// message id — across a kill -9 of serve in the middle of a payment load
+// whose forwarder restarts from its checkpoint rewound to the start, so
+// that it sends every event again (JetStream drops the copies by their id).
+func TestNATSForwarder(t *testing.T) {
+	t.Parallel()
+	natsURL := startNATS(t)
+	dbURL := emptyDatabase(t)
+	r := ftStartWith(t, dbURL, "TREASURY_NATS_URL="+natsURL)
+	r.openAccounts(2, 1_000_000)
+
+	pay := func(i int) {
+		body := map[string]any{"virtual_account_id": r.accounts[i%2], "amount": 100 + i, "rail": "rtp",
+			"idempotency_key": fmt.Sprintf("nats-%d", i),
+			"destination":     map[string]any{"account_number": "123456789", "routing_number": "021000021", "name": "Initech LLC"}}
+		if res, err := r.do(http.MethodPost, "/v1/payments", body); err == nil && res.Status != http.StatusCreated {
+			t.Errorf("payment %d: %s", i, res)
+		}
+	}
+	load := func(from, to int) {
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := from + w; i < to; i += 4 {
+					pay(i)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+
+	load(0, 60)
+	r.proc.kill() // wherever the forwarder is: between a publish and its checkpoint, perhaps
+	// The worst of those instants, for certain: everything published, no
+	// checkpoint moved. The restarted forwarder sends every event again.
+	if _, err := conn.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = 0, updated_at = clock_timestamp()
+        WHERE name = $1`, jetstream.CheckpointName); err != nil {
+		t.Fatal(err)
+	}
+	r.serve()
+	load(60, 120)
+	r.waitProjected()
+	type event struct{ id, typ, platform, env string }
+	publicEvents := func() ([]event, error) {
+		rows, err := conn.Query(ctx, `SELECT id, type, platform_id, environment FROM public_events ORDER BY seq`)
+		if err != nil {
+			return nil, err
+		}
+		var out []event
+		var e event
+		_, err = pgx.ForEachRow(rows, []any{&e.id, &e.typ, &e.platform, &e.env}, func() error {
+			out = append(out, e)
+			return nil
+		})
+		return out, err
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The payments settle after the load: wait until the log is quiet and
+	// the stream holds as many messages as there are public events.
+	var want []event
+	eventually(t, 60*time.Second, "every public event in the stream", func() error {
+		var err error
+		if want, err = publicEvents(); err != nil {
+			return err
+		}
+		info, err := js.StreamInfo(jetstream.StreamName)
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs != uint64(len(want)) {
+			return fmt.Errorf("%d messages, %d public events", info.State.Msgs, len(want))
+		}
+		return nil
+	})
+	if len(want) < 240 {
+		t.Fatalf("only %d public events", len(want))
+	}
+	sub, err := js.SubscribeSync("treasury.>", nats.OrderedConsumer(), nats.DeliverAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		msg, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("message %d of %d: %v", i, len(want), err)
+		}
+		var body struct {
+			ID, Type, Object string
+			PlatformID       string `json:"platform_id"`
+			Data             json.RawMessage
+		}
+		if err := json.Unmarshal(msg.Data, &body); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if subject := jetstream.Subject(w.env, w.platform, w.typ); msg.Subject != subject || body.ID != w.id ||
+			msg.Header.Get(nats.MsgIdHdr) != w.id || body.Object != "event" || body.Type != w.typ || body.PlatformID != w.platform ||
+			len(body.Data) == 0 {
+			t.Fatalf("message %d: subject %s, id %s (msg id %s), want %+v as %s", i, msg.Subject, body.ID,
+				msg.Header.Get(nats.MsgIdHdr), w, subject)
+		}
+	}
+	if extra, err := sub.NextMsg(500 * time.Millisecond); err == nil {
+		t.Errorf("a message more than the public events: %s %s", extra.Subject, extra.Data)
+	}
+}
