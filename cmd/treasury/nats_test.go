@@ -49,7 +49,8 @@ func startNATS(t *testing.T) string {
 // treasury.<environment>.<platform_id>.<type>, with the event's id as its
 // message id — across a kill -9 of serve in the middle of a payment load
 // whose forwarder restarts from its checkpoint rewound to the start, so
-// that it sends every event again (JetStream drops the copies by their id).
+// that it sends every event again (JetStream drops the copies by their id),
+// with a second replica on the same database forwarding meanwhile.
 func TestNATSForwarder(t *testing.T) {
 	t.Parallel()
 	natsURL := startNATS(t)
@@ -57,12 +58,13 @@ func TestNATSForwarder(t *testing.T) {
 	r := ftStartWith(t, dbURL, "TREASURY_NATS_URL="+natsURL)
 	r.openAccounts(2, 1_000_000)
 
+	base := r.base // where the load goes
 	pay := func(i int) {
 		body := map[string]any{"virtual_account_id": r.accounts[i%2], "amount": 100 + i, "rail": "rtp",
 			"idempotency_key": fmt.Sprintf("nats-%d", i),
 			"destination":     map[string]any{"account_number": "123456789", "routing_number": "021000021", "name": "Initech LLC"}}
-		if res, err := r.do(http.MethodPost, "/v1/payments", body); err == nil && res.Status != http.StatusCreated {
-			t.Errorf("payment %d: %s", i, res)
+		if res, err := callWith(r.client, http.MethodPost, base+"/v1/payments", r.key, body); err != nil || res.Status != http.StatusCreated {
+			t.Errorf("payment %d: %v %v", i, res, err)
 		}
 	}
 	load := func(from, to int) {
@@ -86,7 +88,13 @@ func TestNATSForwarder(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 
-	load(0, 60)
+	// A second replica on the same database: one forwards at a time.
+	addr2 := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	second := startTreasury(t, "", serveEnv(dbURL, addr2, "TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true",
+		"TREASURY_NATS_URL="+natsURL), "serve")
+	waitStatus(t, second, 30*time.Second, "http://"+addr2+"/readyz", "", http.StatusOK)
+
+	load(0, 60) // all answered before the kill
 	r.proc.kill() // wherever the forwarder is: between a publish and its checkpoint, perhaps
 	// The worst of those instants, for certain: everything published, no
 	// checkpoint moved. The restarted forwarder sends every event again.
@@ -94,8 +102,28 @@ func TestNATSForwarder(t *testing.T) {
         WHERE name = $1`, jetstream.CheckpointName); err != nil {
 		t.Fatal(err)
 	}
+	base = "http://" + addr2
+	load(60, 90) // the second replica alone serves and forwards meanwhile
 	r.serve()
-	load(60, 120)
+	base = r.base
+	load(90, 120)
+	// Every payment settled: no event comes after.
+	eventually(t, 60*time.Second, "the payments completed", func() error {
+		done := 0
+		for _, raw := range r.listAll("/v1/payments") {
+			var p struct{ Status string }
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return err
+			}
+			if p.Status == "completed" {
+				done++
+			}
+		}
+		if done != 120 {
+			return fmt.Errorf("%d of 120 completed", done)
+		}
+		return nil
+	})
 	r.waitProjected()
 	type event struct{ id, typ, platform, env string }
 	publicEvents := func() ([]event, error) {

@@ -29,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
 	"github.com/opentreasury/treasury/projections/queries"
 )
@@ -136,11 +137,24 @@ func (f *Forwarder) Run(ctx context.Context) {
 }
 
 // Step publishes the next batch after the checkpoint and moves the
-// checkpoint past it; it says how many events it published. The
-// checkpoint's updated_at is its version: a rebuild that rewound it while
-// the batch was out makes the move fail, and the corrected rows are read
-// again (their copies deduplicated by JetStream).
+// checkpoint past it; it says how many events it published. With several
+// replicas one forwards at a time: the step holds the subscription's
+// advisory lock (eventstore.SubscriptionLock) for its whole length, and a
+// replica that finds it taken does nothing (the owner's death releases it
+// with its connection). The checkpoint's updated_at is its version: a
+// rebuild that rewound it while the batch was out makes the move fail,
+// and the corrected rows are read again (their copies deduplicated by
+// JetStream).
 func (f *Forwarder) Step(ctx context.Context) (int, error) {
+	tx, err := f.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var owner bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, eventstore.SubscriptionLock(CheckpointName)).Scan(&owner); err != nil || !owner {
+		return 0, err
+	}
 	type event struct {
 		seq                              int64
 		id, typ, platformID, environment string
@@ -150,7 +164,7 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 	var from, last int64
 	var version time.Time
 	var events []event
-	rows, err := f.Pool.Query(ctx, `SELECT c.global_position, c.updated_at, p.seq, p.id, p.type, p.platform_id,
+	rows, err := tx.Query(ctx, `SELECT c.global_position, c.updated_at, p.seq, p.id, p.type, p.platform_id,
             p.environment, p.created_at, p.data
         FROM subscription_checkpoints c
         LEFT JOIN LATERAL (SELECT seq, id, type, platform_id, environment, created_at, data FROM public_events
@@ -189,9 +203,12 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 		}
 		last = e.seq
 	}
-	tag, err := f.Pool.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = clock_timestamp()
+	tag, err := tx.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = clock_timestamp()
         WHERE name = $1 AND global_position = $3 AND updated_at = $4`, CheckpointName, last, from, version)
 	if err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
 	if tag.RowsAffected() == 0 {
