@@ -94,7 +94,7 @@ func TestNATSForwarder(t *testing.T) {
 		"TREASURY_NATS_URL="+natsURL), "serve")
 	waitStatus(t, second, 30*time.Second, "http://"+addr2+"/readyz", "", http.StatusOK)
 
-	load(0, 60) // all answered before the kill
+	load(0, 60)   // all answered before the kill
 	r.proc.kill() // wherever the forwarder is: between a publish and its checkpoint, perhaps
 	// The worst of those instants, for certain: everything published, no
 	// checkpoint moved. The restarted forwarder sends every event again.
