@@ -259,6 +259,10 @@ type ACHEntryRef struct {
 	TraceNumber   string
 	AccountNumber string
 	Amount        int64 // 0 in a notification of change: not compared
+	// RDFI is the receiving bank's routing number without its check digit
+	// (the addenda's original RDFI): the entry went there. Empty: not
+	// compared.
+	RDFI string
 }
 
 // liveACHPayment is the id of the live ACH payment the entry names: the
@@ -300,9 +304,13 @@ func (a *App) ReturnACHPayment(ctx context.Context, meta Meta, ref ACHEntryRef, 
 // counterparty's id.
 func (a *App) ReturnACHPrenote(ctx context.Context, meta Meta, ref ACHEntryRef, returnCode string) (string, error) {
 	var id string
+	// Trace numbers start again each day and a prenote carries no amount:
+	// the receiving bank and the newest file tell apart two prenotes to one
+	// account (of two platforms, say) with the same trace.
 	err := a.Pool.QueryRow(ctx, `SELECT id FROM counterparties
-        WHERE prenote_trace_number = $1 AND environment = 'live' AND account_number = $2
-        ORDER BY updated_at DESC, id DESC LIMIT 1`, ref.TraceNumber, ref.AccountNumber).Scan(&id)
+        WHERE prenote_trace_number = $1 AND environment = 'live' AND account_number = $2 AND NOT deleted
+          AND ($3 = '' OR left(routing_number, 8) = $3)
+        ORDER BY prenote_ach_file_id DESC, id DESC LIMIT 1`, ref.TraceNumber, ref.AccountNumber, ref.RDFI).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("%w: prenote %s (account %s)", ErrNoSuchTrace, ref.TraceNumber, ref.AccountNumber)
 	}
@@ -331,12 +339,14 @@ func (a *App) NoteACHChange(ctx context.Context, meta Meta, ref ACHEntryRef, cod
 	err := a.Pool.QueryRow(ctx, `SELECT id, prenote FROM (
             (SELECT id, ach_file_id AS file, false AS prenote FROM payments
              WHERE trace_number = $1 AND environment = 'live' AND destination->>'account_number' = $2 AND ach_file_id IS NOT NULL
+               AND ($3 = '' OR left(destination->>'routing_number', 8) = $3)
              ORDER BY ach_file_id DESC LIMIT 1)
             UNION ALL
             (SELECT id, prenote_ach_file_id, true FROM counterparties
              WHERE prenote_trace_number = $1 AND environment = 'live' AND account_number = $2
+               AND ($3 = '' OR left(routing_number, 8) = $3)
              ORDER BY prenote_ach_file_id DESC LIMIT 1)) entries
-        ORDER BY file DESC LIMIT 1`, ref.TraceNumber, ref.AccountNumber).Scan(&id, &prenote)
+        ORDER BY file DESC LIMIT 1`, ref.TraceNumber, ref.AccountNumber, ref.RDFI).Scan(&id, &prenote)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("%w: %s (account %s)", ErrNoSuchTrace, ref.TraceNumber, ref.AccountNumber)
 	}

@@ -170,7 +170,7 @@ func TestLivePrenoteReturnedFailsItsCounterparty(t *testing.T) {
 	freshEntry := prenoteEntries(t, f2)[fresh]
 
 	ref := func(en ach.Entry) app.ACHEntryRef {
-		return app.ACHEntryRef{TraceNumber: en.TraceNumber, AccountNumber: en.AccountNumber}
+		return app.ACHEntryRef{TraceNumber: en.TraceNumber, AccountNumber: en.AccountNumber, RDFI: en.RoutingNumber[:8]}
 	}
 	for _, tc := range []struct {
 		id   string
@@ -192,11 +192,26 @@ func TestLivePrenoteReturnedFailsItsCounterparty(t *testing.T) {
 			t.Errorf("%s after a second return: %+v", tc.id, v)
 		}
 	}
-	// Another account number, or a trace of no prenote: no such entry.
+	if v := prenoteView(e, live, untouched); v.Status != counterparty.StatusVerified {
+		t.Errorf("%s, never returned: %+v", untouched, v)
+	}
+	// Another account number, another receiving bank: no such entry.
 	wrong := ref(freshEntry)
 	wrong.AccountNumber = "999999999"
 	if _, err := e.a.ReturnACHPrenote(e.ctx, app.Meta{}, wrong, "R03"); !errors.Is(err, app.ErrNoSuchTrace) {
 		t.Errorf("a return naming another account: %v", err)
+	}
+	otherBank := ref(prenotes[untouched])
+	otherBank.RDFI = "01100001"
+	if _, err := e.a.ReturnACHPrenote(e.ctx, app.Meta{}, otherBank, "R03"); !errors.Is(err, app.ErrNoSuchTrace) {
+		t.Errorf("a return from another receiving bank: %v", err)
+	}
+	// A deleted counterparty is no longer what a return names.
+	if err := e.a.DeleteCounterparty(e.ctx, app.Meta{}, live, untouched); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.a.ReturnACHPrenote(e.ctx, app.Meta{}, ref(prenotes[untouched]), "R03"); !errors.Is(err, app.ErrNoSuchTrace) {
+		t.Errorf("a return of a deleted counterparty's prenote: %v", err)
 	}
 
 	// A failed counterparty may be verified again: a new prenote, a new
@@ -214,9 +229,6 @@ func TestLivePrenoteReturnedFailsItsCounterparty(t *testing.T) {
 	}
 	if en, ok := prenoteEntries(t, f3)[fresh]; !ok || en.TraceNumber == freshEntry.TraceNumber {
 		t.Errorf("the new prenote: %+v (the old trace %s)", en, freshEntry.TraceNumber)
-	}
-	if v := prenoteView(e, live, untouched); v.Status != counterparty.StatusVerified {
-		t.Errorf("%s, never returned: %+v", untouched, v)
 	}
 }
 

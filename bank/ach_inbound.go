@@ -235,7 +235,8 @@ func (in *ACHInbound) apply(ctx context.Context, name, hash string, f nacha.File
 // about: its addenda's original trace number, and the account number and
 // amount the bank's entry repeats.
 func entryRef(e nacha.Entry) app.ACHEntryRef {
-	return app.ACHEntryRef{TraceNumber: e.Addenda.OriginalTrace, AccountNumber: e.AccountNumber, Amount: e.Amount}
+	return app.ACHEntryRef{TraceNumber: e.Addenda.OriginalTrace, AccountNumber: e.AccountNumber, Amount: e.Amount,
+		RDFI: e.Addenda.OriginalRDFI}
 }
 
 // creditOf is a credit (or debit) entry of a batch, as the application and a return

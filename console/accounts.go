@@ -115,7 +115,7 @@ func (c *Console) simulateInbound(w http.ResponseWriter, r *http.Request, s *ses
 		c.failWith(w, r, s, err)
 		return
 	}
-	redirectDone(w, r, "/console/accounts/"+id, "Inbound transfer of "+money(amount)+" simulated.")
+	redirectDone(w, r, s, "/console/accounts/"+id, "Inbound transfer of "+money(amount)+" simulated.")
 }
 
 // statement downloads an account's monthly statement as CSV, the file GET

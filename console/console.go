@@ -11,7 +11,10 @@ package console
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -21,11 +24,13 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore"
 	apihttp "github.com/opentreasury/treasury/http"
 )
 
@@ -173,6 +178,12 @@ func (c *Console) signedIn(next sessionHandler) http.HandlerFunc {
 		r = r.WithContext(ctx)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		}
+		if !cleanInput(r) {
+			c.fail(w, r, s, http.StatusBadRequest, "The address or the form holds text that is not UTF-8, or a NUL character.")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if !checkCSRF(r, s.csrf) {
 				c.fail(w, r, s, http.StatusForbidden, "This form is out of date or did not come from this console. Reload the page and try again.")
 				return
@@ -180,6 +191,31 @@ func (c *Console) signedIn(next sessionHandler) http.HandlerFunc {
 		}
 		next(w, r, s)
 	}
+}
+
+// cleanInput says whether the request's path, query and form are UTF-8
+// text without NUL characters, which PostgreSQL refuses (a 400 here, as
+// the API answers, rather than the database's error). A form too large or
+// unreadable is not clean either.
+func cleanInput(r *http.Request) bool {
+	if err := r.ParseForm(); err != nil {
+		return false
+	}
+	clean := func(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+	if !clean(r.URL.Path) {
+		return false
+	}
+	for k, vs := range r.Form {
+		if !clean(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !clean(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // toSignIn sends the browser to the sign-in page (htmx: by HX-Redirect, so
@@ -256,8 +292,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	if !ok {
 		panic("console: no template " + page)
 	}
-	if v.Flash == "" {
-		v.Flash = r.URL.Query().Get("done")
+	if q := r.URL.Query(); v.Flash == "" && v.Session != nil && equal(q.Get("sig"), doneSignature(v.Session, q.Get("done"))) {
+		v.Flash = q.Get("done")
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
@@ -288,7 +324,12 @@ func (c *Console) failWith(w http.ResponseWriter, r *http.Request, s *session, e
 		c.fail(w, r, s, apihttp.StatusOf(de.Code), de.Message)
 		return
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if eventstore.OutOfRange(err) {
+		c.fail(w, r, s, http.StatusBadRequest, "An amount or balance would exceed what the ledger can hold.")
+		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || eventstore.Unavailable(err) || eventstore.Retryable(err) {
+		w.Header().Set("Retry-After", "1")
 		c.fail(w, r, s, http.StatusServiceUnavailable, "The service is busy. Try again in a moment.")
 		return
 	}
@@ -303,13 +344,23 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request, s *session, err
 		c.failWith(w, r, s, err)
 		return
 	}
-	redirectDone(w, r, path, done)
+	redirectDone(w, r, s, path, done)
 }
 
 // redirectDone sends the browser back to path with what was done, for the
-// page to say.
-func redirectDone(w http.ResponseWriter, r *http.Request, path, done string) {
-	http.Redirect(w, r, path+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+// page to say. The text is signed with the session's CSRF token, so that a
+// link made elsewhere cannot put words of its own in the page's banner.
+func redirectDone(w http.ResponseWriter, r *http.Request, s *session, path, done string) {
+	http.Redirect(w, r, path+"?done="+url.QueryEscape(done)+"&sig="+doneSignature(s, done), http.StatusSeeOther)
+}
+
+func doneSignature(s *session, done string) string {
+	if s == nil {
+		return ""
+	}
+	m := hmac.New(sha256.New, []byte(s.csrf))
+	m.Write([]byte(done))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // meta is the event metadata of a console action.

@@ -290,16 +290,25 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 	r := newRig(t)
 	key, _, _ := r.platform("acme")
 	b := r.browser()
+	// 60 at once: the limit is taken before the key is looked up, so that
+	// no more than 20 are looked at, however they race.
 	var wg sync.WaitGroup
-	for range 20 {
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for range 60 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b2 := r.browser()
-			b2.signIn("sk_sandbox_" + strings.Repeat("y", 40))
+			p := r.browser().signIn("sk_sandbox_" + strings.Repeat("y", 40))
+			mu.Lock()
+			statuses[p.status]++
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	if statuses[http.StatusUnauthorized] != 20 || statuses[http.StatusTooManyRequests] != 40 {
+		t.Errorf("60 wrong keys at once: %v, want 20 refused as unknown and 40 as too many", statuses)
+	}
 	if p := b.signIn(key); p.status != http.StatusTooManyRequests {
 		t.Errorf("the 21st sign-in within a minute: %d", p.status)
 	}
@@ -387,5 +396,56 @@ func TestTheSessionCookieIsSecureOutsideLocalhost(t *testing.T) {
 			session.SameSite != http.SameSiteStrictMode || session.Path != "/console" {
 			t.Errorf("host %s: sign-in %d, the session cookie %+v, want Secure %v", host, res.StatusCode, session, secure)
 		}
+	}
+}
+
+// Text PostgreSQL cannot hold (a NUL, bytes that are not UTF-8), in the
+// path or a form, is a 400 that changes nothing, never the database's 500.
+func TestInputPostgreSQLCannotHoldIsA400(t *testing.T) {
+	r := newRig(t)
+	key, va, c := r.platform("acme")
+	b := r.browser()
+	b.signIn(key)
+	token := b.csrf("/console/keys")
+	for _, req := range []struct {
+		method, path string
+		form         url.Values
+	}{
+		{"GET", "/console/accounts/va%00x", nil},
+		{"GET", "/console/accounts/%ff", nil},
+		{"GET", "/console/payments?status=%00", nil},
+		{"POST", "/console/keys", url.Values{"csrf": {token}, "name": {"a\x00"}}},
+		{"POST", "/console/keys", url.Values{"csrf": {token}, "name": {"a\xff"}}},
+		{"POST", "/console/accounts/" + va + "/freeze", url.Values{"csrf": {token}, "x\x00": {"1"}}},
+	} {
+		if p := b.do(req.method, req.path, req.form, nil); p.status != http.StatusBadRequest {
+			t.Errorf("%s %s: %d", req.method, req.path, p.status)
+		}
+	}
+	keys, err := queries.ListAPIKeys(r.ctx, r.a.Pool, c.PlatformID, domain.Sandbox, queries.Page{Limit: 100})
+	if err != nil || len(keys.Data) != 1 {
+		t.Errorf("keys after refused forms: %d, %v", len(keys.Data), err)
+	}
+	if p := b.do("GET", "/console/accounts/"+va, nil, nil); !strings.Contains(p.body, `data-testid="account-status">active<`) {
+		t.Error("a refused form froze the account")
+	}
+}
+
+// The banner says only what the console itself signed: a link with words
+// of its own shows none of them.
+func TestTheBannerShowsOnlyTheConsolesOwnWords(t *testing.T) {
+	r := newRig(t)
+	key, va, _ := r.platform("acme")
+	b := r.browser()
+	b.signIn(key)
+	if p := b.do("GET", "/console/accounts?done=Your+key+leaked&sig=00", nil, nil); strings.Contains(p.body, "Your key leaked") {
+		t.Error("a forged banner was shown")
+	}
+	done := b.do("POST", "/console/accounts/"+va+"/freeze", url.Values{"csrf": {b.csrf("/console/accounts/" + va)}}, nil)
+	if done.status != http.StatusSeeOther {
+		t.Fatalf("freeze: %d", done.status)
+	}
+	if p := b.do("GET", done.location, nil, nil); !strings.Contains(p.body, "Account frozen.") {
+		t.Errorf("the console's own banner is missing at %s", done.location)
 	}
 }

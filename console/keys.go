@@ -85,5 +85,5 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	// Revoking the session's own key ends the session: the next page
 	// finds the key gone and asks to sign in.
-	redirectDone(w, r, "/console/keys", "Key revoked.")
+	redirectDone(w, r, s, "/console/keys", "Key revoked.")
 }

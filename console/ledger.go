@@ -80,5 +80,5 @@ func (c *Console) postJournalEntry(w http.ResponseWriter, r *http.Request, s *se
 		c.failWith(w, r, s, err)
 		return
 	}
-	redirectDone(w, r, "/console/ledger", "Journal entry "+res.ID+" posted.")
+	redirectDone(w, r, s, "/console/ledger", "Journal entry "+res.ID+" posted.")
 }

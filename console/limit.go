@@ -37,16 +37,11 @@ func newFailureLimiter() *failureLimiter {
 	return &failureLimiter{windows: l}
 }
 
-// blocked says whether the address has failed too often lately.
-func (l *failureLimiter) blocked(addr string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w, ok := l.windows.Get(addr)
-	return ok && now.Sub(w.start) < failureWindow && w.n >= maxFailures
-}
-
-// failed counts a failed sign-in of the address.
-func (l *failureLimiter) failed(addr string, now time.Time) {
+// take counts a sign-in attempt of the address before its key is looked
+// up, or says no when the address has failed too often lately: taken
+// first, so that concurrent attempts cannot all pass a check made before
+// any of them failed. A sign-in that succeeds gives its attempt back.
+func (l *failureLimiter) take(addr string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w, ok := l.windows.Get(addr)
@@ -54,7 +49,20 @@ func (l *failureLimiter) failed(addr string, now time.Time) {
 		w = &failureWindowCount{start: now}
 		l.windows.Add(addr, w)
 	}
+	if w.n >= maxFailures {
+		return false
+	}
 	w.n++
+	return true
+}
+
+// giveBack returns the attempt of a sign-in that succeeded.
+func (l *failureLimiter) giveBack(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w, ok := l.windows.Get(addr); ok && w.n > 0 {
+		w.n--
+	}
 }
 
 // clientAddress is the request's peer address, an IPv6 client by its /64

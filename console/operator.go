@@ -113,7 +113,7 @@ func configPatch(r *http.Request) (platform.ConfigPatch, error) {
 			continue
 		}
 		n, err := cents(v)
-		if d, zero := decimal.NewFromString(v); zero == nil && d.IsZero() {
+		if d, zero := decimal.NewFromString(strings.NewReplacer("$", "", ",", "").Replace(v)); zero == nil && d.IsZero() {
 			n, err = 0, nil
 		}
 		if err != nil {

@@ -127,7 +127,7 @@ func (c *Console) simulatePayment(w http.ResponseWriter, r *http.Request, s *ses
 		c.failWith(w, r, s, err)
 		return
 	}
-	redirectDone(w, r, "/console/payments/"+id, done)
+	redirectDone(w, r, s, "/console/payments/"+id, done)
 }
 
 // failCodes are a few codes a simulated failure may use: the common

@@ -32,11 +32,15 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	addr, now := clientAddress(r), time.Now()
 	form, err := r.Cookie(signInCookie)
+	if !cleanInput(r) {
+		c.renderSignIn(w, r, http.StatusBadRequest, "The form holds text that is not UTF-8, or a NUL character.")
+		return
+	}
 	if err != nil || !sameOrigin(r) || !equal(r.PostFormValue("csrf"), form.Value) {
 		c.renderSignIn(w, r, http.StatusForbidden, "This form is out of date. Sign in again.")
 		return
 	}
-	if c.signIns.blocked(addr, now) {
+	if !c.signIns.take(addr, now) {
 		w.Header().Set("Retry-After", "60")
 		c.renderSignIn(w, r, http.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait a minute and try again.")
 		return
@@ -60,10 +64,10 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if s.keyHash == "" {
-		c.signIns.failed(addr, now)
 		c.renderSignIn(w, r, http.StatusUnauthorized, "That key is not valid: it is unknown, revoked or expired.")
 		return
 	}
+	c.signIns.giveBack(addr)
 	if err := c.createSession(ctx, w, r, s); err != nil {
 		c.failWith(w, r, nil, err)
 		return

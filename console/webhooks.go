@@ -41,7 +41,7 @@ func (c *Console) createWebhook(w http.ResponseWriter, r *http.Request, s *sessi
 		return
 	}
 	if res.Replayed {
-		redirectDone(w, r, "/console/webhooks/"+res.ID, "This form was sent before: the endpoint was made then.")
+		redirectDone(w, r, s, "/console/webhooks/"+res.ID, "This form was sent before: the endpoint was made then.")
 		return
 	}
 	c.renderWebhook(w, r, s, res.ID, "Endpoint created. Copy its signing secret now: it is not shown again.", res.Secret)
@@ -92,7 +92,7 @@ func (c *Console) testWebhook(w http.ResponseWriter, r *http.Request, s *session
 		c.failWith(w, r, s, err)
 		return
 	}
-	redirectDone(w, r, "/console/webhooks/"+id, "A test event is on its way: its delivery is listed below.")
+	redirectDone(w, r, s, "/console/webhooks/"+id, "A test event is on its way: its delivery is listed below.")
 }
 
 func (c *Console) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, s *session) {

@@ -11,7 +11,9 @@
 // acknowledgement and the checkpoint sends the batch again after the
 // restart; JetStream drops the copies by their message id within the
 // stream's duplicate window (DuplicateWindow), so the stream holds each
-// event once.
+// event once. A rebuild that rewinds the checkpoint further back than the
+// window sends older events again after the newer ones: consumers that
+// must see each event once deduplicate by Nats-Msg-Id.
 package jetstream
 
 import (
@@ -20,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -61,7 +64,7 @@ func Subject(environment, platformID, eventType string) string {
 func Connect(url string, log *slog.Logger) (message.Publisher, func(), error) {
 	conn, err := nats.Connect(url, nats.Name("treasury"), nats.MaxReconnects(-1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("NATS at %s: %w", url, err)
+		return nil, nil, fmt.Errorf("NATS at %s: %w", redacted(url), err)
 	}
 	js, err := conn.JetStream()
 	if err != nil {
@@ -84,19 +87,25 @@ func Connect(url string, log *slog.Logger) (message.Publisher, func(), error) {
 	return pub, func() { _ = pub.Close() }, nil
 }
 
+// ensureStream creates the stream when it is missing; one that exists is
+// left as its operator set it (replicas, limits, age).
 func ensureStream(js nats.JetStreamContext) error {
-	cfg := &nats.StreamConfig{Name: StreamName, Subjects: []string{"treasury.>"}, Storage: nats.FileStorage,
-		Duplicates: DuplicateWindow}
 	_, err := js.StreamInfo(StreamName)
 	if errors.Is(err, nats.ErrStreamNotFound) {
-		_, err = js.AddStream(cfg)
-		return err
+		_, err = js.AddStream(&nats.StreamConfig{Name: StreamName, Subjects: []string{"treasury.>"}, Storage: nats.FileStorage,
+			Duplicates: DuplicateWindow})
 	}
-	if err != nil {
-		return err
-	}
-	_, err = js.UpdateStream(cfg)
 	return err
+}
+
+// redacted is a NATS URL without its credentials, for messages.
+func redacted(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "(a NATS URL that does not parse)"
+	}
+	u.User = nil
+	return u.String()
 }
 
 // Forwarder publishes the public events from its checkpoint on.
@@ -117,8 +126,17 @@ func (f *Forwarder) Run(ctx context.Context) {
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
 	}
-	if _, err := f.Pool.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, CheckpointName); err != nil && ctx.Err() == nil {
-		f.Log.Error("NATS forwarder: no checkpoint", "err", err)
+	// The checkpoint's row first: without it a step would find nothing to do.
+	for ctx.Err() == nil {
+		_, err := f.Pool.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, CheckpointName)
+		if err == nil {
+			break
+		}
+		f.Log.Warn("NATS forwarder: no checkpoint yet: will try again", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 	for ctx.Err() == nil {
 		n, err := f.Step(ctx)
