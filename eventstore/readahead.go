@@ -29,20 +29,20 @@ type readAheadResult struct {
 
 // StartReadAhead reads up to limit events after from through db (a pool:
 // not the connection the reader holds), only those of the given types if
-// any (see readTypes), decoded if decode is set, in the background.
-func StartReadAhead(ctx context.Context, db DB, from Position, limit int, decode bool, types []string) *ReadAhead {
+// the filter lets through (see readFiltered), decoded if decode is set, in the background.
+func StartReadAhead(ctx context.Context, db DB, from Position, limit int, decode bool, filter Filter) *ReadAhead {
 	ra := &ReadAhead{from: from, began: time.Now(), done: make(chan readAheadResult, 1)}
 	go func() {
 		var events []RecordedEvent
 		var last Position
 		var err error
-		if len(types) == 0 {
+		if filter.none() {
 			events, err = ReadAll(ctx, db, from, limit)
 			if len(events) > 0 {
 				last = PositionOf(events[len(events)-1])
 			}
 		} else {
-			events, last, err = readTypes(ctx, db, from, limit, types)
+			events, last, err = readFiltered(ctx, db, from, limit, filter)
 		}
 		if err == nil && decode {
 			err = DecodeAll(events)

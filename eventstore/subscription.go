@@ -55,8 +55,17 @@ type Subscription struct {
 	// Types, if not empty, are the only event types the handler is given:
 	// the others are skipped in the query and never leave the database.
 	// The checkpoint still moves past the skipped events, up to the last
-	// event readable now, never further (see readTypes).
+	// event readable now, never further (see readFiltered).
 	Types []string
+	// Partition, if not the whole log, is the part of the log this
+	// subscription reads (its Name should be Partition.Name(base)): a new
+	// part's checkpoint starts where its reader's other checkpoints are,
+	// the oldest of them (see startCheckpointSQL).
+	Partition Partition
+	// Lease, if set, says when this process runs the subscription: Run
+	// steps only while this replica holds the lease of its Name, and waits
+	// for the lease otherwise (see Leases).
+	Lease *Leases
 	// Pacer, if set, hears how far behind the subscription is, and holds
 	// the API's commands back while it is too far (see Pacer).
 	Pacer *Pacer
@@ -141,7 +150,8 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	if s.Prelude != nil {
 		first.Queue(s.Prelude.SQL)
 	}
-	readHere := len(s.Types) == 0 && !useAhead
+	filter := s.filter()
+	readHere := filter.none() && !useAhead
 	if readHere {
 		// ReadAll from the checkpoint, read in SQL (the row just locked,
 		// or another owner's: then the events are thrown away).
@@ -201,18 +211,21 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		return 0, ErrNotOwner
 	}
 	if !owned {
-		tag, err := tx.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, s.Name)
+		var txid int64
+		err := tx.QueryRow(ctx, startCheckpointSQL, s.Name, BaseName(s.Name), strconv.Itoa(max(s.Partition.Count, 1))).
+			Scan(&txid, &pos.GlobalPosition)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, ErrNotOwner // made meanwhile by another process
+		}
 		if err != nil {
 			return 0, err
 		}
-		if tag.RowsAffected() == 0 {
-			return 0, ErrNotOwner
-		}
-		readHere = false // the read above found no checkpoint: read from the start
+		pos.TransactionID = uint64(txid)
+		readHere = false // the read above found no checkpoint: read from where it starts
 	}
 
 	var last Position
-	if len(s.Types) == 0 {
+	if filter.none() {
 		decoded := false
 		switch {
 		case useAhead && ahead.From == pos:
@@ -233,7 +246,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 		}
 		last = PositionOf(events[len(events)-1])
 		if s.ReadAhead && len(events) == batch {
-			s.ahead = StartReadAhead(ctx, s.Pool, last, batch, s.Decode, nil)
+			s.ahead = StartReadAhead(ctx, s.Pool, last, batch, s.Decode, Filter{})
 		}
 	} else {
 		// As above: a full page read ahead is what this step would read.
@@ -241,7 +254,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 			events, last = ahead.Events, ahead.Last
 			start = ahead.Began
 		} else {
-			events, last, err = readTypes(ctx, tx, pos, batch, s.Types)
+			events, last, err = readFiltered(ctx, tx, pos, batch, filter)
 			if err == nil && s.Decode {
 				err = DecodeAll(events)
 			}
@@ -253,7 +266,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		if s.ReadAhead && len(events) == batch {
-			s.ahead = StartReadAhead(ctx, s.Pool, last, batch, s.Decode, s.Types)
+			s.ahead = StartReadAhead(ctx, s.Pool, last, batch, s.Decode, filter)
 		}
 	}
 	if len(events) > 0 {
@@ -327,8 +340,40 @@ func endStep(ctx context.Context, pc *pgxpool.Conn, committed bool) {
 	}
 }
 
-// readTypes is ReadAll of the events of the given types only, and the
-// position the checkpoint may move to. Readable are the events of
+// filter is what the subscription reads of the log.
+func (s *Subscription) filter() Filter { return Filter{Types: s.Types, Partition: s.Partition} }
+
+// startCheckpointSQL makes a subscription's checkpoint ($1) if it has
+// none, where the oldest checkpoint of its reader ($2) stands in the split
+// that ran last (the reader unpartitioned, or split in another number of
+// parts: the one whose checkpoint moved last), or at the start of the log.
+// So a reader split into parts, or into another number of them, skips no
+// event and reads again no more than it must (what it reads again, its
+// handler absorbs: readers are partitioned only where handling an event
+// twice changes nothing). Parts of its own split ($3, the number of parts)
+// are no guide: they read other streams.
+const startCheckpointSQL = `WITH sibling AS (
+        SELECT transaction_id, global_position, updated_at,
+            coalesce(nullif(split_part(split_part(name, '#', 2), '/', 2), ''), '1') AS split
+        FROM subscription_checkpoints WHERE split_part(name, '#', 1) = $2),
+    latest AS (SELECT split FROM sibling WHERE split <> $3 GROUP BY split ORDER BY max(updated_at) DESC LIMIT 1)
+    INSERT INTO subscription_checkpoints (name, transaction_id, global_position)
+    SELECT $1, coalesce(o.transaction_id, '0'), coalesce(o.global_position, 0)
+    FROM (SELECT) one LEFT JOIN LATERAL (SELECT transaction_id, global_position FROM sibling
+        WHERE split = (SELECT split FROM latest) ORDER BY transaction_id, global_position LIMIT 1) o ON true
+    ON CONFLICT DO NOTHING
+    RETURNING transaction_id::text::bigint, global_position`
+
+// StartCheckpoint makes the named checkpoint of a reader's part (see
+// startCheckpointSQL) if it has none: for a reader that keeps its own
+// position (the webhook feeds, by public_events seq).
+func StartCheckpoint(ctx context.Context, db DB, name string, part Partition) error {
+	_, err := db.Exec(ctx, startCheckpointSQL, name, BaseName(name), strconv.Itoa(max(part.Count, 1)))
+	return err
+}
+
+// readFiltered is ReadAll of the events the filter lets through only, and
+// the position the checkpoint may move to. Readable are the events of
 // transactions older than every one still running (see ReadAll): they are
 // final, so the last of them (the horizon, read first) bounds the read,
 // and a later statement, with a later snapshot, sees exactly the same
@@ -336,7 +381,7 @@ func endStep(ctx context.Context, pc *pgxpool.Conn, committed bool) {
 // events of other types before it are skipped); a short one to the
 // horizon, past the skipped events after it but never past an event not
 // yet readable. pos itself comes back when nothing is readable past it.
-func readTypes(ctx context.Context, db DB, pos Position, limit int, types []string) ([]RecordedEvent, Position, error) {
+func readFiltered(ctx context.Context, db DB, pos Position, limit int, filter Filter) ([]RecordedEvent, Position, error) {
 	var horizon Position
 	var txid int64
 	err := db.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position FROM events
@@ -352,13 +397,17 @@ func readTypes(ctx context.Context, db DB, pos Position, limit int, types []stri
 	if !pos.Less(horizon) {
 		return nil, pos, nil
 	}
+	args := []any{strconv.FormatUint(pos.TransactionID, 10), pos.GlobalPosition,
+		strconv.FormatUint(horizon.TransactionID, 10), horizon.GlobalPosition, limit}
+	if len(filter.Types) > 0 {
+		args = append(args, filter.Types)
+	}
 	rows, err := db.Query(ctx, `SELECT `+SelectColumns+` FROM events
         WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
           AND (transaction_id, global_position) <= ($3::text::xid8, $4)
-          AND event_type = ANY($6)
+          `+filter.where(6)+`
         ORDER BY events.transaction_id, events.global_position
-        LIMIT $5`, strconv.FormatUint(pos.TransactionID, 10), pos.GlobalPosition,
-		strconv.FormatUint(horizon.TransactionID, 10), horizon.GlobalPosition, limit, types)
+        LIMIT $5`, args...)
 	if err != nil {
 		return nil, pos, err
 	}
@@ -432,6 +481,13 @@ func (s *Subscription) Run(ctx context.Context) {
 	eager := 0
 	s.Pacer.Woke(s.Name)
 	for ctx.Err() == nil {
+		if !s.Lease.Holds(s.Name) {
+			// Another replica reads it (or will): wait for the lease.
+			s.Pacer.Idle(s.Name)
+			s.Lease.Await(ctx, s.Name)
+			s.Pacer.Woke(s.Name)
+			continue
+		}
 		if wait := gap - time.Since(caughtUp); s.LatencyBound && wait > 0 {
 			sleep(ctx, wait)
 		}

@@ -33,6 +33,9 @@ var (
 type limiter struct {
 	off       bool
 	overrides *RateLimit // global configuration, over the defaults
+	// replicas is how many replicas share the limits: each enforces its
+	// share (see share). Nil: this one alone.
+	replicas func() int
 	mu        sync.Mutex
 	buckets   map[string]*bucket
 	failures  *authFailures
@@ -43,8 +46,22 @@ type bucket struct {
 	lim   *rate.Limiter
 }
 
-func newLimiter(off bool, global *RateLimit) *limiter {
-	return &limiter{off: off, overrides: global, buckets: map[string]*bucket{}, failures: newAuthFailures()}
+func newLimiter(off bool, global *RateLimit, replicas func() int) *limiter {
+	return &limiter{off: off, overrides: global, replicas: replicas, buckets: map[string]*bucket{}, failures: newAuthFailures()}
+}
+
+// share is one replica's part of a limit that n replicas enforce together,
+// each with buckets of its own in memory (no round trip to a shared store
+// on every request): the rate and the burst divided by n, rounded up.
+// Behind a balancer that spreads a platform's requests evenly, the
+// platform gets its limit; one that sends them all to one replica gets
+// 1/n of it, and its 429s say so by their RateLimit-* headers, which
+// describe the share of the replica that answered.
+func (r RateLimit) share(n int) RateLimit {
+	if n <= 1 {
+		return r
+	}
+	return RateLimit{PerSecond: (r.PerSecond + n - 1) / n, Burst: (r.Burst + n - 1) / n}
 }
 
 // limitFor picks, for the operator, the live default; for a platform key
@@ -87,6 +104,9 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 		return nil
 	}
 	limit := l.limitFor(p)
+	if l.replicas != nil {
+		limit = limit.share(l.replicas())
+	}
 	l.mu.Lock()
 	if len(l.buckets) >= maxBuckets {
 		l.sweep()

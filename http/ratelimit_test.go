@@ -86,6 +86,27 @@ func TestRateLimitGlobalConfig(t *testing.T) {
 
 // TestRateLimitGuardBeforeLimiter: a key's refused calls to routes it may
 // not use do not drain its bucket.
+// With three replicas, each enforces a third of the limit (rounded up):
+// a platform whose requests all reach one replica gets its share, and the
+// headers say so.
+func TestRateLimitSharedByReplicas(t *testing.T) {
+	replicas := 3
+	api := newTestAPI(t, apihttp.Config{RateLimit: &apihttp.RateLimit{PerSecond: 1, Burst: 7},
+		Replicas: func() int { return replicas }})
+	p := ktNewPlatform(t, api, "Replicated Co")
+	for i := range 4 { // a burst of ceil(7/3) = 3
+		r := api.do("GET", "/v1/platform", p.SandboxSecret, nil)
+		if i < 3 {
+			ktStatus(t, r, http.StatusOK)
+			if l := ktHeaderInt(t, r, "RateLimit-Limit"); l != 3 {
+				t.Fatalf("request %d: RateLimit-Limit %d, want this replica's share, 3", i, l)
+			}
+			continue
+		}
+		requireError(t, r, http.StatusTooManyRequests, "rate_limited")
+	}
+}
+
 func TestRateLimitGuardBeforeLimiter(t *testing.T) {
 	api := newTestAPI(t, apihttp.Config{RateLimit: &apihttp.RateLimit{PerSecond: 1, Burst: 2}})
 	p := ktNewPlatform(t, api, "Guarded Co")

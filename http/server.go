@@ -27,6 +27,9 @@ type Config struct {
 	OperatorKey  string     // TREASURY_OPERATOR_KEY; empty disables operator routes
 	RateLimitOff bool       // TREASURY_RATE_LIMIT=off
 	RateLimit    *RateLimit // TREASURY_RATE_LIMIT=N:B, over the defaults
+	// Replicas, if set, is how many replicas serve the API (see
+	// eventstore.Leases.Replicas): each enforces its share of the limits.
+	Replicas func() int
 	// RequestTimeout bounds each request's work; default 30 s.
 	RequestTimeout time.Duration
 	// Pending, if set, tells /readyz whether migrations wait to be applied
@@ -96,7 +99,7 @@ func New(a *app.App, cfg Config) *Server {
 	reg.MustRegister(cfg.Collectors...)
 	s := &Server{
 		echo: echo.New(), app: a, pool: a.Pool, cfg: cfg, log: a.Log,
-		metrics: newMetrics(reg), registry: reg, limiter: newLimiter(cfg.RateLimitOff, cfg.RateLimit),
+		metrics: newMetrics(reg), registry: reg, limiter: newLimiter(cfg.RateLimitOff, cfg.RateLimit, cfg.Replicas),
 		creds: newCredentialCache(),
 	}
 	s.credentialByHash = func(ctx context.Context, hash string) (queries.Credential, bool, error) {

@@ -49,7 +49,17 @@ type FeedSubscriber struct {
 	Log  *slog.Logger
 	// Pacer, if set, hears how far behind the feed is (see eventstore.Pacer).
 	Pacer *eventstore.Pacer
+	// Partition, if not the whole feed, is the part of it this feed emits:
+	// the public events of the platforms that fall in it (so each
+	// platform's in order), from a checkpoint of its own (Name).
+	Partition eventstore.Partition
+	// Lease, if set, says when this process runs the feed (see
+	// eventstore.Leases): it emits only while it holds the lease of its Name.
+	Lease *eventstore.Leases
 }
+
+// Name is the feed's checkpoint (and lease) name.
+func (f *FeedSubscriber) Name() string { return f.Partition.Name(FanoutName) }
 
 var _ message.Subscriber = (*FeedSubscriber)(nil)
 
@@ -58,7 +68,7 @@ func (f *FeedSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *m
 	if topic != Topic {
 		return nil, errors.New("webhooks: unknown topic " + topic)
 	}
-	if _, err := f.Pool.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, FanoutName); err != nil {
+	if err := eventstore.StartCheckpoint(ctx, f.Pool, f.Name(), f.Partition); err != nil {
 		return nil, err
 	}
 	out := make(chan *message.Message)
@@ -75,8 +85,16 @@ func (f *FeedSubscriber) run(ctx context.Context, out chan<- *message.Message) {
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
 	}
-	f.Pacer.Woke(FanoutName)
+	name := f.Name()
+	f.Pacer.Woke(name)
 	for ctx.Err() == nil {
+		if !f.Lease.Holds(name) {
+			// Another replica emits it (or will): wait for the lease.
+			f.Pacer.Idle(name)
+			f.Lease.Await(ctx, name)
+			f.Pacer.Woke(name)
+			continue
+		}
 		n, err := f.emitBatch(ctx, out)
 		if err != nil && ctx.Err() == nil && f.Log != nil {
 			f.Log.Warn("webhook feed", "error", err)
@@ -84,15 +102,15 @@ func (f *FeedSubscriber) run(ctx context.Context, out chan<- *message.Message) {
 		if n > 0 && err == nil {
 			continue
 		}
-		f.Pacer.Idle(FanoutName)
+		f.Pacer.Idle(name)
 		select {
 		case <-ctx.Done():
 		case <-f.Wake:
 		case <-time.After(poll):
 		}
-		f.Pacer.Woke(FanoutName)
+		f.Pacer.Woke(name)
 	}
-	f.Pacer.Idle(FanoutName)
+	f.Pacer.Idle(name)
 }
 
 // feedEvent is one public event as the feed carries it to the fan-out:
@@ -135,14 +153,19 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 	// public_events bumps it even when the position stays, so a batch read
 	// before the change cannot move the feed past what it corrected.
 	start := time.Now()
+	name := f.Name()
+	part := ""
+	if c := f.Partition.SQL("platform_id"); c != "" {
+		part = " AND " + c
+	}
 	// The checkpoint and the batch after it in one round trip: a row per
 	// event, or one row without an event when none follows.
 	rows, err := f.Pool.Query(ctx, `SELECT c.global_position, c.updated_at, p.seq, p.id, p.type, p.platform_id,
             p.environment, p.created_at
         FROM subscription_checkpoints c
         LEFT JOIN LATERAL (SELECT seq, id, type, platform_id, environment, created_at FROM public_events
-            WHERE seq > c.global_position ORDER BY seq LIMIT $2) p ON true
-        WHERE c.name = $1`, FanoutName, FeedBatch)
+            WHERE seq > c.global_position`+part+` ORDER BY seq LIMIT $2) p ON true
+        WHERE c.name = $1`, name, FeedBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -169,7 +192,7 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 		err = errors.New("webhooks: the feed's checkpoint is gone")
 	}
 	if err == nil && len(events) == 0 {
-		f.Pacer.Read(FanoutName, start, true)
+		f.Pacer.Read(name, start, true)
 	}
 	if err != nil || len(events) == 0 {
 		return 0, err
@@ -202,13 +225,13 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 		msg = msg.Copy()
 		// A failing fan-out is not short of time: it must not hold the
 		// commands back while it pauses (see eventstore.Pacer).
-		f.Pacer.Idle(FanoutName)
+		f.Pacer.Idle(name)
 		select {
 		case <-time.After(time.Second):
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
-		f.Pacer.Woke(FanoutName)
+		f.Pacer.Woke(name)
 	}
 	last := events[len(events)-1].Seq
 	// Compare and set: a rebuild may have rewound the feed meanwhile, and
@@ -216,10 +239,10 @@ func (f *FeedSubscriber) emitBatch(ctx context.Context, out chan<- *message.Mess
 	// Not flushed at commit (see eventstore.ExecDerived): a crash that
 	// loses it emits the batch again, which the fan-out absorbs.
 	if _, err := eventstore.ExecDerived(ctx, f.Pool, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = clock_timestamp()
-        WHERE name = $1 AND global_position = $3 AND updated_at = $4`, FanoutName, last, cp, version); err != nil {
+        WHERE name = $1 AND global_position = $3 AND updated_at = $4`, name, last, cp, version); err != nil {
 		return 0, err
 	}
-	f.Pacer.Read(FanoutName, start, len(events) < FeedBatch)
+	f.Pacer.Read(name, start, len(events) < FeedBatch)
 	return len(events), nil
 }
 
@@ -463,8 +486,9 @@ func (h *Fanout) bodies(ctx context.Context, seqs []int64) (map[int64]body, erro
 	return out, err
 }
 
-// NewRouter wires the feed and the fan-out into a watermill router.
-func NewRouter(feed *FeedSubscriber, fanout *Fanout, log *slog.Logger) (*message.Router, error) {
+// NewRouter wires the feeds (the parts of the feed, or the whole) and the
+// fan-out into a watermill router: a handler per feed.
+func NewRouter(feeds []*FeedSubscriber, fanout *Fanout, log *slog.Logger) (*message.Router, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -472,6 +496,8 @@ func NewRouter(feed *FeedSubscriber, fanout *Fanout, log *slog.Logger) (*message
 	if err != nil {
 		return nil, err
 	}
-	r.AddNoPublisherHandler("webhook_fanout", Topic, feed, fanout.Handle)
+	for _, feed := range feeds {
+		r.AddNoPublisherHandler(feed.Name(), Topic, feed, fanout.Handle)
+	}
 	return r, nil
 }

@@ -163,7 +163,7 @@ func (e env) fanOnce(t *testing.T, pool *pgxpool.Pool, fanout *webhooks.Fanout, 
 		fanout = &webhooks.Fanout{}
 	}
 	fanout.Pool = pool
-	r, err := webhooks.NewRouter(&webhooks.FeedSubscriber{Pool: pool, Poll: 20 * time.Millisecond, Log: e.log}, fanout, e.log)
+	r, err := webhooks.NewRouter([]*webhooks.FeedSubscriber{{Pool: pool, Poll: 20 * time.Millisecond, Log: e.log}}, fanout, e.log)
 	if err != nil {
 		t.Fatal(err)
 	}

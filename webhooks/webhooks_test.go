@@ -112,7 +112,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 // startRouter runs a fresh feed and router until the returned stop is called.
 func (e env) startRouter(t *testing.T) (stop func()) {
 	t.Helper()
-	r, err := webhooks.NewRouter(&webhooks.FeedSubscriber{Pool: e.pool, Poll: 20 * time.Millisecond, Log: e.log},
+	r, err := webhooks.NewRouter([]*webhooks.FeedSubscriber{{Pool: e.pool, Poll: 20 * time.Millisecond, Log: e.log}},
 		&webhooks.Fanout{Pool: e.pool}, e.log)
 	if err != nil {
 		t.Fatal(err)

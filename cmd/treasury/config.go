@@ -51,6 +51,12 @@ type config struct {
 	// NATSURL, when set (TREASURY_NATS_URL), turns on the forwarder of the
 	// public events to NATS JetStream (issue #20).
 	NATSURL string
+	// ReaderPartitions is how many parts the readers that may be split
+	// (the webhook feed, the NATS forwarder, the sandbox's scheduler, the
+	// KYB decider) are split into, each with its own checkpoint and lease
+	// (TREASURY_READER_PARTITIONS, 1 to 64, default 1: one machine reads
+	// fastest whole; with several replicas, at least their number).
+	ReaderPartitions int
 	// Instant is live RTP's and FedNow's connection to the bank's
 	// instant-payments API (API.md §10); nil when TREASURY_INSTANT_URL is
 	// unset (live RTP and FedNow payments stay pending).
@@ -198,6 +204,9 @@ func loadConfig() (config, error) {
 	if c.Conns, err = connLimits(); err != nil {
 		return c, err
 	}
+	if c.ReaderPartitions, err = readerPartitions(); err != nil {
+		return c, err
+	}
 	if !rails.ValidABA(c.RoutingNumber) {
 		return c, fmt.Errorf("TREASURY_ROUTING_NUMBER %q is not a 9-digit ABA routing number with a valid checksum", c.RoutingNumber)
 	}
@@ -208,6 +217,19 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// readerPartitions reads TREASURY_READER_PARTITIONS.
+func readerPartitions() (int, error) {
+	v := strings.TrimSpace(os.Getenv("TREASURY_READER_PARTITIONS"))
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 64 {
+		return 0, fmt.Errorf("TREASURY_READER_PARTITIONS %q must be a number from 1 to 64", v)
+	}
+	return n, nil
 }
 
 // connLimits reads TREASURY_MAX_CONNS (a positive number) and

@@ -129,6 +129,32 @@ func TestPaceMaxLagSetting(t *testing.T) {
 			{"10s", 10 * time.Second, false}, {"11s", 0, true}, {"-1ms", 0, true}, {"200", 0, true}, {"off", 0, true}})
 }
 
+// TestReaderPartitionsSetting: unset is one part (the whole log); 1 to 64
+// are taken; anything else is refused, naming the variable.
+func TestReaderPartitionsSetting(t *testing.T) {
+	t.Setenv("TREASURY_MIGRATE", "")
+	t.Setenv("TREASURY_OPERATOR_KEY", "")
+	for _, tc := range []struct {
+		value   string
+		want    int
+		refused bool
+	}{{"", 1, false}, {"1", 1, false}, {"4", 4, false}, {" 64 ", 64, false},
+		{"0", 0, true}, {"65", 0, true}, {"-2", 0, true}, {"four", 0, true}} {
+		t.Setenv("TREASURY_READER_PARTITIONS", tc.value)
+		c, err := loadConfig()
+		if (err != nil) != tc.refused {
+			t.Errorf("TREASURY_READER_PARTITIONS=%q: error %v, want refused %v", tc.value, err, tc.refused)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), "TREASURY_READER_PARTITIONS") {
+			t.Errorf("the error does not name the variable: %v", err)
+		}
+		if !tc.refused && c.ReaderPartitions != tc.want {
+			t.Errorf("TREASURY_READER_PARTITIONS=%q: %d, want %d", tc.value, c.ReaderPartitions, tc.want)
+		}
+	}
+}
+
 // TestConnLimitSettings: unset gives the defaults; positive numbers are
 // taken; off lifts the per-address cap (behind a proxy); anything else is
 // refused with an error that names the variable.

@@ -251,7 +251,7 @@ func replayFanout(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (in
 	if err := pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0), count(*) FROM public_events`).Scan(&last, &count); err != nil {
 		return 0, 0, err
 	}
-	router, err := webhooks.NewRouter(&webhooks.FeedSubscriber{Pool: pool, Log: log}, &webhooks.Fanout{Pool: pool}, log)
+	router, err := webhooks.NewRouter([]*webhooks.FeedSubscriber{{Pool: pool, Log: log}}, &webhooks.Fanout{Pool: pool}, log)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -122,13 +122,26 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		forwarder = &jetstream.Forwarder{Pool: bgPool, Publisher: pub, Wake: notifier.SubscribeTo(eventstore.TopicPublicEvents), Log: log}
 		log.Info("public events are forwarded to NATS JetStream", "stream", jetstream.StreamName, "subjects", "treasury.>")
 	}
+	parts := eventstore.Partitions(cfg.ReaderPartitions)
+	leases := eventstore.NewLeases(bgPool, readerNames(cfg, parts), log)
 	go runWhenReady(ctx, &ready, func() {
+		// The readers run where this replica holds their leases: with
+		// several replicas, each runs its share (see eventstore.Leases).
+		go leases.Run(ctx)
 		if forwarder != nil {
-			go forwarder.Run(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks))
+			for _, p := range parts {
+				f := *forwarder
+				f.Partition, f.Lease = p, leases
+				if p.Index > 0 {
+					f.Wake = notifier.SubscribeTo(eventstore.TopicPublicEvents)
+				}
+				go f.Run(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks))
+			}
 		}
 		for _, s := range projections.AsyncSubscribers() {
 			proj := projections.NewSubscription(s, bgPool, notifier.Subscribe(), log)
 			proj.Pacer = pacer
+			proj.Lease = leases
 			proj.OnCommit = a.Projected.Kick // writes waiting to be readable
 			if s.Name == projections.PublicEventsSubscription {
 				proj.OnCommit = func() {
@@ -138,15 +151,19 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 			}
 			go proj.Run(eventstore.WithOrigin(ctx, eventstore.OriginProjections))
 		}
-		kyb := bg.KYBDecider(notifier.Subscribe())
-		kyb.Pacer = pacer
-		go kyb.Run(eventstore.WithOrigin(ctx, eventstore.OriginKYB))
+		for _, p := range parts {
+			kyb := bg.KYBDecider(notifier.Subscribe())
+			kyb.Name, kyb.Partition, kyb.Lease = p.Name(kyb.Name), p, leases
+			kyb.Pacer = pacer
+			go kyb.Run(eventstore.WithOrigin(ctx, eventstore.OriginKYB))
+		}
 		chain := eventstore.ChainSubscription(bgPool, notifier.Subscribe())
 		chain.Pacer = pacer
+		chain.Lease = leases
 		go chain.Run(eventstore.WithOrigin(ctx, eventstore.OriginChain))
-		startWebhooks(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks), cfg, bgPool, &bg, notifier, pacer, log)
+		startWebhooks(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks), cfg, bgPool, &bg, notifier, pacer, parts, leases, log)
 		sim := &sandbox.Simulator{App: &bg, Pool: bgPool, Log: log, Pacer: pacer}
-		sandboxRails := sandbox.Connector{Sim: sim, Wake: notifier.Subscribe()}
+		sandboxRails := sandbox.Connector{Sim: sim, Wake: notifier.Subscribe, Parts: parts, Lease: leases}
 		go sandboxRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginSandbox))
 		go liveRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
 		go bg.RunPaymentClock(ctx, time.Minute)
@@ -161,7 +178,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	}
 	api := apihttp.New(a, apihttp.Config{
 		ACH: achCutter, LiveRails: liveRails.Rails(), Console: web,
-		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit,
+		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit, Replicas: leases.Replicas,
 		Ready:      ready.Load,
 		Pending:    func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
 		Collectors: append(roundTripsCollectors(pool), pacerCollectors(pacer)...),
@@ -303,13 +320,35 @@ func waitUntilMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger
 	}
 }
 
+// readerNames are the leases of the readers a replica runs (see
+// eventstore.Leases): the projections, the hash chain, and each part of
+// the readers that are split.
+func readerNames(cfg config, parts []eventstore.Partition) []string {
+	names := append(projections.AsyncNames(), eventstore.ChainName)
+	split := []string{app.KYBDeciderName, sandbox.SubscriptionName, webhooks.FanoutName}
+	if cfg.NATSURL != "" {
+		split = append(split, jetstream.CheckpointName)
+	}
+	for _, base := range split {
+		for _, p := range parts {
+			names = append(names, p.Name(base))
+		}
+	}
+	return names
+}
+
 // startWebhooks runs the watermill fan-out (public events → deliveries)
 // and the sender.
-func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.App, notifier *eventstore.Notifier, pacer *eventstore.Pacer, log *slog.Logger) {
+func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.App, notifier *eventstore.Notifier, pacer *eventstore.Pacer,
+	parts []eventstore.Partition, leases *eventstore.Leases, log *slog.Logger) {
 	sender := &webhooks.Sender{Pool: pool, App: a, Log: log, Wake: notifier.SubscribeTo(eventstore.TopicDeliveries), AllowPrivate: cfg.WebhookAllowPriv}
-	feed := &webhooks.FeedSubscriber{Pool: pool, Wake: notifier.SubscribeTo(eventstore.TopicPublicEvents), Log: log, Pacer: pacer}
+	var feeds []*webhooks.FeedSubscriber
+	for _, p := range parts {
+		feeds = append(feeds, &webhooks.FeedSubscriber{Pool: pool, Wake: notifier.SubscribeTo(eventstore.TopicPublicEvents), Log: log, Pacer: pacer,
+			Partition: p, Lease: leases})
+	}
 	delivered := func() { notifier.NotifyOf(eventstore.TopicDeliveries) }
-	router, err := webhooks.NewRouter(feed, &webhooks.Fanout{Pool: pool, Delivered: delivered, Sender: sender}, log)
+	router, err := webhooks.NewRouter(feeds, &webhooks.Fanout{Pool: pool, Delivered: delivered, Sender: sender}, log)
 	if err != nil {
 		log.Error("webhook router", "error", err)
 		return

@@ -219,7 +219,7 @@ func (r *rebuild) replayUntilCaughtUp(ctx context.Context) error {
 			}
 			n = len(events)
 			if n == r.opt.BatchSize && r.readAhead != nil {
-				ahead = eventstore.StartReadAhead(ctx, r.readAhead, eventstore.PositionOf(events[n-1]), n, true, nil)
+				ahead = eventstore.StartReadAhead(ctx, r.readAhead, eventstore.PositionOf(events[n-1]), n, true, eventstore.Filter{})
 			}
 			if err := r.applySideBySide(ctx, tx, events); err != nil {
 				return err
@@ -443,7 +443,8 @@ func primaryKey(ctx context.Context, tx pgx.Tx, table string) ([]string, error) 
 	return cols, err
 }
 
-// rewindFeed moves the webhook fan-out and the NATS forwarder back to just
+// rewindFeed moves the webhook fan-out and the NATS forwarder (each of
+// their parts, when split: see eventstore.Partition) back to just
 // before the first public event the swap is about to change (a row the
 // live table lacked, or one numbered differently), so none is skipped;
 // the fan-out is idempotent per endpoint and event, and JetStream drops a
@@ -458,6 +459,6 @@ func rewindFeed(ctx context.Context, tx pgx.Tx, filter string) error {
                 (SELECT * FROM public.public_events`+filter+` EXCEPT ALL SELECT * FROM `+shadowSchema+`.public_events`+filter+`)
                 UNION ALL
                 (SELECT * FROM `+shadowSchema+`.public_events`+filter+` EXCEPT ALL SELECT * FROM public.public_events`+filter+`)) x) d
-        WHERE c.name = ANY($1) AND d.first IS NOT NULL`, projections.PublicEventFeeds)
+        WHERE split_part(c.name, '#', 1) = ANY($1) AND d.first IS NOT NULL`, projections.PublicEventFeeds)
 	return err
 }

@@ -117,7 +117,17 @@ type Forwarder struct {
 	Wake <-chan struct{}
 	Poll time.Duration
 	Log  *slog.Logger
+	// Partition, if not the whole feed, is the part this forwarder
+	// publishes: the public events of the platforms in it, each platform's
+	// in the log's order, from a checkpoint of its own (Name).
+	Partition eventstore.Partition
+	// Lease, if set, says when this process runs the forwarder (see
+	// eventstore.Leases).
+	Lease *eventstore.Leases
 }
+
+// Name is the forwarder's checkpoint (and lease) name.
+func (f *Forwarder) Name() string { return f.Partition.Name(CheckpointName) }
 
 // Run forwards until ctx ends; a failure (NATS away, say) is logged and
 // the same batch tried again.
@@ -128,7 +138,7 @@ func (f *Forwarder) Run(ctx context.Context) {
 	}
 	// The checkpoint's row first: without it a step would find nothing to do.
 	for ctx.Err() == nil {
-		_, err := f.Pool.Exec(ctx, `INSERT INTO subscription_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING`, CheckpointName)
+		err := eventstore.StartCheckpoint(ctx, f.Pool, f.Name(), f.Partition)
 		if err == nil {
 			break
 		}
@@ -139,6 +149,10 @@ func (f *Forwarder) Run(ctx context.Context) {
 		}
 	}
 	for ctx.Err() == nil {
+		if !f.Lease.Holds(f.Name()) {
+			f.Lease.Await(ctx, f.Name()) // another replica forwards it (or will)
+			continue
+		}
 		n, err := f.Step(ctx)
 		if err != nil && ctx.Err() == nil {
 			f.Log.Warn("NATS forwarder: will try again", "err", err)
@@ -170,7 +184,8 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var owner bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, eventstore.SubscriptionLock(CheckpointName)).Scan(&owner); err != nil || !owner {
+	name := f.Name()
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, eventstore.SubscriptionLock(name)).Scan(&owner); err != nil || !owner {
 		return 0, err
 	}
 	type event struct {
@@ -182,12 +197,16 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 	var from, last int64
 	var version time.Time
 	var events []event
+	part := ""
+	if c := f.Partition.SQL("platform_id"); c != "" {
+		part = " AND " + c
+	}
 	rows, err := tx.Query(ctx, `SELECT c.global_position, c.updated_at, p.seq, p.id, p.type, p.platform_id,
             p.environment, p.created_at, p.data
         FROM subscription_checkpoints c
         LEFT JOIN LATERAL (SELECT seq, id, type, platform_id, environment, created_at, data FROM public_events
-            WHERE seq > c.global_position ORDER BY seq LIMIT $2) p ON true
-        WHERE c.name = $1`, CheckpointName, Batch)
+            WHERE seq > c.global_position`+part+` ORDER BY seq LIMIT $2) p ON true
+        WHERE c.name = $1`, name, Batch)
 	if err != nil {
 		return 0, err
 	}
@@ -222,7 +241,7 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 		last = e.seq
 	}
 	tag, err := tx.Exec(ctx, `UPDATE subscription_checkpoints SET global_position = $2, updated_at = clock_timestamp()
-        WHERE name = $1 AND global_position = $3 AND updated_at = $4`, CheckpointName, last, from, version)
+        WHERE name = $1 AND global_position = $3 AND updated_at = $4`, name, last, from, version)
 	if err != nil {
 		return 0, err
 	}
