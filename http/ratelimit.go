@@ -36,9 +36,9 @@ type limiter struct {
 	// replicas is how many replicas share the limits: each enforces its
 	// share (see share). Nil: this one alone.
 	replicas func() int
-	mu        sync.Mutex
-	buckets   map[string]*bucket
-	failures  *authFailures
+	mu       sync.Mutex
+	buckets  map[string]*bucket
+	failures *authFailures
 }
 
 type bucket struct {
