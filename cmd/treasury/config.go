@@ -333,10 +333,12 @@ const backgroundConns = 24
 // settings. Sharing api's pool, the readers and the settler queued behind
 // every waiting request for a connection, and fell seconds behind the
 // commands whenever the clients outnumbered the pool.
-func backgroundPool(ctx context.Context, api *pgxpool.Pool) (*pgxpool.Pool, error) {
+// Each part of a split reader beyond the first (TREASURY_READER_PARTITIONS)
+// adds four readers that may step at once, and a connection each.
+func backgroundPool(ctx context.Context, api *pgxpool.Pool, partitions int) (*pgxpool.Pool, error) {
 	cfg := api.Config()
 	cfg.ConnConfig.RuntimeParams["application_name"] = "treasury-background"
-	cfg.MaxConns = backgroundConns
+	cfg.MaxConns = int32(backgroundConns + 4*(max(partitions, 1)-1))
 	cfg.MinConns = 0
 	return pgxpool.NewWithConfig(ctx, cfg)
 }

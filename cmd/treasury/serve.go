@@ -80,7 +80,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	} else {
 		go waitUntilMigrated(ctx, pool, log, &ready)
 	}
-	bgPool, err := backgroundPool(ctx, pool)
+	bgPool, err := backgroundPool(ctx, pool, cfg.ReaderPartitions)
 	if err != nil {
 		ln.Close()
 		return err
