@@ -357,3 +357,72 @@ func TestFailingActionWaitsOutItsLease(t *testing.T) {
 		t.Errorf("SettleDue during the lease: %d, %v", n, err)
 	}
 }
+
+// Three settlers on one database (three replicas of serve) work off one
+// backlog side by side, each claiming small rounds: every action runs once
+// in all, each ACH payment is submitted by its submission before its
+// settlement settles it, whichever replica claimed which (a settlement is
+// never claimed while its payment's submission is leased elsewhere), and
+// the books balance.
+func TestSettlersOfSeveralReplicasShareOneBacklog(t *testing.T) {
+	s := newSetup(t, pgtest.URL(t), 1, 2)
+	ctx := s.ctx
+	s.payApprove()
+	const accounts, funds = 24, 100_000
+	var rtps, achs []string
+	for range accounts {
+		va := s.payOpen(funds)
+		rtps = append(rtps, s.payCreate(va, 1_000, "rtp", "123456789"))
+		achs = append(achs, s.payCreate(va, 2_000, "ach_same_day", "123456789"), s.payCreate(va, 3_000, "ach_standard", "123456789"))
+	}
+	schedule := &sandbox.Simulator{App: s.a, Pool: s.pool, Log: discard}
+	catchUp(t, ctx, schedule)
+	want := len(rtps) + 2*len(achs) // an RTP payment settles in one action; ACH is submitted, then settled
+	if n := len(scheduled(t, ctx, s.pool)); n != want {
+		t.Fatalf("%d actions scheduled, want %d", n, want)
+	}
+	settlerAllDue(t, ctx, s.pool)
+
+	performed := make(chan int, 3)
+	for range 3 {
+		sim := &sandbox.Simulator{App: s.a, Pool: s.pool, Log: discard, Workers: 2, Batch: 7}
+		go func() {
+			total := 0
+			deadline := time.Now().Add(60 * time.Second)
+			for time.Now().Before(deadline) {
+				n, err := sim.SettleDue(ctx)
+				if err != nil {
+					t.Errorf("SettleDue: %v", err)
+					break
+				}
+				total += n
+				if n == 0 && len(scheduled(t, ctx, s.pool)) == 0 {
+					break
+				}
+			}
+			performed <- total
+		}()
+	}
+	total := 0
+	var each []int
+	for range 3 {
+		n := <-performed
+		each = append(each, n)
+		total += n
+	}
+	if total != want {
+		t.Errorf("the three settlers performed %v actions, %d in all, want each of the %d once", each, total, want)
+	}
+	for _, id := range rtps {
+		if h := settlerHistory(t, ctx, s.pool, id); h != "payment.created<- payment.submitted<-settle_payment:"+id+
+			" payment.completed<-settle_payment:"+id {
+			t.Errorf("RTP %s: %s", id, h)
+		}
+	}
+	for _, id := range achs {
+		if h := settlerHistory(t, ctx, s.pool, id); h != settlerACHHistory(id, "completed") {
+			t.Errorf("ACH %s: %s, want %s", id, h, settlerACHHistory(id, "completed"))
+		}
+	}
+	payCheckLedger(t, ctx, s.pool)
+}
