@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -147,6 +148,54 @@ func TestReplaySubscriptions(t *testing.T) {
 					len(before[name][i]), len(minus(before[name][i], got)), minus(before[name][i], got))
 			}
 		}
+	}
+	// Each part of a split reader alone (--partitions 2), as serve runs it
+	// with TREASURY_READER_PARTITIONS=2: every part passes over the whole
+	// log, and together they hand their handlers what the whole reader's
+	// got, and rebuild what it wrote.
+	for _, name := range []string{"sandbox", "kyb_decider", "webhook_fanout"} {
+		whole, stderr, err := replay(name)
+		if err != nil {
+			t.Fatalf("replay %s: %v: %s", name, err, stderr)
+		}
+		cmd := exec.Command(treasuryBin, "subscriptions", "replay", name, "--json", "--partitions", "2", "--database-url", url)
+		cmd.Env = treasuryEnv()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("replay %s --partitions 2: %v", name, err)
+		}
+		var parts []replayResult
+		for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+			var p replayResult
+			if err := dec.Decode(&p); err != nil {
+				t.Fatalf("replay %s --partitions 2: %v: %s", name, err, out)
+			}
+			parts = append(parts, p)
+		}
+		var handled int64
+		for i, p := range parts {
+			if p.Subscription != name || p.Partition != fmt.Sprintf("%d/2", i) || p.Events != whole.Events || p.Handled > whole.Handled ||
+				(p.Handled > 0 && (p.Seconds <= 0 || p.EventsPerSecond <= 0 || p.HandledPerSecond <= 0)) {
+				t.Errorf("replay %s part %d/2: %+v; the whole: %+v", name, i, p, whole)
+			}
+			handled += p.Handled
+		}
+		if len(parts) != 2 || handled != whole.Handled {
+			t.Errorf("replay %s --partitions 2: %d parts handled %d events, the whole %d: %s", name, len(parts), handled, whole.Handled, out)
+		}
+		for i, q := range written[name] {
+			if got := snapshot(q); !slices.Equal(got, before[name][i]) {
+				t.Errorf("replay %s --partitions 2 rebuilt other rows (%s): got %d rows, want %d", name, q, len(got), len(before[name][i]))
+			}
+		}
+		var checkpoints []string
+		rows, _ := conn.Query(ctx, `SELECT name FROM subscription_checkpoints WHERE name LIKE $1 || '#%' ORDER BY name`, name)
+		if checkpoints, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || !slices.Equal(checkpoints, []string{name + "#0/2", name + "#1/2"}) {
+			t.Errorf("checkpoints of %s's parts: %v (%v), want %s#0/2 and %s#1/2", name, checkpoints, err, name, name)
+		}
+	}
+	if _, stderr, err := replay("ledger", "--partitions", "2"); err == nil || !strings.Contains(stderr, "does not split") {
+		t.Errorf("replay ledger --partitions 2: want a refusal, got %v: %s", err, stderr)
 	}
 	// The schedule's performed actions are deleted: a replay plans every
 	// sandbox payment's actions again (and performs none).
