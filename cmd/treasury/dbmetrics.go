@@ -72,3 +72,30 @@ func pacerCollectors(p *eventstore.Pacer) []prometheus.Collector {
 	}
 	return []prometheus.Collector{pacerCollector{p}}
 }
+
+var (
+	replicasDesc = prometheus.NewDesc("treasury_replicas_alive",
+		"Replicas of serve on this database whose heartbeat was seen within the lease (this one included).", nil, nil)
+	leaseHeldDesc = prometheus.NewDesc("treasury_reader_lease_held",
+		"1 for each reader of the log (a subscription or one part of one) this replica runs now, 0 for those another runs.",
+		[]string{"reader"}, nil)
+)
+
+// leasesCollector exposes which readers this replica runs, at scrape time.
+type leasesCollector struct{ l *eventstore.Leases }
+
+func (c leasesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- replicasDesc
+	ch <- leaseHeldDesc
+}
+
+func (c leasesCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, float64(c.l.Replicas()))
+	for _, name := range c.l.Names {
+		held := 0.0
+		if c.l.Holds(name) {
+			held = 1
+		}
+		ch <- prometheus.MustNewConstMetric(leaseHeldDesc, prometheus.GaugeValue, held, name)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/webhooks/jetstream"
 )
+
+var leaseHeldLine = regexp.MustCompile(`(?m)^treasury_reader_lease_held\{reader="([^"]+)"\} ([01])$`)
 
 // rpReplica is one `treasury serve` of several on one database.
 type rpReplica struct {
@@ -151,6 +154,25 @@ func TestReplicasKillEachOwner(t *testing.T) {
 		}
 		if len(held) != len(names) {
 			return fmt.Errorf("%d of %d leases held", len(held), len(names))
+		}
+		return nil
+	})
+
+	// Each replica's /metrics agrees: every reader is run by one of them.
+	eventually(t, 10*time.Second, "every reader held by exactly one replica, by their /metrics", func() error {
+		count := map[string]int{}
+		for _, rp := range replicas {
+			body := string(mustCall(t, http.MethodGet, rp.base()+"/metrics", "", nil).Body)
+			for _, m := range leaseHeldLine.FindAllStringSubmatch(body, -1) {
+				if m[2] == "1" {
+					count[m[1]]++
+				}
+			}
+		}
+		for _, name := range names {
+			if count[name] != 1 {
+				return fmt.Errorf("reader %s run by %d replicas (%v)", name, count[name], count)
+			}
 		}
 		return nil
 	})

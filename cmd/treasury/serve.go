@@ -181,7 +181,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit, Replicas: leases.Replicas,
 		Ready:      ready.Load,
 		Pending:    func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
-		Collectors: append(roundTripsCollectors(pool), pacerCollectors(pacer)...),
+		Collectors: append(roundTripsCollectors(pool), append(pacerCollectors(pacer), leasesCollector{leases})...),
 	})
 	if cfg.OperatorKey == "" {
 		log.Warn("TREASURY_OPERATOR_KEY is not set: operator routes answer 401")
