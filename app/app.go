@@ -17,6 +17,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/eventstore/readreplica"
 	"github.com/opentreasury/treasury/projections"
 	"github.com/opentreasury/treasury/projections/queries"
 )
@@ -38,6 +39,9 @@ type App struct {
 	// Pacer, if set, holds every command back while a reader of the log is
 	// too far behind (the API's App has one; the readers' own has none).
 	Pacer *eventstore.Pacer
+	// Replica, if set, serves lists and exports (ReadList): a streaming
+	// replica of Pool's database (DATABASE_REPLICA_URL).
+	Replica *readreplica.Replica
 }
 
 // New wires an App with the inline projectors.

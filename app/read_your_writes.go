@@ -29,6 +29,13 @@ func (a *App) AwaitProjections(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	a.awaitHead(ctx, head)
+}
+
+// awaitHead waits, at most ReadYourWritesWithin (and half of what is left
+// of ctx), until the asynchronous projections have passed head; false
+// when they had not.
+func (a *App) awaitHead(ctx context.Context, head eventstore.Position) bool {
 	within := a.ReadYourWritesWithin
 	if deadline, ok := ctx.Deadline(); ok {
 		// Leave the request time to read and answer after the wait.
@@ -36,9 +43,10 @@ func (a *App) AwaitProjections(ctx context.Context) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	err = a.Projected.Wait(wctx, head)
+	err := a.Projected.Wait(wctx, head)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		a.Log.Warn("a read answers before the projections show every earlier write: they are behind",
 			"waited", within, "position", head.GlobalPosition)
 	}
+	return err == nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
 	"github.com/opentreasury/treasury/domain/inbound"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -60,8 +61,12 @@ func (c *Console) account(w http.ResponseWriter, r *http.Request, s *session) {
 		c.failWith(w, r, s, err)
 		return
 	}
-	c.cfg.App.AwaitProjections(ctx) // read your writes: the transactions are projected after the command
-	if d.Transactions, err = queries.ListTransactions(ctx, c.pool, s.scope(), id, queries.TransactionFilter{}, queries.Page{Limit: pageSize}); err != nil {
+	// Read your writes: the transactions are projected after the command.
+	err = c.cfg.App.ReadList(ctx, app.ListRead{Projected: true}, func(db eventstore.DB) (err error) {
+		d.Transactions, err = queries.ListTransactions(ctx, db, s.scope(), id, queries.TransactionFilter{}, queries.Page{Limit: pageSize})
+		return err
+	})
+	if err != nil {
 		c.failWith(w, r, s, err)
 		return
 	}

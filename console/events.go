@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/kyb"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -24,8 +26,11 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) {
 		c.failWith(w, r, s, err)
 		return
 	}
-	c.cfg.App.AwaitProjections(ctx)
-	if d.List, err = queries.ListEvents(ctx, c.pool, s.scope(), queries.EventFilter{Type: d.Type}, p); err != nil {
+	err = c.cfg.App.ReadList(ctx, app.ListRead{Projected: true}, func(db eventstore.DB) (err error) {
+		d.List, err = queries.ListEvents(ctx, db, s.scope(), queries.EventFilter{Type: d.Type}, p)
+		return err
+	})
+	if err != nil {
 		c.failWith(w, r, s, err)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -39,12 +40,15 @@ func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, s *session)
 		c.failWith(w, r, s, err)
 		return
 	}
-	c.cfg.App.AwaitProjections(ctx) // read your writes, as the API's ledger reads
-	if d.Accounts, err = queries.ListLedgerAccounts(ctx, c.pool, s.scope(), queries.Page{Limit: 100}); err != nil {
-		c.failWith(w, r, s, err)
-		return
-	}
-	if d.Entries, err = queries.ListLedgerEntries(ctx, c.pool, s.scope(), d.Filter, p); err != nil {
+	// Read your writes, as the API's ledger reads (on the read replica, if any).
+	err = c.cfg.App.ReadList(ctx, app.ListRead{Projected: true}, func(db eventstore.DB) (err error) {
+		if d.Accounts, err = queries.ListLedgerAccounts(ctx, db, s.scope(), queries.Page{Limit: 100}); err != nil {
+			return err
+		}
+		d.Entries, err = queries.ListLedgerEntries(ctx, db, s.scope(), d.Filter, p)
+		return err
+	})
+	if err != nil {
 		c.failWith(w, r, s, err)
 		return
 	}

@@ -376,6 +376,26 @@ func Head(ctx context.Context, db DB) (Position, error) {
 	return pos, err
 }
 
+// QueueHeadAndWAL queues, in b, Head's query that also reads the primary's
+// WAL insert position (WALInsertPositionSQL): every transaction committed
+// before it ran has its commit record below that position. Both are set
+// when b's results are closed.
+func QueueHeadAndWAL(b *pgx.Batch, head *Position, wal *int64) {
+	b.Queue(`SELECT ` + WALInsertPositionSQL + `, h.txid, h.gpos
+        FROM (SELECT 1) AS one LEFT JOIN (SELECT transaction_id::text::bigint AS txid, global_position AS gpos FROM events
+            ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1) AS h ON true`).QueryRow(func(row pgx.Row) error {
+		var txid, gpos *int64
+		if err := row.Scan(wal, &txid, &gpos); err != nil {
+			return err
+		}
+		*head = Position{}
+		if txid != nil {
+			*head = Position{TransactionID: uint64(*txid), GlobalPosition: *gpos}
+		}
+		return nil
+	})
+}
+
 // Fold decodes events and folds them into s with evolve: an aggregate's
 // state from its stream.
 func Fold[S any](events []RecordedEvent, s S, evolve func(S, domain.Event) S) (S, error) {

@@ -18,8 +18,12 @@ type Progress struct {
 	pollEvery time.Duration
 	kick      chan struct{}
 
-	mu      sync.Mutex
-	at      Position
+	mu sync.Mutex
+	at Position
+	// atWAL is the primary's WAL insert position read with at: every
+	// projection row up to at was committed below it (a read replica that
+	// has replayed it shows them).
+	atWAL   int64
 	moved   chan struct{} // closed, and replaced, whenever at moves
 	waiting int
 }
@@ -61,13 +65,13 @@ func (p *Progress) Run(ctx context.Context) {
 				continue
 			}
 		}
-		pos, err := ReadSlowestCheckpoint(ctx, p.db, p.names)
+		pos, wal, err := readSlowestCheckpointAndWAL(ctx, p.db, p.names)
 		if err != nil {
 			continue // read again at the next tick or kick
 		}
 		p.mu.Lock()
 		if p.at.Less(pos) {
-			p.at = pos
+			p.at, p.atWAL = pos, wal
 			close(p.moved)
 			p.moved = make(chan struct{})
 		}
@@ -97,4 +101,13 @@ func (p *Progress) Wait(ctx context.Context, pos Position) error {
 	}
 	p.mu.Unlock()
 	return nil
+}
+
+// Reached is where the subscriptions are known to be, and the primary's
+// WAL insert position read with it: a read replica that has replayed that
+// position shows every projection row up to it.
+func (p *Progress) Reached() (Position, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.at, p.atWAL
 }

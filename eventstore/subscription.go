@@ -604,17 +604,34 @@ func ReadCheckpoint(ctx context.Context, db DB, name string) (Position, error) {
 // names, as db sees it: where all of them have passed (the start of the
 // log while one has no checkpoint yet).
 func ReadSlowestCheckpoint(ctx context.Context, db DB, names []string) (Position, error) {
-	var pos Position
-	var txid, found int64
-	err := db.QueryRow(ctx, `SELECT transaction_id::text::bigint, global_position, count(*) OVER ()
-        FROM subscription_checkpoints WHERE name = ANY($1) ORDER BY transaction_id, global_position LIMIT 1`,
-		names).Scan(&txid, &pos.GlobalPosition, &found)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && found < int64(len(names))) {
-		return Position{}, nil
-	}
-	pos.TransactionID = uint64(txid)
+	pos, _, err := readSlowestCheckpointAndWAL(ctx, db, names)
 	return pos, err
 }
+
+// readSlowestCheckpointAndWAL is ReadSlowestCheckpoint that also reads the
+// server's WAL insert position, after the checkpoints' commits (it sees
+// them): the projections' commits are asynchronous, so their commit
+// records may be inserted and not yet written, and pg_current_wal_lsn()
+// could be below them.
+func readSlowestCheckpointAndWAL(ctx context.Context, db DB, names []string) (Position, int64, error) {
+	var pos Position
+	var wal int64
+	var txid, gpos, found *int64
+	err := db.QueryRow(ctx, `SELECT `+WALInsertPositionSQL+`, c.txid, c.gpos, c.found
+        FROM (SELECT 1) AS one LEFT JOIN (SELECT transaction_id::text::bigint AS txid, global_position AS gpos, count(*) OVER () AS found
+            FROM subscription_checkpoints WHERE name = ANY($1) ORDER BY transaction_id, global_position LIMIT 1) AS c ON true`,
+		names).Scan(&wal, &txid, &gpos, &found)
+	if err != nil || txid == nil || *found < int64(len(names)) {
+		return Position{}, wal, err
+	}
+	pos.TransactionID, pos.GlobalPosition = uint64(*txid), *gpos
+	return pos, wal, nil
+}
+
+// WALInsertPositionSQL reads the primary's WAL insert position as a byte
+// offset. Insert, not write (pg_current_wal_lsn()): a commit made with
+// synchronous_commit = off is visible once its record is inserted.
+const WALInsertPositionSQL = `(pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint`
 
 // CatchUpTo processes events until the checkpoint reaches pos (from Head).
 // It polls while pos is not yet readable (an older transaction still runs)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/booktransfer"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -70,7 +71,11 @@ func (s *Server) listBookTransfers(c echo.Context) error {
 	if f.Metadata, err = metadataQuery(c); err != nil {
 		return err
 	}
-	list, err := queries.ListBookTransfers(c.Request().Context(), s.reads(c), scopeOf(c), f, pg)
+	var list queries.List[queries.BookTransferView]
+	err = s.readList(c, inlineList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListBookTransfers(c.Request().Context(), db, scopeOf(c), f, pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/webhook"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -23,8 +24,11 @@ func (s *Server) listEvents(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
-	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	list, err := queries.ListEvents(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	var list queries.List[queries.PublicEventView]
+	err = s.readList(c, projectedList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListEvents(c.Request().Context(), db, scopeOf(c), f, pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,24 @@ func (s *Server) readyz(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "starting"})
 	}
-	return c.JSON(http.StatusOK, readiness{Status: "ready", LiveRails: s.cfg.LiveRails})
+	return c.JSON(http.StatusOK, readiness{Status: "ready", LiveRails: s.cfg.LiveRails, ReadReplica: s.replicaState(ctx)})
+}
+
+// replicaState is the read replica's state for /readyz: "standby" when it
+// answers as one, else why not (the primary serves the lists meanwhile,
+// so the service is ready either way); empty without a replica.
+func (s *Server) replicaState(ctx context.Context) string {
+	if s.app.Replica == nil {
+		return ""
+	}
+	// Briefly: an unreachable replica must not make /readyz slow. Its
+	// error is not shown (it names hosts); the service logs it.
+	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := s.app.Replica.Check(ctx); err != nil {
+		return "unavailable (lists are read on the primary)"
+	}
+	return "standby"
 }
 
 // readiness is /readyz's answer when the service is ready: it also says
@@ -46,6 +63,8 @@ func (s *Server) readyz(c echo.Context) error {
 type readiness struct {
 	Status    string           `json:"status"`
 	LiveRails []app.RailStatus `json:"live_rails,omitempty"`
+	// ReadReplica is DATABASE_REPLICA_URL's state, when it is set.
+	ReadReplica string `json:"read_replica,omitempty"`
 }
 
 // GET /metrics: Prometheus exposition.

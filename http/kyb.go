@@ -7,6 +7,7 @@ import (
 
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/kyb"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -85,7 +86,11 @@ func (s *Server) listKYB(c echo.Context) error {
 	if f.Status != "" && !kybStatuses[f.Status] {
 		return domain.Invalid("status", "status must be pending, pending_review, approved or rejected")
 	}
-	list, err := queries.ListKYB(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	var list queries.List[queries.KYBView]
+	err = s.readList(c, inlineList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListKYB(c.Request().Context(), db, scopeOf(c), f, pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}

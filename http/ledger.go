@@ -11,6 +11,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/ledger"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -20,8 +21,11 @@ func (s *Server) listLedgerAccounts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	list, err := queries.ListLedgerAccounts(c.Request().Context(), s.pool, scopeOf(c), pg)
+	var list queries.List[queries.LedgerAccountView]
+	err = s.readList(c, projectedList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListLedgerAccounts(c.Request().Context(), db, scopeOf(c), pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -57,8 +61,11 @@ func (s *Server) listLedgerEntries(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
-	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	list, err := queries.ListLedgerEntries(c.Request().Context(), s.reads(c), scopeOf(c), f, pg)
+	var list queries.List[queries.LedgerEntryView]
+	err = s.readList(c, projectedList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListLedgerEntries(c.Request().Context(), db, scopeOf(c), f, pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -166,8 +173,11 @@ func (s *Server) listJournalEntries(c echo.Context) error {
 	if f.Metadata, err = metadataQuery(c); err != nil {
 		return err
 	}
-	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	list, err := queries.ListJournalEntries(c.Request().Context(), s.reads(c), scopeOf(c), f, pg)
+	var list queries.List[queries.JournalEntryView]
+	err = s.readList(c, projectedList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListJournalEntries(c.Request().Context(), db, scopeOf(c), f, pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -181,10 +191,15 @@ func (s *Server) exportLedger(c echo.Context) error {
 		return err
 	}
 	name := "ledger-" + time.Now().UTC().Format("20060102T150405Z") + ".csv"
-	s.app.AwaitProjections(c.Request().Context()) // read your writes
 	start := streamStart{contentType: "text/csv; charset=utf-8",
 		header: map[string]string{"Content-Disposition": `attachment; filename="` + name + `"`}}
 	return stream(c, start, func(w *streamWriter) error {
-		return queries.WriteLedgerExport(c.Request().Context(), s.pool, scopeOf(c), r, w)
+		return s.readList(c, projectedList, func(db eventstore.DB) error {
+			err := queries.WriteLedgerExport(c.Request().Context(), db, scopeOf(c), r, w)
+			if err != nil && w.started {
+				return app.AnswerStarted(err) // not again from the start on the primary
+			}
+			return err
+		})
 	})
 }

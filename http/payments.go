@@ -10,6 +10,7 @@ import (
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/payment"
 	"github.com/opentreasury/treasury/domain/rails"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -103,7 +104,11 @@ func (s *Server) listPayments(c echo.Context) error {
 	if f.Metadata, err = metadataQuery(c); err != nil {
 		return err
 	}
-	list, err := queries.ListPayments(c.Request().Context(), s.reads(c), scopeOf(c), f, pg)
+	var list queries.List[queries.PaymentView]
+	err = s.readList(c, inlineList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListPayments(c.Request().Context(), db, scopeOf(c), f, pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}

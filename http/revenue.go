@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -36,8 +37,11 @@ func (s *Server) revenueShare(c echo.Context) error {
 	if to.Sub(from) >= MaxReportDays*24*time.Hour {
 		return domain.Invalid("to", "a report covers at most %d days", MaxReportDays)
 	}
-	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	v, err := queries.RevenueShare(c.Request().Context(), s.pool, scopeOf(c), from, to)
+	var v queries.RevenueShareView
+	err = s.readList(c, projectedList, func(db eventstore.DB) (err error) {
+		v, err = queries.RevenueShare(c.Request().Context(), db, scopeOf(c), from, to)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/domain/account"
+	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections/queries"
 )
 
@@ -75,7 +76,11 @@ func (s *Server) listVirtualAccounts(c echo.Context) error {
 	if f.Metadata, err = metadataQuery(c); err != nil {
 		return err
 	}
-	list, err := queries.ListVirtualAccounts(c.Request().Context(), s.pool, scopeOf(c), f, pg)
+	var list queries.List[queries.VirtualAccountView]
+	err = s.readList(c, inlineList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListVirtualAccounts(c.Request().Context(), db, scopeOf(c), f, pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -184,8 +189,11 @@ func (s *Server) listTransactions(c echo.Context) error {
 	if f.Created, err = createdRange(c); err != nil {
 		return err
 	}
-	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	list, err := queries.ListTransactions(c.Request().Context(), s.reads(c), scopeOf(c), id, f, pg)
+	var list queries.List[queries.TransactionView]
+	err = s.readList(c, projectedList, func(db eventstore.DB) (err error) {
+		list, err = queries.ListTransactions(c.Request().Context(), db, scopeOf(c), id, f, pg)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -202,8 +210,11 @@ func (s *Server) getStatement(c echo.Context) error {
 	if err != nil {
 		return domain.Invalid("month", "month must be YYYY-MM")
 	}
-	s.app.AwaitProjections(c.Request().Context()) // read your writes
-	v, err := queries.Statement(c.Request().Context(), s.pool, scopeOf(c), id, month)
+	var v queries.StatementView
+	err = s.readList(c, projectedList, func(db eventstore.DB) (err error) {
+		v, err = queries.Statement(c.Request().Context(), db, scopeOf(c), id, month)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,9 @@ type config struct {
 	// instant-payments API (API.md §10); nil when TREASURY_INSTANT_URL is
 	// unset (live RTP and FedNow payments stay pending).
 	Instant *instantConfig
+	// ReplicaURL, when set (DATABASE_REPLICA_URL), is a streaming replica
+	// that serves lists and exports (replica.go).
+	ReplicaURL string
 }
 
 // instantConfig is where live instant payments are sent.
@@ -214,6 +217,9 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	if c.ACH, err = loadACH(); err != nil {
+		return c, err
+	}
+	if c.ReplicaURL, err = replicaURL(); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -92,7 +92,7 @@ func treasuryEnv(env ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "DATABASE_URL" || strings.HasPrefix(name, "TREASURY_") {
+		if name == "DATABASE_URL" || name == "DATABASE_REPLICA_URL" || strings.HasPrefix(name, "TREASURY_") {
 			continue
 		}
 		out = append(out, kv)

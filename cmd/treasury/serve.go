@@ -105,6 +105,12 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	bg := *a
 	bg.Pool = bgPool
 	bg.Pacer = nil
+	closeReplica, err := useReplica(ctx, cfg.ReplicaURL, a) // lists and exports, after bg's copy: the readers write
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer closeReplica()
 	liveRails, closeRails, err := liveConnector(cfg, &bg, log)
 	if err != nil {
 		ln.Close()
@@ -179,9 +185,10 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	api := apihttp.New(a, apihttp.Config{
 		ACH: achCutter, LiveRails: liveRails.Rails(), Console: web,
 		OperatorKey: cfg.OperatorKey, RateLimitOff: cfg.RateLimitOff, RateLimit: cfg.RateLimit, Replicas: leases.Replicas,
-		Ready:      ready.Load,
-		Pending:    func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
-		Collectors: append(roundTripsCollectors(pool), append(pacerCollectors(pacer), leasesCollector{leases})...),
+		Ready:   ready.Load,
+		Pending: func(ctx context.Context) (bool, error) { return migrations.Pending(ctx, pool) },
+		Collectors: append(append(roundTripsCollectors(pool), pacerCollectors(pacer)...),
+			append(replicaCollectors(a.Replica), leasesCollector{leases})...),
 	})
 	if cfg.OperatorKey == "" {
 		log.Warn("TREASURY_OPERATOR_KEY is not set: operator routes answer 401")

@@ -102,8 +102,11 @@ func startPrivate(ctx context.Context, dataDir string) (string, error) {
 type Cluster struct {
 	Dir  string
 	Port int
-	bin  string
-	cred *syscall.Credential
+	// Settings are more server settings, name=value, given to the server
+	// at each start (-c).
+	Settings []string
+	bin      string
+	cred     *syscall.Credential
 }
 
 // NewCluster finds PostgreSQL's programs for a cluster in dir.
@@ -138,6 +141,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 		}
 	}
 	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=300", c.Port)
+	for _, setting := range c.Settings {
+		opts += " -c " + setting
+	}
 	logFile := filepath.Join(c.Dir, "postgres.log")
 	if err := run(ctx, c.cred, filepath.Join(c.bin, "pg_ctl"), "-D", pgdata, "-o", opts,
 		"-l", logFile, "-w", "-t", "60", "start"); err != nil {
@@ -147,6 +153,21 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return fmt.Errorf("started PostgreSQL in %s but cannot connect to %s", pgdata, c.URL())
 	}
 	return nil
+}
+
+// NewStandby copies the running cluster into a streaming replica in dir
+// that listens on port (pg_basebackup -R: it follows this cluster over
+// replication, which initdb --auth=trust lets 127.0.0.1 do). Start it.
+func (c *Cluster) NewStandby(ctx context.Context, dir string, port int) (*Cluster, error) {
+	s, err := NewCluster(dir, port)
+	if err != nil {
+		return nil, err
+	}
+	if err := run(ctx, s.cred, filepath.Join(s.bin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port),
+		"-U", "postgres", "-D", filepath.Join(dir, "pg"), "-R", "-X", "stream", "-c", "fast"); err != nil {
+		return nil, fmt.Errorf("pg_basebackup: %w", err)
+	}
+	return s, nil
 }
 
 // Stop shuts the cluster down (fast mode: open sessions are ended).
