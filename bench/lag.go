@@ -4,21 +4,57 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/opentreasury/treasury/eventstore"
 )
 
 // The log's subscribers (their checkpoint names in subscription_checkpoints)
 // and the webhook fan-out, which follows public_events by seq instead.
+// Each is reported under this name; a reader that serve splits
+// (TREASURY_READER_PARTITIONS=P > 1: splitSubscribers) keeps a checkpoint
+// per part, NAME#i/P, and its lag is that of its part furthest behind.
 var (
 	logSubscribers = []string{"ledger", "public_events", "hash_chain", "sandbox", "kyb_decider"}
 	fanoutName     = "webhook_fanout" // projections.PublicEventsFeed
 	allSubscribers = append(append([]string{}, logSubscribers...), fanoutName)
+
+	splitSubscribers = map[string]bool{"sandbox": true, "kyb_decider": true, fanoutName: true}
 )
+
+// checkpointNames are the checkpoints of subscriber base when serve runs
+// with TREASURY_READER_PARTITIONS=parts.
+func checkpointNames(base string, parts int) []string {
+	if !splitSubscribers[base] {
+		return []string{base}
+	}
+	return eventstore.PartitionNames(base, parts)
+}
+
+// logCheckpoints are the checkpoints of the log's subscribers.
+func logCheckpoints(parts int) []string {
+	var names []string
+	for _, n := range logSubscribers {
+		names = append(names, checkpointNames(n, parts)...)
+	}
+	return names
+}
+
+// fanoutPlatforms is an SQL array of the platforms whose public events
+// fall in a part of the fan-out (serve splits the feed by platform_id):
+// the bench finds a part's events by the platforms of its part, so that a
+// part with no platform costs nothing to sample (matching the part's hash
+// against every public event after its checkpoint would walk the whole
+// table for a part that never moves).
+func fanoutPlatforms(p eventstore.Partition) string {
+	return "(SELECT coalesce(array_agg(id), '{}') FROM platforms WHERE " + p.SQL("id") + ")"
+}
 
 // lagCountCap bounds the events each sample counts one by one per
 // subscriber: beyond it, the lag in events is estimated from global
@@ -38,7 +74,7 @@ const (
 // count's ORDER BY is what makes it walk the index: without it the
 // planner chose a sequential scan of the log, ~130 ms a subscriber at
 // 200,000 events. The fan-out's public events are numbered densely: its
-// count is exact.
+// count is exact. $1 are the log's checkpoints, $2 the fan-out's (whole).
 const lagQuery = `WITH h AS (SELECT coalesce(max(global_position), 0) AS gp FROM events)
 SELECT c.name,
     (SELECT count(*) FROM (SELECT 1 FROM events e
@@ -55,6 +91,35 @@ SELECT c.name, 0, coalesce((SELECT max(seq) FROM public_events), 0) - c.global_p
     clock_timestamp()
 FROM subscription_checkpoints c WHERE c.name = $2`
 
+// lagQueryParts is lagQuery for serve split in parts > 1: the fan-out's
+// parts' public events are those of their platforms, not numbered
+// densely: counted up to lagCountCap like the log's, the seq numbers
+// between the checkpoint and the last public event beyond that. Each
+// part's walk goes from its checkpoint along public_events_seq to its
+// first events (the other parts' events after its checkpoint are
+// skipped on the way); a part without platforms is not walked.
+func lagQueryParts(parts int) string {
+	q := strings.TrimSuffix(lagQuery, `
+UNION ALL
+SELECT c.name, 0, coalesce((SELECT max(seq) FROM public_events), 0) - c.global_position,
+    (SELECT p.created_at FROM public_events p WHERE p.seq > c.global_position ORDER BY p.seq LIMIT 1),
+    clock_timestamp()
+FROM subscription_checkpoints c WHERE c.name = $2`)
+	for _, p := range eventstore.Partitions(parts) {
+		q += `
+UNION ALL
+SELECT c.name,
+    (SELECT count(*) FROM (SELECT 1 FROM public_events p WHERE cardinality(pl.ids) > 0 AND p.seq > c.global_position
+        AND p.platform_id = ANY(pl.ids) ORDER BY p.seq LIMIT ` + lagCountCapSQL + `) x),
+    coalesce((SELECT max(seq) FROM public_events), 0) - c.global_position,
+    (SELECT p.created_at FROM public_events p WHERE cardinality(pl.ids) > 0 AND p.seq > c.global_position
+        AND p.platform_id = ANY(pl.ids) ORDER BY p.seq LIMIT 1),
+    clock_timestamp()
+FROM subscription_checkpoints c, (SELECT ` + fanoutPlatforms(p) + ` AS ids) pl WHERE c.name = '` + p.Name(fanoutName) + `'`
+	}
+	return q
+}
+
 // lagSample is one subscriber's lag at one moment.
 type lagSample struct {
 	events    int64
@@ -62,11 +127,20 @@ type lagSample struct {
 	ms        float64
 }
 
-// sampleLag runs lagQuery once on db.
+// sampleLag runs the lag query once on db (lagQuery, or lagQueryParts
+// when serve splits its readers into parts), and gives each subscriber's
+// lag under its own name: for a split one, the lag of its part furthest
+// behind, in events and in ms each.
 func sampleLag(ctx context.Context, db interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}) (map[string]lagSample, error) {
-	rows, err := db.Query(ctx, lagQuery, logSubscribers, fanoutName)
+}, parts int) (map[string]lagSample, error) {
+	var rows pgx.Rows
+	var err error
+	if parts <= 1 {
+		rows, err = db.Query(ctx, lagQuery, logSubscribers, fanoutName)
+	} else {
+		rows, err = db.Query(ctx, lagQueryParts(parts), logCheckpoints(parts))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +163,11 @@ func sampleLag(ctx context.Context, db interface {
 		if oldest != nil {
 			ls.ms = max(0, float64(now.Sub(*oldest).Microseconds())/1000)
 		}
-		out[name] = ls
+		base := eventstore.BaseName(name)
+		if prev, ok := out[base]; ok {
+			ls.events, ls.ms, ls.estimated = max(ls.events, prev.events), max(ls.ms, prev.ms), ls.estimated || prev.estimated
+		}
+		out[base] = ls
 	}
 	return out, rows.Err()
 }
@@ -174,7 +252,7 @@ func (s *service) startLagSampler(from time.Time, clients int) *lagSampler {
 		defer tick.Stop()
 		for ctx.Err() == nil {
 			t := time.Now()
-			m, err := sampleLag(ctx, conn)
+			m, err := sampleLag(ctx, conn, s.partitions)
 			if err != nil {
 				if ctx.Err() == nil {
 					res.SamplerFailures++
@@ -255,28 +333,34 @@ func (s *service) catchUp(res *lagResult, end time.Time, bound time.Duration) er
 		return err
 	}
 	res.HeadEventsAtEnd, res.HeadPublicAtEnd, res.CatchUpBoundS = gp, seq, bound.Seconds()
+	wholeFanout := fanoutName
+	if s.partitions > 1 {
+		wholeFanout = "" // its parts are asked instead (a checkpoint of the whole feed would be an old split's)
+	}
 	left := map[string]bool{}
 	for _, n := range allSubscribers {
 		left[n] = true
 		res.Subscribers[n].HeadAfterLoadS = -1
 	}
 	for len(left) > 0 && time.Since(end) <= bound {
-		rows, err := s.db.Query(ctx, `SELECT name FROM subscription_checkpoints
-            WHERE (name = ANY($1) AND (transaction_id, global_position) >= ($2::text::xid8, $3))
-               OR (name = $4 AND global_position >= $5)`, logSubscribers, fmt.Sprint(txid), gp, fanoutName, seq)
+		rows, err := s.db.Query(ctx, atHeadQuery(s.partitions), logCheckpoints(s.partitions), fmt.Sprint(txid), gp, wholeFanout, seq)
 		if err != nil {
 			return err
 		}
 		at := time.Since(end).Seconds()
+		partsAtHead := map[string]int{}
 		for rows.Next() {
 			var n string
 			if err := rows.Scan(&n); err != nil {
 				rows.Close()
 				return err
 			}
-			if left[n] {
-				delete(left, n)
-				res.Subscribers[n].HeadAfterLoadS = at
+			// A split subscriber is at the head once all its parts are.
+			base := eventstore.BaseName(n)
+			partsAtHead[base]++
+			if left[base] && partsAtHead[base] == len(checkpointNames(base, s.partitions)) {
+				delete(left, base)
+				res.Subscribers[base].HeadAfterLoadS = at
 			}
 		}
 		rows.Close()
@@ -313,6 +397,29 @@ func (s *service) catchUp(res *lagResult, end time.Time, bound time.Duration) er
 		logf("lag: %s not at the head within %s of the end of the run", strings.Join(behind, ", "), bound)
 	}
 	return nil
+}
+
+// atHeadQuery gives the checkpoints at or past the head as it was at the
+// end of the run: $1 the log's checkpoints, $2 and $3 the head's
+// position in the log, $4 the fan-out's checkpoint (whole) and $5 the
+// last public event's seq. A part of the fan-out is at the head when no
+// public event of its platforms lies between its checkpoint and $5 (its
+// checkpoint stops at its own last event).
+func atHeadQuery(parts int) string {
+	q := `SELECT name FROM subscription_checkpoints
+            WHERE (name = ANY($1) AND (transaction_id, global_position) >= ($2::text::xid8, $3))
+               OR (name = $4 AND global_position >= $5)`
+	for _, p := range eventstore.Partitions(parts) {
+		if p.Whole() {
+			break
+		}
+		q += `
+               OR (name = '` + p.Name(fanoutName) + `' AND NOT EXISTS (SELECT 1 FROM public_events p,
+                   (SELECT ` + fanoutPlatforms(p) + ` AS ids) pl
+                   WHERE cardinality(pl.ids) > 0 AND p.seq > subscription_checkpoints.global_position AND p.seq <= $5
+                     AND p.platform_id = ANY(pl.ids)))`
+	}
+	return q
 }
 
 // rtpTracker keeps the ids of a sample of the payments created during a

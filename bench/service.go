@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +42,10 @@ type service struct {
 	stopping atomic.Bool
 	exit     error
 
+	// partitions is TREASURY_READER_PARTITIONS as the server got it (1
+	// when unset): its split readers' checkpoints are NAME#i/P.
+	partitions int
+
 	platformID string
 	auth       string   // "Bearer sk_sandbox_…"
 	accounts   []string // the funded, approved accounts
@@ -54,8 +59,9 @@ var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transp
 // startService starts `treasury serve` on a free port with its log in a
 // temporary file, and waits until /readyz answers 200. With pprof, the
 // service also serves net/http/pprof (TREASURY_PPROF_ADDR) on another
-// free port.
-func startService(parent context.Context, bin, dbURL string, pprof bool) (*service, error) {
+// free port. env is added to the server's environment (after the bench's
+// own, so it wins).
+func startService(parent context.Context, bin, dbURL string, pprof bool, env ...string) (*service, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -88,6 +94,8 @@ func startService(parent context.Context, bin, dbURL string, pprof bool) (*servi
 		"TREASURY_OPERATOR_KEY="+operatorKey, "TREASURY_RATE_LIMIT=off", "TREASURY_WEBHOOK_ALLOW_PRIVATE=true",
 		"TREASURY_LOG_LEVEL=warn")
 	s.cmd.Env = append(s.cmd.Env, pprofEnv...)
+	s.cmd.Env = append(s.cmd.Env, env...)
+	s.partitions = readerPartitions(s.cmd.Env)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		s.db.Close()
@@ -498,6 +506,21 @@ func (s *service) waitReady(n int, fund int64) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// readerPartitions is TREASURY_READER_PARTITIONS of env (the last one
+// set wins, as for exec), 1 when unset or unreadable (serve refuses those).
+func readerPartitions(env []string) int {
+	n := 1
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TREASURY_READER_PARTITIONS="); ok {
+			n = 1
+			if p, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && p > 1 {
+				n = p
+			}
+		}
+	}
+	return n
 }
 
 func freePort() (int, error) {
