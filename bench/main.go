@@ -39,13 +39,34 @@
 //   - replay:    each subscriber alone, in a scratch copy of that database
 //     (CREATE DATABASE … TEMPLATE, the server stopped), with `treasury
 //     subscriptions replay NAME`: its checkpoint reset, what it writes
-//     emptied, its own code run to the head; events/s each;
+//     emptied, its own code run to the head; events/s each. Then each
+//     part of the readers serve splits (sandbox, kyb_decider,
+//     webhook_fanout) with TREASURY_READER_PARTITIONS=2, alone, one after
+//     the other, each from the start of the log (`treasury subscriptions
+//     replay NAME --partitions 2`): the events of the log (public_events
+//     for the fan-out, split by platform) it passed over per second, and
+//     those of its part it handled. The bench's one platform puts all its
+//     public events in one part of the fan-out;
+//   - replicas:  before the service starts, on a database and servers of
+//     its own (the same platform and accounts set up in it): the
+//     payments load of the payments section at its largest concurrency
+//     (64 clients) against one `treasury serve`, then against two on the
+//     same database (the second started like the first, on another port;
+//     client i talks to replica i mod 2), both with
+//     TREASURY_READER_PARTITIONS=2 (issue #20): payments/s, p50/p99, the
+//     ratio of two to one, the readers each replica held (reader_leases)
+//     and each subscriber's lag (a split reader's: its part furthest
+//     behind), PostgreSQL's free connection slots before each run (a
+//     replica may open 44) and each replica's log warnings. Not profiled.
+//     On a machine of few cores both replicas and PostgreSQL share them:
+//     the ratio shows the overhead of a second replica, not a gain;
 //   - raw:       two UPDATEs and one INSERT per transaction over pgx, the
 //     limit the database sets, at the same concurrencies.
 //
 // It prints one table (figure, value, target) and writes bench/results.json.
 // Targets are reported as met or not; the bench never waits for the system
-// to look good (issue #13): per-subscriber replay and rebuild ≥ 50,000
+// to look good (issue #13): per-subscriber replay (the whole reader, and
+// each part of a split one over the log it passes) and rebuild ≥ 50,000
 // events/s; lag p99 of the slowest subscriber at 64 clients ≤ 250 ms; the
 // slowest at the head ≤ 1 s after the load; webhook first attempt p99
 // ≤ 50 ms with 0 missing; rtp created → completed p99 ≤ 1 s; payments/s at
@@ -53,9 +74,11 @@
 //
 // The bench drives the service through the HTTP API and the CLI only; it
 // reads the database for SELECT count(*) FROM events, the lag sampling
-// (subscription_checkpoints against events and public_events, by index)
-// and the scratch copy of the replay, so the server may change underneath
-// it.
+// (subscription_checkpoints against events and public_events, by index;
+// with TREASURY_READER_PARTITIONS=P set, the checkpoints NAME#i/P of the
+// split readers, a split reader's lag being its part furthest behind),
+// the readers' leases and the scratch copy of the replay, so the server
+// may change underneath it.
 //
 // -profile DIR also profiles each measured window (after its warm-up):
 // the bench starts the service with TREASURY_PPROF_ADDR on a free port
@@ -92,8 +115,9 @@ import (
 )
 
 // The sections, in the order they run. raw runs first, before the server
-// starts, so that nothing else of ours competes with it.
-var allSections = []string{"raw", "payments", "hot", "webhook", "ryw", "get", "rebuild", "replay"}
+// starts, so that nothing else of ours competes with it; replicas next,
+// on servers and a database of its own, before the service starts.
+var allSections = []string{"raw", "replicas", "payments", "hot", "webhook", "ryw", "get", "rebuild", "replay"}
 
 type options struct {
 	keepDatabase  bool
@@ -116,15 +140,19 @@ type options struct {
 
 func (o options) want(section string) bool { return o.only[section] }
 
-// needsServer reports whether any selected section talks to the service.
+// needsServer reports whether any selected section talks to the service
+// (replicas starts servers of its own).
 func (o options) needsServer() bool {
 	for _, s := range allSections {
-		if s != "raw" && o.want(s) {
+		if s != "raw" && s != "replicas" && o.want(s) {
 			return true
 		}
 	}
 	return false
 }
+
+// needsBinary reports whether any selected section runs `treasury`.
+func (o options) needsBinary() bool { return o.needsServer() || o.want("replicas") }
 
 func main() {
 	var o options

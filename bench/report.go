@@ -36,6 +36,7 @@ type report struct {
 	lag        *lagResult
 	rtp        *rtpResult
 	replay     *replaysResult
+	replicas   *replicasResult
 	audit      *auditResult
 	ryw        *rywResult
 
@@ -202,6 +203,9 @@ func (r *report) rows() []row {
 			rows = append(rows, row{Figure: "payments: non-2xx answers (all levels)", Value: classesString(all)})
 		}
 	}
+	if p := r.replicas; p != nil {
+		rows = append(rows, replicasRows(p)...)
+	}
 	if c := r.completion; c != nil && c.Sampled > 0 {
 		rows = append(rows, row{Figure: "sampled payments completed after the loads", Value: fmt.Sprintf("%d / %d in %.0f s", c.Completed, c.Sampled, c.SecondsToAwait),
 			Target: "all", Met: met(c.Completed == c.Sampled)})
@@ -270,6 +274,21 @@ func (r *report) rows() []row {
 				f, v = fmt.Sprintf("replay %s alone", run.Subscription), run.Error
 			}
 			rows = append(rows, row{Figure: f, Value: v, Target: "≥ 50,000", Met: met(run.Error == "" && run.EventsPerSecond >= 50000)})
+		}
+		for _, run := range p.Parts {
+			if run.Error != "" {
+				rows = append(rows, row{Figure: fmt.Sprintf("replay %s, each of %d parts alone", run.Subscription, p.Partitions), Value: run.Error,
+					Target: "≥ 50,000", Met: met(false)})
+				continue
+			}
+			f := fmt.Sprintf("  replay %s part %s alone (%d %s passed, %d of its part handled, %.1f s)",
+				run.Subscription, run.Partition, run.Events, run.Source, run.Handled, run.Seconds)
+			if run.Handled == 0 && run.Seconds == 0 {
+				rows = append(rows, row{Figure: f, Value: "its part holds none: nothing to time"})
+				continue
+			}
+			rows = append(rows, row{Figure: f, Value: fmt.Sprintf("%.0f events/s (%.0f handled/s)", run.EventsPerSecond, run.HandledPerSecond),
+				Target: "≥ 50,000", Met: met(run.EventsPerSecond >= 50000)})
 		}
 	}
 	if r.raw != nil {
@@ -360,6 +379,9 @@ func (r *report) write(path string) error {
 	}
 	if r.replay != nil {
 		out["subscriber_replay"] = r.replay
+	}
+	if r.replicas != nil {
+		out["replicas"] = r.replicas
 	}
 	if r.serverLogSummary != nil {
 		out["server_log"] = map[string]any{"path": r.serverLog, "summary": r.serverLogSummary}
@@ -497,6 +519,54 @@ func (r *report) lagRows(l *lagResult) []row {
 	}
 	rows = append(rows, row{Figure: "  cost of the lag sampling query (wall p50 / p99; its backend's CPU)",
 		Value: fmt.Sprintf("%.1f / %.1f ms; %s", l.SampleQueryP50ms, l.SampleQueryP99ms, cpu)})
+	return rows
+}
+
+// replicasRows: payments/s and p50/p99 with one replica and with two,
+// the ratio, and the slowest reader's lag in each.
+func replicasRows(p *replicasResult) []row {
+	var rows []row
+	for _, run := range p.Runs {
+		l := run.Load
+		rows = append(rows, row{Figure: fmt.Sprintf("payments/s, %d replica(s), %s, %d reader parts", run.Replicas, nClients(l.Clients), p.Partitions),
+			Value: fmt.Sprintf("%.0f (p50 %.1f / p99 %.1f ms)", l.PerSecond, l.P50ms, l.P99ms)})
+		if l.Failed > 0 {
+			rows = append(rows, row{Figure: fmt.Sprintf("  non-2xx, %d replica(s)", run.Replicas), Value: classesString(l.FailedByClass)})
+		}
+		var held []string
+		for _, who := range namesOf(run.Leases) {
+			held = append(held, fmt.Sprintf("%s %d", who, len(run.Leases[who])))
+		}
+		rows = append(rows, row{Figure: fmt.Sprintf("  readers held per replica, %d replica(s)", run.Replicas), Value: strings.Join(held, ", ")})
+		if lag := run.Lag; lag != nil {
+			if s := lag.Subscribers[lag.Slowest]; s != nil && s.Samples > 0 {
+				rows = append(rows, row{Figure: fmt.Sprintf("  lag p99 of the slowest subscriber (%s), %d replica(s)", lag.Slowest, run.Replicas),
+					Value: fmt.Sprintf("%.0f ms", s.MsP99)})
+			}
+			if s := lag.Subscribers[lag.SlowestToHead]; s != nil {
+				v := fmt.Sprintf("%.1f s", s.HeadAfterLoadS)
+				if s.HeadAfterLoadS < 0 {
+					v = fmt.Sprintf("not within %.0f s", lag.CatchUpBoundS)
+				}
+				rows = append(rows, row{Figure: fmt.Sprintf("  slowest subscriber (%s) at the head after the load, %d replica(s)", lag.SlowestToHead, run.Replicas), Value: v})
+			}
+		}
+	}
+	for _, who := range namesOf(p.ServerLogs) {
+		l := p.ServerLogs[who]
+		if l == nil || l.Levels["WARN"]+l.Levels["ERROR"] == 0 {
+			continue
+		}
+		v := fmt.Sprintf("%d WARN, %d ERROR", l.Levels["WARN"], l.Levels["ERROR"])
+		if len(l.Top) > 0 {
+			v += fmt.Sprintf("; most: %d × %.120s", l.Top[0].Count, l.Top[0].Msg)
+		}
+		rows = append(rows, row{Figure: fmt.Sprintf("  replica %s's log", who), Value: v})
+	}
+	if len(p.Runs) == 2 {
+		rows = append(rows, row{Figure: fmt.Sprintf("payments/s, 2 replicas ÷ 1 (%d cores shared by both and PostgreSQL: the overhead, not a gain)", p.Cores),
+			Value: fmt.Sprintf("%.2f", p.Ratio)})
+	}
 	return rows
 }
 

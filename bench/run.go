@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func run(ctx context.Context, o options) error {
 	stamp := time.Now().UnixNano()
 
 	var bin string
-	if o.needsServer() {
+	if o.needsBinary() {
 		if bin, err = buildBinary(ctx, root, stamp); err != nil {
 			return err
 		}
@@ -48,6 +49,10 @@ func run(ctx context.Context, o options) error {
 	if o.want("raw") {
 		rep.raw, err = runRaw(ctx, found.AdminURL, fmt.Sprintf("treasury_bench_raw_%d", stamp), o)
 		rep.sectionDone("raw", err)
+	}
+	if o.want("replicas") && ctx.Err() == nil {
+		rep.replicas, err = replicasSection(ctx, o, found.AdminURL, bin, stamp, runtime.NumCPU())
+		rep.sectionDone("replicas", err)
 	}
 	if o.needsServer() && ctx.Err() == nil {
 		rep.sectionDone("service", runService(ctx, o, found.AdminURL, bin, stamp, rep))
