@@ -182,24 +182,14 @@ func (l *Leases) Beat(ctx context.Context) error {
 	var err error
 	switch {
 	case len(renewed) > share:
-		// Given back from the end: the first ones stay where they are.
-		extra := renewed[share:]
-		held = renewed[:share]
+		var extra []string
+		held, extra = giveBack(renewed, len(renewed)-share)
 		l.set(held, began, live) // stop reading them before another replica may start
 		_, err = l.Pool.Exec(ctx, `UPDATE reader_leases SET owner = NULL, expires_at = '-infinity'
             WHERE owner = $1 AND name = ANY($2)`, l.ID, extra)
 	case len(renewed) < share:
-		// Free leases in an order of this replica's own, so that replicas
-		// starting together do not all reach for the same ones; SKIP
-		// LOCKED, so that two taking at once take different ones.
 		var taken []string
-		rows, qerr := l.Pool.Query(ctx, `UPDATE reader_leases r
-            SET owner = $1, expires_at = now() + $4::interval, taken_at = now(),
-                takeovers = takeovers + (r.owner IS NOT NULL)::int
-            FROM (SELECT name FROM reader_leases
-                WHERE name = ANY($2) AND (owner IS NULL OR expires_at <= now())
-                ORDER BY md5(name || $1) LIMIT $3 FOR UPDATE SKIP LOCKED) free
-            WHERE r.name = free.name RETURNING r.name`, l.ID, l.Names, share-len(renewed), ttl.String())
+		rows, qerr := l.Pool.Query(ctx, takeSQL, l.ID, l.Names, share-len(renewed), ttl.String())
 		if qerr == nil {
 			taken, qerr = pgx.CollectRows(rows, pgx.RowTo[string])
 		}
@@ -208,6 +198,49 @@ func (l *Leases) Beat(ctx context.Context) error {
 	}
 	l.set(held, began, live)
 	return err
+}
+
+// takeSQL takes up to $3 free (or expired) leases of $2 for replica $1.
+// The parts of one reader go to different replicas where they can, so
+// that they are read in parallel: first the parts of the readers this
+// replica holds fewest parts of, and of each reader one part before a
+// second; then in an order of this replica's own, so that replicas
+// starting together do not all reach for the same ones. SKIP LOCKED, so
+// that two replicas taking at once take different ones.
+const takeSQL = `UPDATE reader_leases r
+    SET owner = $1, expires_at = now() + $4::interval, taken_at = now(),
+        takeovers = takeovers + (r.owner IS NOT NULL)::int
+    FROM (SELECT c.name FROM reader_leases c
+        JOIN (SELECT name, row_number() OVER (PARTITION BY split_part(name, '#', 1) ORDER BY md5(name || $1)) AS nth
+            FROM reader_leases WHERE name = ANY($2) AND (owner IS NULL OR expires_at <= now())) f ON f.name = c.name
+        WHERE c.name = ANY($2) AND (c.owner IS NULL OR c.expires_at <= now())
+        ORDER BY f.nth + (SELECT count(*) FROM reader_leases m
+                WHERE m.owner = $1 AND split_part(m.name, '#', 1) = split_part(c.name, '#', 1)),
+            md5(c.name || $1)
+        LIMIT $3 FOR UPDATE OF c SKIP LOCKED) free
+    WHERE r.name = free.name RETURNING r.name`
+
+// giveBack picks n of the leases held to give back: parts of the readers
+// this replica holds most parts of first (another replica then reads them
+// beside it), else the last by name. It returns what is kept and what goes.
+func giveBack(held []string, n int) (keep, give []string) {
+	parts := map[string]int{}
+	for _, name := range held {
+		parts[BaseName(name)]++
+	}
+	keep = slices.Clone(held)
+	for range n {
+		pick := len(keep) - 1
+		for i := len(keep) - 1; i >= 0; i-- {
+			if parts[BaseName(keep[i])] > parts[BaseName(keep[pick])] {
+				pick = i
+			}
+		}
+		parts[BaseName(keep[pick])]--
+		give = append(give, keep[pick])
+		keep = slices.Delete(keep, pick, pick+1)
+	}
+	return keep, give
 }
 
 // set records the leases held, each until began + TTL - Every: before it

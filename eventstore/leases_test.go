@@ -344,3 +344,50 @@ func TestPartitionsStartWhereTheirReaderStood(t *testing.T) {
 	more := appendSome(t, ctx, pool, "later", 4)
 	catchUp(2, "two", len(more))
 }
+
+// The parts of one reader go to different replicas, so that they are read
+// in parallel: whether a replica gives them back to a newcomer or two
+// replicas take them from the start.
+func TestLeasesSpreadThePartsOfOneReader(t *testing.T) {
+	ctx := testCtx(t)
+	pool := newPool(t, 12)
+	var names []string
+	for _, base := range []string{"alpha", "beta", "gamma"} {
+		names = append(names, eventstore.PartitionNames(base, 2)...)
+	}
+	check := func(replicas []*replica) {
+		t.Helper()
+		awaitSpread(t, replicas, names, 5*time.Second)
+		for _, r := range replicas {
+			bases := map[string]int{}
+			for _, name := range r.Held() {
+				bases[eventstore.BaseName(name)]++
+			}
+			for base, n := range bases {
+				if n > 1 {
+					t.Errorf("replica %s holds %d parts of %s (%v): the parts should be on different replicas", r.ID, n, base, r.Held())
+				}
+			}
+		}
+	}
+	start := func() *replica {
+		l := eventstore.NewLeases(pool, names, discard)
+		l.TTL, l.Every = testTTL, testEvery
+		return startReplica(t, ctx, l)
+	}
+	// A newcomer gets one part of each reader from the replica that held all.
+	a := start()
+	awaitSpread(t, []*replica{a}, names, 5*time.Second)
+	b := start()
+	check([]*replica{a, b})
+	a.die()
+	b.die()
+	// Replicas starting together (the leases all free) take one part of each.
+	if _, err := pool.Exec(ctx, `UPDATE reader_leases SET owner = NULL, expires_at = '-infinity'`); err != nil {
+		t.Fatal(err)
+	}
+	c, d := start(), start()
+	check([]*replica{c, d})
+	c.die()
+	d.die()
+}
