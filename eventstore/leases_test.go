@@ -391,3 +391,96 @@ func TestLeasesSpreadThePartsOfOneReader(t *testing.T) {
 	c.die()
 	d.die()
 }
+
+// A reader split again, back to an earlier number of parts (whose old
+// checkpoints stand where they stopped), is brought forward to where its
+// last complete split stood, the oldest part of it; a split whose parts
+// were not all made is no guide.
+func TestAlignSplitBringsOldCheckpointsForward(t *testing.T) {
+	ctx := testCtx(t)
+	pool := newPool(t, 8)
+	createScratch(t, ctx, pool, false)
+	sub := func(p eventstore.Partition) *eventstore.Subscription {
+		return &eventstore.Subscription{Name: p.Name("realign"), Partition: p, Pool: pool, Log: discard,
+			Handle: func(ctx context.Context, tx pgx.Tx, evs []eventstore.RecordedEvent) error {
+				return insertScratch(ctx, tx, "any", evs)
+			}}
+	}
+	pos := func(name string) eventstore.Position {
+		t.Helper()
+		p, ok := checkpoint(t, ctx, pool, name)
+		if !ok {
+			t.Fatalf("no checkpoint %s", name)
+		}
+		return p
+	}
+	// catchUpPast polls the parts' steps until each checkpoint is past from.
+	catchUpPast := func(from eventstore.Position, parts ...eventstore.Partition) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for _, p := range parts {
+			for {
+				if _, err := sub(p).CatchUp(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if at, ok := checkpoint(t, ctx, pool, p.Name("realign")); ok && from.Less(at) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s did not pass %+v", p.Name("realign"), from)
+				}
+				time.Sleep(5 * time.Millisecond) // poll interval
+			}
+		}
+	}
+	appendSome(t, ctx, pool, "first", 6)
+	catchUpPast(eventstore.Position{}, eventstore.Partition{})
+	whole := pos("realign")
+
+	three := eventstore.Partitions(3)
+	appendSome(t, ctx, pool, "second", 9)
+	catchUpPast(whole, three...)
+	appendSome(t, ctx, pool, "third", 3)
+	catchUpPast(pos(three[0].Name("realign")), three[0]) // part 0 ahead, 1 and 2 behind it
+	oldest := pos(three[0].Name("realign"))
+	for _, p := range three[1:] {
+		if at := pos(p.Name("realign")); at.Less(oldest) {
+			oldest = at
+		}
+	}
+	if !whole.Less(oldest) {
+		t.Fatalf("the split's oldest part %+v is not past the whole reader's old checkpoint %+v", oldest, whole)
+	}
+
+	// Back to one part: the whole reader's checkpoint moves from where it
+	// stopped to the oldest part of the split that ran since.
+	if err := eventstore.AlignSplit(ctx, pool, "realign", eventstore.Partitions(1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := pos("realign"); got != oldest {
+		t.Errorf("the whole reader after realigning is at %+v, want the split's oldest part %+v (it stood at %+v)", got, oldest, whole)
+	}
+	// Aligning again changes nothing: it is the latest split now.
+	if err := eventstore.AlignSplit(ctx, pool, "realign", eventstore.Partitions(1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := pos("realign"); got != oldest {
+		t.Errorf("aligned twice: %+v, want %+v", got, oldest)
+	}
+
+	// A split of two whose second part was never made is incomplete: a new
+	// split of four starts from the whole reader (the latest complete one),
+	// not from the lone part, whichever is newer.
+	if _, err := pool.Exec(ctx, `INSERT INTO subscription_checkpoints (name, transaction_id, global_position, updated_at)
+        VALUES ('realign#0/2', '0', 0, clock_timestamp() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := eventstore.AlignSplit(ctx, pool, "realign", eventstore.Partitions(4)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range eventstore.Partitions(4) {
+		if got := pos(p.Name("realign")); got != oldest {
+			t.Errorf("%s starts at %+v, want the whole reader's %+v", p.Name("realign"), got, oldest)
+		}
+	}
+}

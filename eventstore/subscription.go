@@ -60,7 +60,7 @@ type Subscription struct {
 	// Partition, if not the whole log, is the part of the log this
 	// subscription reads (its Name should be Partition.Name(base)): a new
 	// part's checkpoint starts where its reader's other checkpoints are,
-	// the oldest of them (see startCheckpointSQL).
+	// the oldest of them (see alignSQL).
 	Partition Partition
 	// Lease, if set, says when this process runs the subscription: Run
 	// steps only while this replica holds the lease of its Name, and waits
@@ -212,7 +212,7 @@ func (s *Subscription) Step(ctx context.Context) (int, error) {
 	}
 	if !owned {
 		var txid int64
-		err := tx.QueryRow(ctx, startCheckpointSQL, s.Name, BaseName(s.Name), strconv.Itoa(max(s.Partition.Count, 1))).
+		err := tx.QueryRow(ctx, alignSQL, s.Name, BaseName(s.Name), strconv.Itoa(max(s.Partition.Count, 1))).
 			Scan(&txid, &pos.GlobalPosition)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return 0, ErrNotOwner // made meanwhile by another process
@@ -342,35 +342,6 @@ func endStep(ctx context.Context, pc *pgxpool.Conn, committed bool) {
 
 // filter is what the subscription reads of the log.
 func (s *Subscription) filter() Filter { return Filter{Types: s.Types, Partition: s.Partition} }
-
-// startCheckpointSQL makes a subscription's checkpoint ($1) if it has
-// none, where the oldest checkpoint of its reader ($2) stands in the split
-// that ran last (the reader unpartitioned, or split in another number of
-// parts: the one whose checkpoint moved last), or at the start of the log.
-// So a reader split into parts, or into another number of them, skips no
-// event and reads again no more than it must (what it reads again, its
-// handler absorbs: readers are partitioned only where handling an event
-// twice changes nothing). Parts of its own split ($3, the number of parts)
-// are no guide: they read other streams.
-const startCheckpointSQL = `WITH sibling AS (
-        SELECT transaction_id, global_position, updated_at,
-            coalesce(nullif(split_part(split_part(name, '#', 2), '/', 2), ''), '1') AS split
-        FROM subscription_checkpoints WHERE split_part(name, '#', 1) = $2),
-    latest AS (SELECT split FROM sibling WHERE split <> $3 GROUP BY split ORDER BY max(updated_at) DESC LIMIT 1)
-    INSERT INTO subscription_checkpoints (name, transaction_id, global_position)
-    SELECT $1, coalesce(o.transaction_id, '0'), coalesce(o.global_position, 0)
-    FROM (SELECT) one LEFT JOIN LATERAL (SELECT transaction_id, global_position FROM sibling
-        WHERE split = (SELECT split FROM latest) ORDER BY transaction_id, global_position LIMIT 1) o ON true
-    ON CONFLICT DO NOTHING
-    RETURNING transaction_id::text::bigint, global_position`
-
-// StartCheckpoint makes the named checkpoint of a reader's part (see
-// startCheckpointSQL) if it has none: for a reader that keeps its own
-// position (the webhook feeds, by public_events seq).
-func StartCheckpoint(ctx context.Context, db DB, name string, part Partition) error {
-	_, err := db.Exec(ctx, startCheckpointSQL, name, BaseName(name), strconv.Itoa(max(part.Count, 1)))
-	return err
-}
 
 // readFiltered is ReadAll of the events the filter lets through only, and
 // the position the checkpoint may move to. Readable are the events of

@@ -42,7 +42,8 @@ type limiter struct {
 }
 
 type bucket struct {
-	limit RateLimit
+	limit RateLimit // the platform's limit, this replica's share of it in lim
+	share RateLimit
 	lim   *rate.Limiter
 }
 
@@ -75,7 +76,7 @@ const maxBuckets = 10_000
 func (l *limiter) sweep() {
 	now := time.Now()
 	for id, b := range l.buckets {
-		if b.lim.TokensAt(now) >= float64(b.limit.Burst) {
+		if b.lim.TokensAt(now) >= float64(b.share.Burst) {
 			delete(l.buckets, id)
 		}
 	}
@@ -103,9 +104,10 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 	if l.off {
 		return nil
 	}
-	limit := l.limitFor(p)
+	whole := l.limitFor(p)
+	limit := whole
 	if l.replicas != nil {
-		limit = limit.share(l.replicas())
+		limit = whole.share(l.replicas())
 	}
 	l.mu.Lock()
 	if len(l.buckets) >= maxBuckets {
@@ -113,13 +115,22 @@ func (l *limiter) allow(c echo.Context, p *principal) error {
 	}
 	id := bucketOf(p)
 	b := l.buckets[id]
-	if b == nil || b.limit != limit {
-		b = &bucket{limit: limit, lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst)}
+	now := time.Now()
+	switch {
+	case b == nil || b.limit != whole:
+		// New, or the operator changed the limit: a full bucket at once.
+		b = &bucket{limit: whole, share: limit, lim: rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst)}
 		l.buckets[id] = b
+	case b.share != limit:
+		// Another number of replicas: the tokens left stay, up to the new
+		// burst, so a replica joining or leaving hands no platform a
+		// fresh burst.
+		b.lim.SetLimitAt(now, rate.Limit(limit.PerSecond))
+		b.lim.SetBurstAt(now, limit.Burst)
+		b.share = limit
 	}
 	l.mu.Unlock()
 
-	now := time.Now()
 	allowed := b.lim.AllowN(now, 1)
 	tokens := math.Max(0, b.lim.TokensAt(now))
 	h := c.Response().Header()

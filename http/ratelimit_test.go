@@ -84,8 +84,6 @@ func TestRateLimitGlobalConfig(t *testing.T) {
 	}
 }
 
-// TestRateLimitGuardBeforeLimiter: a key's refused calls to routes it may
-// not use do not drain its bucket.
 // With three replicas, each enforces a third of the limit (rounded up):
 // a platform whose requests all reach one replica gets its share, and the
 // headers say so.
@@ -105,8 +103,14 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 		}
 		requireError(t, r, http.StatusTooManyRequests, "rate_limited")
 	}
+	// Two replicas leave: the whole limit is this replica's now, but the
+	// tokens spent stay spent (no fresh burst of 7).
+	replicas = 1
+	requireError(t, api.do("GET", "/v1/platform", p.SandboxSecret, nil), http.StatusTooManyRequests, "rate_limited")
 }
 
+// TestRateLimitGuardBeforeLimiter: a key's refused calls to routes it may
+// not use do not drain its bucket.
 func TestRateLimitGuardBeforeLimiter(t *testing.T) {
 	api := newTestAPI(t, apihttp.Config{RateLimit: &apihttp.RateLimit{PerSecond: 1, Burst: 2}})
 	p := ktNewPlatform(t, api, "Guarded Co")

@@ -569,8 +569,13 @@ func (s *Simulator) workers() int {
 
 // claim leases up to Batch due actions, oldest first, and returns them
 // grouped by object, each group in the order its actions must run. A
-// payment's settlement is not claimed while its submission is leased (in
-// flight elsewhere, or failed and waiting): it would overtake it.
+// payment's settlement is claimed only once its submission is performed
+// (its row deleted): claimed in flight elsewhere, or failed and waiting,
+// the settlement would overtake it. Not "while its submission is leased":
+// two settlers claiming at once each read the schedule as it was before
+// the other's claim, so one took the settlement while the other took the
+// submission (TestSettlersOfSeveralReplicasShareOneBacklog); a row that
+// is still there is seen by every claim that could overtake it.
 func (s *Simulator) claim(ctx context.Context) (groups [][]job, short bool, err error) {
 	batch := s.Batch
 	if batch <= 0 {
@@ -579,7 +584,7 @@ func (s *Simulator) claim(ctx context.Context) (groups [][]job, short bool, err 
 	rows, err := s.Pool.Query(ctx, `WITH due AS (
             SELECT id, due_at FROM sandbox_schedule c
             WHERE due_at <= now() AND NOT (action = $3 AND EXISTS (SELECT 1 FROM sandbox_schedule p
-                WHERE p.id = $4::text || ':' || substr(c.id, length($3::text) + 2) AND p.due_at > c.due_at))
+                WHERE p.id = $4::text || ':' || substr(c.id, length($3::text) + 2)))
             ORDER BY due_at, action <> $4::text LIMIT $2 FOR UPDATE OF c SKIP LOCKED)
         UPDATE sandbox_schedule s SET due_at = now() + $1::interval FROM due WHERE s.id = due.id
         RETURNING s.id, s.action, due.due_at`, Lease.String(), batch, actionSettlePayment, actionSubmitPayment)

@@ -413,6 +413,15 @@ func TestSettlersOfSeveralReplicasShareOneBacklog(t *testing.T) {
 	if total != want {
 		t.Errorf("the three settlers performed %v actions, %d in all, want each of the %d once", each, total, want)
 	}
+	working := 0
+	for _, n := range each {
+		if n > 0 {
+			working++
+		}
+	}
+	if working < 2 {
+		t.Errorf("the settlers performed %v actions: one did all the work, so they were never side by side", each)
+	}
 	for _, id := range rtps {
 		if h := settlerHistory(t, ctx, s.pool, id); h != "payment.created<- payment.submitted<-settle_payment:"+id+
 			" payment.completed<-settle_payment:"+id {

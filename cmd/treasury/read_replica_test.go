@@ -317,6 +317,20 @@ func TestReadReplica(t *testing.T) {
 			t.Errorf("lists that missed the write just made: %v", misses)
 		}
 	})
+
+	// Promoted, the standby is a primary of its own that the writes never
+	// reach (its last replay position still answers): it is not read.
+	t.Run("standby promoted: the primary answers", func(t *testing.T) {
+		var ok bool
+		if err := queryOn(db.standbyURL, `SELECT pg_promote(true, 30)`, &ok); err != nil || !ok {
+			t.Fatalf("promote: %v %v", ok, err)
+		}
+		lastWrites(t, "unavailable", 30_000)
+		ready := decodeJSON[map[string]any](t, r.must(http.MethodGet, "/readyz", nil, http.StatusOK))
+		if s, _ := ready["read_replica"].(string); !strings.HasPrefix(s, "unavailable") {
+			t.Errorf("/readyz read_replica = %q with the standby promoted, want unavailable…", s)
+		}
+	})
 }
 
 // TestReplicaURLSetting: unset is no replica; a connection string pgx

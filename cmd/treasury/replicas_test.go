@@ -288,6 +288,25 @@ func TestReplicasKillEachOwner(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	problems.report(t)
+
+	// A replica stopped cleanly (SIGTERM) gives its leases back before it
+	// exits: none is left to expire.
+	last := replicas[len(replicas)-1]
+	pid := last.pid()
+	last.proc.stop()
+	if exited, err := last.proc.exited(); !exited || err != nil {
+		t.Errorf("serve after SIGTERM: exited %v, %v", exited, err)
+	}
+	var kept []string
+	for name, owner := range leasesOf() {
+		if ownerPID(owner) == pid {
+			kept = append(kept, name)
+		}
+	}
+	if len(kept) > 0 {
+		t.Errorf("a replica stopped with SIGTERM left its leases %v to expire", kept)
+	}
+	replicas = replicas[:len(replicas)-1]
 	t.Logf("%d kills; %d payments answered", kills, load.answeredCount())
 
 	ftCheckPayments(t, load)
@@ -295,6 +314,11 @@ func TestReplicasKillEachOwner(t *testing.T) {
 	events := r.waitAllDelivered(rc, wh.CreatedAt, 90*time.Second)
 	stopSampling()
 	<-sampled
+	stalls.mu.Lock()
+	for name, since := range stalls.since { // still without a live owner at the end
+		stalls.longest[name] = max(stalls.longest[name], time.Since(since))
+	}
+	stalls.mu.Unlock()
 	duplicates, extra := 0, 0
 	rc.mu.Lock()
 	for _, n := range rc.got {

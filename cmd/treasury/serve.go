@@ -130,50 +130,21 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	}
 	parts := eventstore.Partitions(cfg.ReaderPartitions)
 	leases := eventstore.NewLeases(bgPool, readerNames(cfg, parts), log)
-	go runWhenReady(ctx, &ready, func() {
-		// The readers run where this replica holds their leases: with
-		// several replicas, each runs its share (see eventstore.Leases).
-		go leases.Run(ctx)
-		if forwarder != nil {
-			for _, p := range parts {
-				f := *forwarder
-				f.Partition, f.Lease = p, leases
-				if p.Index > 0 {
-					f.Wake = notifier.SubscribeTo(eventstore.TopicPublicEvents)
-				}
-				go f.Run(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks))
-			}
-		}
-		for _, s := range projections.AsyncSubscribers() {
-			proj := projections.NewSubscription(s, bgPool, notifier.Subscribe(), log)
-			proj.Pacer = pacer
-			proj.Lease = leases
-			proj.OnCommit = a.Projected.Kick // writes waiting to be readable
-			if s.Name == projections.PublicEventsSubscription {
-				proj.OnCommit = func() {
-					a.Projected.Kick()
-					notifier.NotifyOf(eventstore.TopicPublicEvents) // wake the webhook feed
-				}
-			}
-			go proj.Run(eventstore.WithOrigin(ctx, eventstore.OriginProjections))
-		}
-		for _, p := range parts {
-			kyb := bg.KYBDecider(notifier.Subscribe())
-			kyb.Name, kyb.Partition, kyb.Lease = p.Name(kyb.Name), p, leases
-			kyb.Pacer = pacer
-			go kyb.Run(eventstore.WithOrigin(ctx, eventstore.OriginKYB))
-		}
-		chain := eventstore.ChainSubscription(bgPool, notifier.Subscribe())
-		chain.Pacer = pacer
-		chain.Lease = leases
-		go chain.Run(eventstore.WithOrigin(ctx, eventstore.OriginChain))
-		startWebhooks(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks), cfg, bgPool, &bg, notifier, pacer, parts, leases, log)
-		sim := &sandbox.Simulator{App: &bg, Pool: bgPool, Log: log, Pacer: pacer}
-		sandboxRails := sandbox.Connector{Sim: sim, Wake: notifier.Subscribe, Parts: parts, Lease: leases}
-		go sandboxRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginSandbox))
-		go liveRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
-		go bg.RunPaymentClock(ctx, time.Minute)
-	})
+	runWebhooks, err := newWebhooks(cfg, bgPool, &bg, notifier, pacer, parts, leases, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// Done once the leases are given back (or the readers never started):
+	// the background pool must outlive that.
+	leasesDone := make(chan struct{})
+	go func() {
+		defer close(leasesDone)
+		runWhenReady(ctx, &ready, func() {
+			startReaders(ctx, cfg, parts, leases, bgPool, &bg, a, notifier, pacer, forwarder, runWebhooks, liveRails, log)
+			leases.Run(ctx) // until ctx ends; then the leases go back, so another replica reads at once
+		})
+	}()
 	var achCutter apihttp.ACHCutter
 	if liveRails.ACHOut != nil {
 		achCutter = liveRails.ACHOut
@@ -210,7 +181,12 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return srv.Shutdown(shutdown)
+	err = srv.Shutdown(shutdown)
+	select { // the leases given back before the background pool closes
+	case <-leasesDone:
+	case <-time.After(3 * time.Second):
+	}
+	return err
 }
 
 // fdReserve is the file descriptors kept for everything but API
@@ -327,16 +303,23 @@ func waitUntilMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger
 	}
 }
 
+// splitReaders are the readers split into TREASURY_READER_PARTITIONS
+// parts: those whose work does not depend on the order across streams
+// (across platforms, for the public events' readers).
+func splitReaders(cfg config) []string {
+	split := []string{app.KYBDeciderName, sandbox.SubscriptionName, webhooks.FanoutName}
+	if cfg.NATSURL != "" {
+		split = append(split, jetstream.CheckpointName)
+	}
+	return split
+}
+
 // readerNames are the leases of the readers a replica runs (see
 // eventstore.Leases): the projections, the hash chain, and each part of
 // the readers that are split.
 func readerNames(cfg config, parts []eventstore.Partition) []string {
 	names := append(projections.AsyncNames(), eventstore.ChainName)
-	split := []string{app.KYBDeciderName, sandbox.SubscriptionName, webhooks.FanoutName}
-	if cfg.NATSURL != "" {
-		split = append(split, jetstream.CheckpointName)
-	}
-	for _, base := range split {
+	for _, base := range splitReaders(cfg) {
 		for _, p := range parts {
 			names = append(names, p.Name(base))
 		}
@@ -344,10 +327,66 @@ func readerNames(cfg config, parts []eventstore.Partition) []string {
 	return names
 }
 
-// startWebhooks runs the watermill fan-out (public events → deliveries)
-// and the sender.
-func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.App, notifier *eventstore.Notifier, pacer *eventstore.Pacer,
-	parts []eventstore.Partition, leases *eventstore.Leases, log *slog.Logger) {
+// startReaders starts the log's readers (each steps only while this
+// replica holds its lease), the webhooks, and the rail connectors. The
+// parts of the split readers are first brought to where the last other
+// split of each stood (TREASURY_READER_PARTITIONS changed since: see
+// eventstore.AlignSplit).
+func startReaders(ctx context.Context, cfg config, parts []eventstore.Partition, leases *eventstore.Leases,
+	bgPool *pgxpool.Pool, bg, a *app.App, notifier *eventstore.Notifier, pacer *eventstore.Pacer,
+	forwarder *jetstream.Forwarder, runWebhooks func(context.Context), liveRails bank.Connector, log *slog.Logger) {
+	for _, base := range splitReaders(cfg) {
+		if err := eventstore.AlignSplit(ctx, bgPool, base, parts); err != nil {
+			log.Warn("reader parts not aligned with the previous split; each new part starts where it would have", "error", err)
+		}
+	}
+	if forwarder != nil {
+		for _, p := range parts {
+			f := *forwarder
+			f.Partition, f.Lease = p, leases
+			if p.Index > 0 {
+				f.Wake = notifier.SubscribeTo(eventstore.TopicPublicEvents)
+			}
+			go f.Run(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks))
+		}
+	}
+	for _, s := range projections.AsyncSubscribers() {
+		proj := projections.NewSubscription(s, bgPool, notifier.Subscribe(), log)
+		proj.Pacer = pacer
+		proj.Lease = leases
+		proj.OnCommit = a.Projected.Kick // writes waiting to be readable
+		if s.Name == projections.PublicEventsSubscription {
+			proj.OnCommit = func() {
+				a.Projected.Kick()
+				notifier.NotifyOf(eventstore.TopicPublicEvents) // wake the webhook feed
+			}
+		}
+		go proj.Run(eventstore.WithOrigin(ctx, eventstore.OriginProjections))
+	}
+	for _, p := range parts {
+		kyb := bg.KYBDecider(notifier.Subscribe())
+		kyb.Name, kyb.Partition, kyb.Lease = p.Name(kyb.Name), p, leases
+		kyb.Pacer = pacer
+		go kyb.Run(eventstore.WithOrigin(ctx, eventstore.OriginKYB))
+	}
+	chain := eventstore.ChainSubscription(bgPool, notifier.Subscribe())
+	chain.Pacer = pacer
+	chain.Lease = leases
+	go chain.Run(eventstore.WithOrigin(ctx, eventstore.OriginChain))
+	runWebhooks(eventstore.WithOrigin(ctx, eventstore.OriginWebhooks))
+	sim := &sandbox.Simulator{App: bg, Pool: bgPool, Log: log, Pacer: pacer}
+	sandboxRails := sandbox.Connector{Sim: sim, Wake: notifier.Subscribe, Parts: parts, Lease: leases}
+	go sandboxRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginSandbox))
+	go liveRails.Run(eventstore.WithOrigin(ctx, eventstore.OriginBank))
+	go bg.RunPaymentClock(ctx, time.Minute)
+}
+
+// newWebhooks builds the watermill fan-out (public events → deliveries,
+// a feed per part) and the sender, and returns what runs them. Built
+// before serve answers: a router that cannot be built stops serve, rather
+// than leave the feed's leases held here with nothing to read them.
+func newWebhooks(cfg config, pool *pgxpool.Pool, a *app.App, notifier *eventstore.Notifier, pacer *eventstore.Pacer,
+	parts []eventstore.Partition, leases *eventstore.Leases, log *slog.Logger) (func(context.Context), error) {
 	sender := &webhooks.Sender{Pool: pool, App: a, Log: log, Wake: notifier.SubscribeTo(eventstore.TopicDeliveries), AllowPrivate: cfg.WebhookAllowPriv}
 	var feeds []*webhooks.FeedSubscriber
 	for _, p := range parts {
@@ -357,8 +396,7 @@ func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.A
 	delivered := func() { notifier.NotifyOf(eventstore.TopicDeliveries) }
 	router, err := webhooks.NewRouter(feeds, &webhooks.Fanout{Pool: pool, Delivered: delivered, Sender: sender}, log)
 	if err != nil {
-		log.Error("webhook router", "error", err)
-		return
+		return nil, fmt.Errorf("webhook router: %w", err)
 	}
 	// The fan-out handler works on its message's context, not the router's: label it too.
 	router.AddMiddleware(func(h message.HandlerFunc) message.HandlerFunc {
@@ -367,12 +405,14 @@ func startWebhooks(ctx context.Context, cfg config, pool *pgxpool.Pool, a *app.A
 			return h(msg)
 		}
 	})
-	go func() {
-		if err := router.Run(ctx); err != nil && ctx.Err() == nil {
-			log.Error("webhook router stopped", "error", err)
-		}
-	}()
-	go sender.Run(ctx)
+	return func(ctx context.Context) {
+		go func() {
+			if err := router.Run(ctx); err != nil && ctx.Err() == nil {
+				log.Error("webhook router stopped", "error", err)
+			}
+		}()
+		go sender.Run(ctx)
+	}, nil
 }
 
 // achOutbound is live ACH's connector to the sponsor bank, or nil when

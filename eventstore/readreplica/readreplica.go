@@ -122,10 +122,14 @@ func (r *Replica) poll() {
 
 func (r *Replica) readReplayed(ctx context.Context) (int64, error) {
 	var replayed *int64
-	if err := r.Pool.QueryRow(ctx, `SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&replayed); err != nil {
+	var standby bool
+	// pg_is_in_recovery(), not only a NULL replay position: a promoted
+	// standby keeps answering the last position it replayed.
+	if err := r.Pool.QueryRow(ctx, `SELECT pg_is_in_recovery(), (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint`).
+		Scan(&standby, &replayed); err != nil {
 		return 0, fmt.Errorf("read replica: %w", err)
 	}
-	if replayed == nil { // NULL: not in recovery
+	if !standby || replayed == nil {
 		return 0, ErrNotStandby
 	}
 	return *replayed, nil
