@@ -151,19 +151,9 @@ func TestNATSForwarder(t *testing.T) {
 	// The payments settle after the load: wait until the log is quiet and
 	// the stream holds as many messages as there are public events.
 	var want []event
-	eventually(t, 60*time.Second, "every public event in the stream", func() error {
-		var err error
-		if want, err = publicEvents(); err != nil {
-			return err
-		}
-		info, err := js.StreamInfo(jetstream.StreamName)
-		if err != nil {
-			return err
-		}
-		if info.State.Msgs != uint64(len(want)) {
-			return fmt.Errorf("%d messages, %d public events", info.State.Msgs, len(want))
-		}
-		return nil
+	awaitStreamHolds(t, js, func() (n int, err error) {
+		want, err = publicEvents()
+		return len(want), err
 	})
 	if len(want) < 240 {
 		t.Fatalf("only %d public events", len(want))
@@ -195,4 +185,25 @@ func TestNATSForwarder(t *testing.T) {
 	if extra, err := sub.NextMsg(500 * time.Millisecond); err == nil {
 		t.Errorf("a message more than the public events: %s %s", extra.Subject, extra.Data)
 	}
+}
+
+// awaitStreamHolds waits until the JetStream stream holds as many messages
+// as there are public events, counted by count (again at each look: the
+// log may still grow while payments settle).
+func awaitStreamHolds(t *testing.T, js nats.JetStreamContext, count func() (int, error)) {
+	t.Helper()
+	eventually(t, 60*time.Second, "every public event in the stream", func() error {
+		n, err := count()
+		if err != nil {
+			return err
+		}
+		info, err := js.StreamInfo(jetstream.StreamName)
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs != uint64(n) {
+			return fmt.Errorf("%d messages, %d public events", info.State.Msgs, n)
+		}
+		return nil
+	})
 }

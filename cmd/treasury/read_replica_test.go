@@ -157,26 +157,8 @@ func TestReadReplica(t *testing.T) {
 		t.Errorf("/readyz read_replica = %v, want standby", ready["read_replica"])
 	}
 
-	var mu sync.Mutex
-	misses := map[string]int{}
-	miss := func(kind, format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if misses[kind] < 3 {
-			t.Errorf(kind+": "+format, args...)
-		}
-		misses[kind]++
-	}
-	created := func(path string, body any) string {
-		res, err := r.do(http.MethodPost, path, body)
-		if err != nil || res.Status != http.StatusCreated {
-			t.Errorf("POST %s: %v %s", path, err, res)
-			return ""
-		}
-		return decodeJSON[struct {
-			ID string `json:"id"`
-		}](t, res).ID
-	}
+	misses := newRYWMisses(t)
+	miss, created := misses.miss, r.created
 	// newest lists path and returns the ids its items carry under field
 	// (a dotted path: "source.id").
 	newest := func(path, field string) []string {
@@ -252,8 +234,8 @@ func TestReadReplica(t *testing.T) {
 		t.Logf("%d writes, %d lists: %v served by the replica; by the primary: lagging %v, unavailable %v, read failed %v",
 			workers*rounds, total, served, after["lagging"]-before["lagging"], after["unavailable"]-before["unavailable"],
 			after["read_failed"]-before["read_failed"])
-		if len(misses) > 0 {
-			t.Errorf("lists that missed the write just made: %v of %d writes", misses, workers*rounds)
+		if m := misses.counts(); len(m) > 0 {
+			t.Errorf("lists that missed the write just made: %v of %d writes", m, workers*rounds)
 		}
 		// The replica must do the work: most lists are served there (the
 		// rest waited past the replica's bound on a busy machine).
@@ -276,8 +258,8 @@ func TestReadReplica(t *testing.T) {
 		if after["served"] != before["served"] {
 			t.Errorf("the replica served %v lists it could not have shown the writes in", after["served"]-before["served"])
 		}
-		if len(misses) > 0 {
-			t.Errorf("lists that missed the write just made: %v", misses)
+		if m := misses.counts(); len(m) > 0 {
+			t.Errorf("lists that missed the write just made: %v", m)
 		}
 	}
 
@@ -313,8 +295,8 @@ func TestReadReplica(t *testing.T) {
 			}
 			return nil
 		})
-		if len(misses) > 0 {
-			t.Errorf("lists that missed the write just made: %v", misses)
+		if m := misses.counts(); len(m) > 0 {
+			t.Errorf("lists that missed the write just made: %v", m)
 		}
 	})
 

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"sync"
 	"testing"
@@ -43,31 +44,8 @@ func TestReadYourWritesUnderConcurrentWriters(t *testing.T) {
 			} `json:"data"`
 		} `json:"data"`
 	}
-	var mu sync.Mutex
-	misses := map[string]int{}
-	miss := func(kind string, format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if misses[kind] < 3 {
-			t.Errorf(kind+": "+format, args...)
-		}
-		misses[kind]++
-	}
-	// created writes and returns the new resource's id; 0 on failure.
-	created := func(path string, body any) string {
-		res, err := r.do(http.MethodPost, path, body)
-		if err != nil || res.Status != http.StatusCreated {
-			t.Errorf("POST %s: %v %s", path, err, res)
-			return ""
-		}
-		var v struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal(res.Body, &v); err != nil {
-			t.Errorf("POST %s: %v", path, err)
-		}
-		return v.ID
-	}
+	misses := newRYWMisses(t)
+	miss, created := misses.miss, r.created
 	list := func(path string, into any) bool {
 		res, err := r.do(http.MethodGet, path, nil)
 		if err != nil || res.Status != http.StatusOK {
@@ -134,7 +112,50 @@ func TestReadYourWritesUnderConcurrentWriters(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(misses) > 0 {
-		t.Errorf("lists that missed the write just made: %v of %d writes", misses, workers*rounds)
+	if m := misses.counts(); len(m) > 0 {
+		t.Errorf("lists that missed the write just made: %v of %d writes", m, workers*rounds)
 	}
+}
+
+// rywMisses counts the lists that missed the write made just before them,
+// by kind, and reports the first three of each kind (from any goroutine).
+type rywMisses struct {
+	t      *testing.T
+	mu     sync.Mutex
+	byKind map[string]int
+}
+
+func newRYWMisses(t *testing.T) *rywMisses { return &rywMisses{t: t, byKind: map[string]int{}} }
+
+func (m *rywMisses) miss(kind, format string, args ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byKind[kind] < 3 {
+		m.t.Errorf(kind+": "+format, args...)
+	}
+	m.byKind[kind]++
+}
+
+// counts is the misses so far, by kind.
+func (m *rywMisses) counts() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.byKind)
+}
+
+// created makes a platform POST that must answer 201 and returns the new
+// resource's id ("" on failure, reported).
+func (r *ftRig) created(path string, body any) string {
+	res, err := r.do(http.MethodPost, path, body)
+	if err != nil || res.Status != http.StatusCreated {
+		r.t.Errorf("POST %s: %v %s", path, err, res)
+		return ""
+	}
+	var v struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(res.Body, &v); err != nil {
+		r.t.Errorf("POST %s: %v", path, err)
+	}
+	return v.ID
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/opentreasury/treasury/eventstore"
-	"github.com/opentreasury/treasury/webhooks/jetstream"
 )
 
 var leaseHeldLine = regexp.MustCompile(`(?m)^treasury_reader_lease_held\{reader="([^"]+)"\} ([01])$`)
@@ -361,24 +360,15 @@ func rpCheckNATS(t *testing.T, ctx context.Context, conn *pgx.Conn, natsURL stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "every public event in the stream", func() error {
+	awaitStreamHolds(t, js, func() (int, error) {
 		rows, err := conn.Query(ctx, `SELECT id, platform_id FROM public_events ORDER BY seq`)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		want = want[:0]
 		var e event
-		if _, err := pgx.ForEachRow(rows, []any{&e.id, &e.platform}, func() error { want = append(want, e); return nil }); err != nil {
-			return err
-		}
-		info, err := js.StreamInfo(jetstream.StreamName)
-		if err != nil {
-			return err
-		}
-		if info.State.Msgs != uint64(len(want)) {
-			return fmt.Errorf("%d messages, %d public events", info.State.Msgs, len(want))
-		}
-		return nil
+		_, err = pgx.ForEachRow(rows, []any{&e.id, &e.platform}, func() error { want = append(want, e); return nil })
+		return len(want), err
 	})
 	sub, err := js.SubscribeSync("treasury.>", nats.OrderedConsumer(), nats.DeliverAll())
 	if err != nil {
