@@ -457,6 +457,9 @@ func (s *Subscription) Run(ctx context.Context) {
 			s.Pacer.Idle(s.Name)
 			s.Lease.Await(ctx, s.Name)
 			s.Pacer.Woke(s.Name)
+			// A backoff grown while others owned it is no measure of now:
+			// the replica that gave the lease back may still end a step.
+			backoff = 50 * time.Millisecond
 			continue
 		}
 		if wait := gap - time.Since(caughtUp); s.LatencyBound && wait > 0 {

@@ -139,15 +139,7 @@ func TestNATSForwarder(t *testing.T) {
 		})
 		return out, err
 	}
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := nc.JetStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamAt(t, natsURL)
 	// The payments settle after the load: wait until the log is quiet and
 	// the stream holds as many messages as there are public events.
 	var want []event
@@ -158,15 +150,8 @@ func TestNATSForwarder(t *testing.T) {
 	if len(want) < 240 {
 		t.Fatalf("only %d public events", len(want))
 	}
-	sub, err := js.SubscribeSync("treasury.>", nats.OrderedConsumer(), nats.DeliverAll())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, w := range want {
-		msg, err := sub.NextMsg(10 * time.Second)
-		if err != nil {
-			t.Fatalf("message %d of %d: %v", i, len(want), err)
-		}
+	for i, msg := range streamMessages(t, js, len(want)) {
+		w := want[i]
 		var body struct {
 			ID, Type, Object string
 			PlatformID       string `json:"platform_id"`
@@ -181,9 +166,6 @@ func TestNATSForwarder(t *testing.T) {
 			t.Fatalf("message %d: subject %s, id %s (msg id %s), want %+v as %s", i, msg.Subject, body.ID,
 				msg.Header.Get(nats.MsgIdHdr), w, subject)
 		}
-	}
-	if extra, err := sub.NextMsg(500 * time.Millisecond); err == nil {
-		t.Errorf("a message more than the public events: %s %s", extra.Subject, extra.Data)
 	}
 }
 
@@ -206,4 +188,42 @@ func awaitStreamHolds(t *testing.T, js nats.JetStreamContext, count func() (int,
 		}
 		return nil
 	})
+}
+
+// jetStreamAt connects to the NATS server at url for the rest of the test.
+func jetStreamAt(t *testing.T, url string) nats.JetStreamContext {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// streamMessages reads the stream's messages from the first, in the
+// stream's order: n of them, and fails if one more follows.
+func streamMessages(t *testing.T, js nats.JetStreamContext, n int) []*nats.Msg {
+	t.Helper()
+	sub, err := js.SubscribeSync("treasury.>", nats.OrderedConsumer(), nats.DeliverAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	msgs := make([]*nats.Msg, 0, n)
+	for i := range n {
+		msg, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("message %d of %d: %v", i, n, err)
+		}
+		msgs = append(msgs, msg)
+	}
+	if extra, err := sub.NextMsg(500 * time.Millisecond); err == nil {
+		t.Errorf("a message more than the %d public events: %s %s", n, extra.Subject, extra.Data)
+	}
+	return msgs
 }
