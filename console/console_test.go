@@ -366,12 +366,7 @@ func TestTheSessionCookieIsSecureOutsideLocalhost(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		var signin *http.Cookie
-		for _, c := range res.Cookies() {
-			if c.Name == "treasury_console_signin" {
-				signin = c
-			}
-		}
+		signin := cookieNamed(res, "treasury_console_signin")
 		if signin == nil || signin.Secure != secure || !signin.HttpOnly || signin.SameSite != http.SameSiteStrictMode {
 			t.Errorf("host %s: the sign-in cookie %+v, want Secure %v", host, signin, secure)
 			continue
@@ -386,12 +381,7 @@ func TestTheSessionCookieIsSecureOutsideLocalhost(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		var session *http.Cookie
-		for _, c := range res.Cookies() {
-			if c.Name == "treasury_console" {
-				session = c
-			}
-		}
+		session := cookieNamed(res, "treasury_console")
 		if res.StatusCode != http.StatusSeeOther || session == nil || session.Secure != secure || !session.HttpOnly ||
 			session.SameSite != http.SameSiteStrictMode || session.Path != "/console" {
 			t.Errorf("host %s: sign-in %d, the session cookie %+v, want Secure %v", host, res.StatusCode, session, secure)
@@ -448,4 +438,14 @@ func TestTheBannerShowsOnlyTheConsolesOwnWords(t *testing.T) {
 	if p := b.do("GET", done.location, nil, nil); !strings.Contains(p.body, "Account frozen.") {
 		t.Errorf("the console's own banner is missing at %s", done.location)
 	}
+}
+
+// cookieNamed is the cookie res sets under name, or nil.
+func cookieNamed(res *http.Response, name string) *http.Cookie {
+	for _, c := range res.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }
