@@ -1052,8 +1052,11 @@ func TestCreateReplay(t *testing.T) {
 	})
 }
 
-// losesFirstAnswer sends the first request to the server, then drops its
-// answer as a broken connection would: the client sees an error.
+// losesFirstAnswer drops the first successful answer as a broken
+// connection would (the client sees an error), after the server acted on
+// the request. Busy answers (429, 503) before it pass through: losing one
+// of those would lose no work, and the test that counts the attempts
+// would see only the retry's answer.
 type losesFirstAnswer struct {
 	base http.RoundTripper
 	mu   sync.Mutex
@@ -1063,7 +1066,7 @@ type losesFirstAnswer struct {
 func (l *losesFirstAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := l.base.RoundTrip(req)
 	l.mu.Lock()
-	drop := !l.lost && err == nil
+	drop := !l.lost && err == nil && resp.StatusCode < 300
 	l.lost = l.lost || drop
 	l.mu.Unlock()
 	if drop {

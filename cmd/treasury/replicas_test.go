@@ -351,6 +351,19 @@ func TestReplicasKillEachOwner(t *testing.T) {
 	}
 	t.Logf("longest time a reader went without a live owner: %s (%s)", worst.Round(10*time.Millisecond), worstName)
 
+	// The log quiet first (every payment settled, the projections at its
+	// head), so that the stream can be read to its end and nothing follows.
+	eventually(t, 60*time.Second, "every payment settled", func() error {
+		var open int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM payments WHERE status IN ('pending', 'submitted')`).Scan(&open); err != nil {
+			return err
+		}
+		if open > 0 {
+			return fmt.Errorf("%d payments not settled yet", open)
+		}
+		return nil
+	})
+	r.waitProjected()
 	rpCheckNATS(t, ctx, conn, natsURL)
 	t.Logf("total %s", time.Since(started).Round(time.Millisecond))
 }
