@@ -141,6 +141,8 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 	go func() {
 		defer close(leasesDone)
 		runWhenReady(ctx, &ready, func() {
+			// Plans made while the tables were small are made again as they grow.
+			go (&eventstore.StatisticsKeeper{DB: bgPool, Log: log}).Run(ctx)
 			startReaders(ctx, cfg, parts, leases, bgPool, &bg, a, notifier, pacer, forwarder, runWebhooks, liveRails, log)
 			leases.Run(ctx) // until ctx ends; then the leases go back, so another replica reads at once
 		})

@@ -1,0 +1,194 @@
+package eventstore_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/opentreasury/treasury/eventstore"
+	"github.com/opentreasury/treasury/eventstore/pgtest"
+)
+
+// Given a statement prepared on a connection while its table was tiny
+// (its cached plan a sequential scan), when the table grows a
+// thousandfold, then the plan stays a sequential scan until the keeper
+// steps; the keeper analyzes the table (and only once it has more than
+// doubled), and the statement's next plan uses the index.
+func TestStatisticsKeeperReplansGrownTables(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	w := writer(t, pool)
+	exec(t, w, `CREATE TABLE grows (id text PRIMARY KEY, v int NOT NULL)`)
+	exec(t, w, `INSERT INTO grows SELECT 'k' || i, i FROM generate_series(1, 10) i`)
+	exec(t, w, `ANALYZE grows`)
+
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// The plan a pooled connection ends up keeping: the generic one.
+	exec(t, conn, `SET plan_cache_mode = force_generic_plan`)
+	exec(t, conn, `PREPARE by_id(text) AS SELECT v FROM grows WHERE id = $1`)
+	if plan := explain(t, conn); !strings.Contains(plan, "Seq Scan") {
+		t.Fatalf("plan over 10 rows = %q; want a sequential scan (else this test proves nothing)", plan)
+	}
+
+	keeper := &eventstore.StatisticsKeeper{DB: pool}
+	exec(t, w, `INSERT INTO grows SELECT 'k' || i, i FROM generate_series(11, 15) i`)
+	awaitLiveRows(t, pool, "grows", 15)
+	if analyzed := step(t, keeper); slices.Contains(analyzed, "grows") {
+		t.Fatalf("analyzed %v with 15 rows after 10: want no ANALYZE before the table has doubled", analyzed)
+	}
+
+	exec(t, w, `INSERT INTO grows SELECT 'k' || i, i FROM generate_series(16, 20000) i`)
+	awaitLiveRows(t, pool, "grows", 20000)
+	if plan := explain(t, conn); !strings.Contains(plan, "Seq Scan") {
+		t.Fatalf("plan before the keeper = %q; want the cached sequential scan", plan)
+	}
+	if analyzed := step(t, keeper); !slices.Contains(analyzed, "grows") {
+		t.Fatalf("analyzed %v; want grows (20,000 rows, analyzed at 10)", analyzed)
+	}
+	if plan := explain(t, conn); !strings.Contains(plan, "Index") {
+		t.Fatalf("plan after the keeper = %q; want the primary key's index", plan)
+	}
+	if analyzed := step(t, keeper); slices.Contains(analyzed, "grows") {
+		t.Fatalf("analyzed %v again with no rows added", analyzed)
+	}
+}
+
+// Given a small table whose rows are updated many times over, then the
+// keeper leaves it alone: analyzing it would throw away every plan that
+// reads it, for nothing.
+func TestStatisticsKeeperLeavesChurningTablesAlone(t *testing.T) {
+	pool := pgtest.Pool(t)
+	w := writer(t, pool)
+	exec(t, w, `CREATE TABLE churns (id int PRIMARY KEY, v int NOT NULL)`)
+	exec(t, w, `INSERT INTO churns SELECT i, 0 FROM generate_series(1, 100) i`)
+	exec(t, w, `ANALYZE churns`)
+	for range 20 {
+		exec(t, w, `UPDATE churns SET v = v + 1`)
+	}
+	exec(t, w, `INSERT INTO churns VALUES (101, 0)`) // counted once the 2,000 updates before it are
+	awaitLiveRows(t, pool, "churns", 101)
+	if analyzed := step(t, &eventstore.StatisticsKeeper{DB: pool}); slices.Contains(analyzed, "churns") {
+		t.Fatalf("analyzed %v: want no ANALYZE of a table that only changed in place", analyzed)
+	}
+}
+
+// Given keepers of several replicas stepping at once over grown tables,
+// then none fails (one gives way while another analyzes a table) and
+// every table ends up analyzed.
+func TestStatisticsKeepersOfSeveralReplicas(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	w := writer(t, pool)
+	tables := []string{"g1", "g2", "g3", "g4"}
+	for _, name := range tables {
+		exec(t, w, `CREATE TABLE `+name+` (id int PRIMARY KEY)`)
+		exec(t, w, `INSERT INTO `+name+` SELECT generate_series(1, 5000)`)
+	}
+	for _, name := range tables {
+		awaitLiveRows(t, pool, name, 5000)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := (&eventstore.StatisticsKeeper{DB: pool}).Step(ctx)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a keeper failed: %v", err)
+		}
+	}
+	for _, name := range tables {
+		var reltuples float64
+		if err := pool.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, name).Scan(&reltuples); err != nil {
+			t.Fatal(err)
+		}
+		if reltuples != 5000 {
+			t.Fatalf("%s: reltuples %v after the keepers; want 5000 (analyzed)", name, reltuples)
+		}
+	}
+}
+
+// exec runs sql on db, then has the connection report its counts to the
+// statistics system as soon as it is idle (else up to ten seconds later).
+func exec(t *testing.T, db eventstore.DB, sql string) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	if _, err := db.Exec(context.Background(), `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writer is a connection of its own for a test's writes: exec has it
+// report them at once.
+func writer(t *testing.T, pool *pgxpool.Pool) *pgxpool.Conn {
+	t.Helper()
+	conn, err := pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return conn
+}
+
+// explain is the plan by_id runs with on db, one line.
+func explain(t *testing.T, db eventstore.DB) string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `EXPLAIN EXECUTE by_id('k5')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, " / ")
+}
+
+func step(t *testing.T, k *eventstore.StatisticsKeeper) []string {
+	t.Helper()
+	analyzed, err := k.Step(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return analyzed
+}
+
+// awaitLiveRows polls until the statistics system counts n live rows in
+// table: a backend reports its counts once idle.
+func awaitLiveRows(t *testing.T, db eventstore.DB, table string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var live int64
+		err := db.QueryRow(context.Background(), `SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = $1`, table).Scan(&live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d live rows counted after 30 s; want %d", table, live, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
