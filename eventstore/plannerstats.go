@@ -25,9 +25,13 @@ import (
 // current.
 //
 // StatisticsKeeper analyzes a table of the service's schema each time it
-// holds more than twice the rows it held when last analyzed (plus
-// MinRows): a table is analyzed a few dozen times in its life (log₂ of
-// its size), each time while it is still quick to sample. It goes by the
+// holds more than Growth times the rows it held when last analyzed (plus
+// MinRows): a table is analyzed a handful of times in its life (five
+// times on its way to 300,000 rows), each time while it is still quick to
+// sample. Each ANALYZE throws away every connection's plans that read the
+// table (they are made again, at a cost), so it is done no more often
+// than a plan can go wrong: a by-key plan made over a few thousand rows
+// stays right however big the table gets. It goes by the
 // live rows, not the rows changed: a small table updated all the time
 // (the balances, the checkpoints) keeps its size, and analyzing it every
 // second would only throw away every connection's plans that read it. Big
@@ -41,19 +45,21 @@ type StatisticsKeeper struct {
 	Log   *slog.Logger
 }
 
-// MinRows is how many rows a table must hold, beyond twice its rows at
-// the last ANALYZE, before the keeper analyzes it again: autovacuum's own
-// threshold (autovacuum_analyze_threshold), so that a new table is
-// analyzed once it holds a few pages.
-const MinRows = 50
+// Growth and MinRows: the keeper analyzes a table once it holds more
+// than Growth times its rows at the last ANALYZE, plus MinRows (a table
+// of a few pages is read whole as fast as through an index).
+const (
+	Growth  = 4
+	MinRows = 1000
+)
 
 // grownTablesSQL lists the tables of the current schema whose live rows
 // (as the statistics system counts them, commit by commit) are more than
-// twice what they were at the last ANALYZE (reltuples, -1 for a table
-// never analyzed), plus MinRows. Only tables the service may analyze (it
+// $2 times what they were at the last ANALYZE (reltuples, -1 for a table
+// never analyzed), plus $1. Only tables the service may analyze (it
 // owns them): another's would be skipped with a warning, every second.
 const grownTablesSQL = `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-    WHERE s.schemaname = current_schema() AND s.n_live_tup > $1 + 2 * greatest(c.reltuples, 0)
+    WHERE s.schemaname = current_schema() AND s.n_live_tup > $1 + $2 * greatest(c.reltuples, 0)
         AND pg_has_role(c.relowner, 'MEMBER')
     ORDER BY s.relname`
 
@@ -77,10 +83,10 @@ func (k *StatisticsKeeper) Run(ctx context.Context) {
 	}
 }
 
-// Step analyzes the tables that have more than doubled since their last
-// ANALYZE and returns their names.
+// Step analyzes the tables that have grown past Growth times their rows at
+// their last ANALYZE and returns their names.
 func (k *StatisticsKeeper) Step(ctx context.Context) ([]string, error) {
-	rows, err := k.DB.Query(ctx, grownTablesSQL, MinRows)
+	rows, err := k.DB.Query(ctx, grownTablesSQL, MinRows, Growth)
 	if err != nil {
 		return nil, err
 	}
