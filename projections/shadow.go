@@ -23,10 +23,10 @@ func AllTables() []string {
 // CreateTables creates schema with an empty copy of every projection
 // table: columns, defaults, constraints and fresh identity sequences, so
 // projectors run there unchanged with the schema first on the search_path.
-// Of the indexes it copies those a replay reads or writes through: the
-// unique ones (ON CONFLICT, lookups by id, the last seq) and replayIndexes.
-// The others only order the API's lists: built once over a whole table
-// (CreateListIndexes) they cost a fraction of keeping them row by row.
+// Of the indexes it copies only those a replay reads or writes through:
+// the unique ones (ON CONFLICT, lookups by id, the last seq, and the
+// primary keys the rebuild compares and copies by) and replayIndexes. The
+// others only order the API's lists, and nothing lists a shadow's rows.
 func CreateTables(ctx context.Context, db eventstore.DB, schema string) error {
 	if _, err := db.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
 		return err
@@ -39,25 +39,15 @@ func CreateTables(ctx context.Context, db eventstore.DB, schema string) error {
 			return err
 		}
 	}
-	return copyIndexes(ctx, db, schema, true)
+	return copyReplayIndexes(ctx, db, schema)
 }
 
-// CreateListIndexes adds to schema's tables the indexes CreateTables left
-// out, and refreshes their statistics, spread over the connections dbs
-// (at least one), which work at once: building an index keeps one backend
-// busy, so a second connection puts the other core to work. Each
-// connection takes the next statement when it is done with one, the
-// biggest tables' first; the statistics come after every index.
-func CreateListIndexes(ctx context.Context, schema string, dbs ...eventstore.DB) error {
+// AnalyzeSpread refreshes the statistics of schema's projection tables,
+// spread over the connections dbs (at least one), which work at once:
+// each takes the next table when it is done with one.
+func AnalyzeSpread(ctx context.Context, schema string, dbs ...eventstore.DB) error {
 	if len(dbs) == 0 {
-		return errors.New("projections: CreateListIndexes needs a connection")
-	}
-	builds, err := indexDefinitions(ctx, dbs[0], schema, false)
-	if err != nil {
-		return err
-	}
-	if err := runSpread(ctx, dbs, builds); err != nil {
-		return err
+		return errors.New("projections: AnalyzeSpread needs a connection")
 	}
 	var analyze []string
 	for _, t := range AllTables() {
@@ -130,32 +120,15 @@ var replayIndexes = map[string]bool{
 	"ledger_entries_by_journal": true, // posting a pending entry updates its lines
 }
 
-// copyIndexes creates in schema the indexes of the public projection
-// tables that a replay needs (forReplay) or the others.
-func copyIndexes(ctx context.Context, db eventstore.DB, schema string, forReplay bool) error {
-	defs, err := indexDefinitions(ctx, db, schema, forReplay)
-	if err != nil {
-		return err
-	}
-	for _, def := range defs {
-		if _, err := db.Exec(ctx, def); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// indexDefinitions are the statements that create in schema the indexes
-// of the public projection tables that a replay needs (forReplay) or the
-// others, those of the biggest tables (in schema) first.
-func indexDefinitions(ctx context.Context, db eventstore.DB, schema string, forReplay bool) ([]string, error) {
+// copyReplayIndexes creates in schema the indexes of the public
+// projection tables that a replay needs.
+func copyReplayIndexes(ctx context.Context, db eventstore.DB, schema string) error {
 	rows, err := db.Query(ctx, `SELECT c.relname, x.relname, i.indisunique, pg_get_indexdef(i.indexrelid)
         FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
-        LEFT JOIN pg_class s ON s.relname = c.relname AND s.relnamespace = to_regnamespace($2)
         WHERE c.relnamespace = 'public'::regnamespace AND c.relname = ANY($1)
-        ORDER BY pg_relation_size(s.oid) DESC NULLS LAST, c.relname, x.relname`, AllTables(), schema)
+        ORDER BY c.relname, x.relname`, AllTables())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	type index struct {
 		table, name, def string
@@ -167,20 +140,21 @@ func indexDefinitions(ctx context.Context, db eventstore.DB, schema string, forR
 		return ix, err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var defs []string
 	for _, ix := range indexes {
-		if (ix.unique || replayIndexes[ix.name]) != forReplay {
+		if !ix.unique && !replayIndexes[ix.name] {
 			continue
 		}
 		on := " ON public." + ix.table + " "
 		if !strings.Contains(ix.def, on) {
-			return nil, fmt.Errorf("index %s: unexpected definition %q", ix.name, ix.def)
+			return fmt.Errorf("index %s: unexpected definition %q", ix.name, ix.def)
 		}
-		defs = append(defs, strings.Replace(ix.def, on, " ON "+schema+"."+ix.table+" ", 1))
+		if _, err := db.Exec(ctx, strings.Replace(ix.def, on, " ON "+schema+"."+ix.table+" ", 1)); err != nil {
+			return err
+		}
 	}
-	return defs, nil
+	return nil
 }
 
 // Replay folds events into the read models: every inline projector sees

@@ -31,10 +31,10 @@ func projectionsCmd() *cobra.Command {
 				return err
 			}
 			rate := float64(stats.Events) / max(stats.Duration.Seconds(), 1e-9)
-			fmt.Printf("rebuilt every projection from %d events in %s (%.0f events/s: replay %s, list indexes %s, comparison %s); "+
+			fmt.Printf("rebuilt every projection from %d events in %s (%.0f events/s: replay %s, statistics %s, comparison %s); "+
 				"%d rows differed before the pause; commands paused %s while %d rows were compared and %d events replayed; "+
 				"%d live rows corrected\n",
-				stats.Events, stats.Duration.Round(1e6), rate, stats.Replay.Round(1e7), stats.Indexes.Round(1e7),
+				stats.Events, stats.Duration.Round(1e6), rate, stats.Replay.Round(1e7), stats.Analyze.Round(1e7),
 				stats.Compare.Round(1e7), stats.Suspects, stats.Paused.Round(1e5), stats.Compared, stats.SwapEvents, stats.Changed)
 			return nil
 		},

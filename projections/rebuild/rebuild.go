@@ -40,9 +40,9 @@ type Stats struct {
 	// way and tries again when a lock is contended or a deadlock broken).
 	SwapAttempts int
 	// Where the time went: the replay into the shadow (before the first
-	// comparison), building its list indexes, and the first comparison
-	// of live and shadow.
-	Replay, Indexes, Compare time.Duration
+	// comparison), its statistics, and the first comparison of live and
+	// shadow.
+	Replay, Analyze, Compare time.Duration
 }
 
 // Options tune a rebuild; the zero value is the default.
@@ -123,14 +123,16 @@ func RunWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (Stats, error
 		return r.stats, err
 	}
 	r.stats.Replay, phase = time.Since(phase), time.Now()
-	builders := []eventstore.DB{conn}
+	conns := []eventstore.DB{conn}
 	if r.side != nil {
-		builders = append(builders, r.side)
+		conns = append(conns, r.side)
 	}
-	if err := projections.CreateListIndexes(ctx, shadowSchema, builders...); err != nil {
+	// For the comparison's plans: the shadow was last analyzed when its
+	// events had doubled, up to half of them ago.
+	if err := projections.AnalyzeSpread(ctx, shadowSchema, conns...); err != nil {
 		return r.stats, err
 	}
-	r.stats.Indexes, phase = time.Since(phase), time.Now()
+	r.stats.Analyze, phase = time.Since(phase), time.Now()
 	if err := r.prepareSwap(ctx); err != nil {
 		return r.stats, err
 	}
