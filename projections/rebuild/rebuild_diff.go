@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -117,32 +118,86 @@ func wholeTables(which map[string]bool) map[string]bool {
 // the asynchronous subscribers' checkpoints at that snapshot. The transaction is read
 // only: it takes no transaction id, so it does not hold back the log's
 // readers (which read below the oldest running one) however long it runs.
+// With the side connection, the tables are compared on both at once, the
+// side's transaction in the same snapshot (exported by the first).
 // With caughtUp set it compares nothing unless every subscriber has
 // reached the shadow's position at the snapshot.
 func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table string) string) (map[string][]byte, map[string]eventstore.Position, error) {
-	found := map[string][]byte{}
-	var at map[string]eventstore.Position
-	err := pgx.BeginTxFunc(ctx, r.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	var (
+		mu    sync.Mutex
+		found = map[string][]byte{}
+		at    map[string]eventstore.Position
+	)
+	readOnly := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := pgx.BeginTxFunc(ctx, r.conn, readOnly, func(tx pgx.Tx) error {
 		var err error
 		if at, err = subscribersAt(ctx, tx); err != nil || (caughtUp && slowest(at).Less(r.pos)) {
 			return err
 		}
-		// A merge join along both primary keys reads each table once, in
-		// key order; hashing or sorting whole rows (EXCEPT ALL both ways
-		// did) spilled to disk and took longer than the replay.
-		if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL enable_hashjoin = off`); err != nil {
+		tables, err := biggestFirst(ctx, tx)
+		if err != nil {
 			return err
 		}
-		for _, t := range projections.AllTables() {
-			var keys []byte
-			if err := tx.QueryRow(ctx, diffKeys(t, r.plan.keys[t], filter(t))).Scan(&keys); err != nil {
-				return fmt.Errorf("compare %s: %w", t, err)
-			}
-			found[t] = keys
+		next := make(chan string, len(tables))
+		for _, t := range tables {
+			next <- t
 		}
-		return nil
+		close(next)
+		compareOn := func(tx pgx.Tx) error {
+			// A merge join along both primary keys reads each table once, in
+			// key order; hashing or sorting whole rows (EXCEPT ALL both ways
+			// did) spilled to disk and took longer than the replay.
+			if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL enable_hashjoin = off`); err != nil {
+				return err
+			}
+			for t := range next {
+				var keys []byte
+				if err := tx.QueryRow(ctx, diffKeys(t, r.plan.keys[t], filter(t))).Scan(&keys); err != nil {
+					return fmt.Errorf("compare %s: %w", t, err)
+				}
+				mu.Lock()
+				found[t] = keys
+				mu.Unlock()
+			}
+			return nil
+		}
+		if r.side == nil {
+			return compareOn(tx)
+		}
+		var snapshot string
+		if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
+			return err
+		}
+		side := make(chan error, 1)
+		go func() {
+			side <- pgx.BeginTxFunc(ctx, r.side, readOnly, func(stx pgx.Tx) error {
+				if _, err := stx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`); err != nil {
+					return err
+				}
+				return compareOn(stx)
+			})
+		}()
+		err = compareOn(tx)
+		if serr := <-side; err == nil {
+			err = serr
+		}
+		return err
 	})
+	if err == nil && !(caughtUp && slowest(at).Less(r.pos)) && len(found) != len(projections.AllTables()) {
+		err = fmt.Errorf("compared %d tables of %d", len(found), len(projections.AllTables()))
+	}
 	return found, at, err
+}
+
+// biggestFirst orders the live projection tables by size, the biggest
+// first, so that two connections comparing them finish together.
+func biggestFirst(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	rows, err := tx.Query(ctx, `SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace
+        AND relkind = 'r' AND relname = ANY($1) ORDER BY pg_relation_size(oid) DESC, relname`, projections.AllTables())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // diffKeys is the query of the primary keys (a jsonb array of objects)
