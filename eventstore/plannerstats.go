@@ -26,7 +26,7 @@ import (
 //
 // StatisticsKeeper analyzes a table of the service's schema each time it
 // holds more than Growth times the rows it held when last analyzed (plus
-// MinRows): a table is analyzed a handful of times in its life (five
+// MinRows): a table is analyzed a handful of times in its life (four
 // times on its way to 300,000 rows), each time while it is still quick to
 // sample. Each ANALYZE throws away every connection's plans that read the
 // table (they are made again, at a cost), so it is done no more often
@@ -36,9 +36,10 @@ import (
 // (the balances, the checkpoints) keeps its size, and analyzing it every
 // second would only throw away every connection's plans that read it. Big
 // tables are left to autovacuum, whose plans a tenth more rows do not
-// upset. It runs on every replica: SKIP_LOCKED makes one give way while
-// another analyzes the table, and the size at the last ANALYZE, whoever
-// ran it, is what both go by.
+// upset. It runs on every replica: SKIP_LOCKED makes one skip a table
+// another is analyzing at that moment, and the size at the last ANALYZE,
+// whoever ran it, is what all go by (two replicas a moment apart may
+// both analyze a table: it is rare, and costs a second replanning).
 type StatisticsKeeper struct {
 	DB    DB
 	Every time.Duration // how often it looks; default 1 s
@@ -55,12 +56,13 @@ const (
 
 // grownTablesSQL lists the tables of the current schema whose live rows
 // (as the statistics system counts them, commit by commit) are more than
-// $2 times what they were at the last ANALYZE (reltuples, -1 for a table
-// never analyzed), plus $1. Only tables the service may analyze (it
-// owns them): another's would be skipped with a warning, every second.
-const grownTablesSQL = `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+// $2 times the estimate the last ANALYZE, VACUUM or CREATE INDEX left
+// (reltuples, -1 for a table never analyzed), plus $1. Only tables the
+// service may analyze (it has its owner's privileges): another's would be
+// skipped with a warning, every second.
+const grownTablesSQL = `SELECT s.schemaname, s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
     WHERE s.schemaname = current_schema() AND s.n_live_tup > $1 + $2 * greatest(c.reltuples, 0)
-        AND pg_has_role(c.relowner, 'MEMBER')
+        AND pg_has_role(c.relowner, 'USAGE')
     ORDER BY s.relname`
 
 // Run analyzes grown tables every Every until ctx ends.
@@ -90,15 +92,21 @@ func (k *StatisticsKeeper) Step(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(tables) == 0 {
+	grown, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pgx.Identifier, error) {
+		var schema, table string
+		err := r.Scan(&schema, &table)
+		return pgx.Identifier{schema, table}, err
+	})
+	if err != nil || len(grown) == 0 {
 		return nil, err
 	}
-	for _, t := range tables {
+	var tables []string
+	for _, t := range grown {
 		// One table a statement: a lock held elsewhere skips only it.
-		if _, err := k.DB.Exec(ctx, `ANALYZE (SKIP_LOCKED) `+pgx.Identifier{t}.Sanitize()); err != nil {
+		if _, err := k.DB.Exec(ctx, `ANALYZE (SKIP_LOCKED) `+t.Sanitize()); err != nil {
 			return nil, err
 		}
+		tables = append(tables, t[1])
 	}
 	if k.Log != nil {
 		k.Log.Debug("analyzed grown tables", "tables", tables)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/projections"
@@ -124,66 +125,86 @@ func wholeTables(which map[string]bool) map[string]bool {
 // reached the shadow's position at the snapshot.
 func (r *rebuild) compare(ctx context.Context, caughtUp bool, filter func(table string) string) (map[string][]byte, map[string]eventstore.Position, error) {
 	var (
-		mu    sync.Mutex
-		found = map[string][]byte{}
-		at    map[string]eventstore.Position
+		mu      sync.Mutex
+		found   = map[string][]byte{}
+		at      map[string]eventstore.Position
+		skipped bool // caughtUp, and a subscriber was behind
 	)
 	readOnly := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	err := pgx.BeginTxFunc(ctx, r.conn, readOnly, func(tx pgx.Tx) error {
-		var err error
-		if at, err = subscribersAt(ctx, tx); err != nil || (caughtUp && slowest(at).Less(r.pos)) {
+	// The first error ends both connections' work.
+	g, gctx := errgroup.WithContext(ctx)
+	compareOn := func(tx pgx.Tx, next <-chan string) error {
+		// A merge join along both primary keys reads each table once, in
+		// key order; hashing or sorting whole rows (EXCEPT ALL both ways
+		// did) spilled to disk and took longer than the replay.
+		if _, err := tx.Exec(gctx, `SET LOCAL jit = off; SET LOCAL enable_hashjoin = off`); err != nil {
 			return err
 		}
-		tables, err := biggestFirst(ctx, tx)
-		if err != nil {
-			return err
+		for t := range next {
+			var keys []byte
+			if err := tx.QueryRow(gctx, diffKeys(t, r.plan.keys[t], filter(t))).Scan(&keys); err != nil {
+				return fmt.Errorf("compare %s: %w", t, err)
+			}
+			mu.Lock()
+			found[t] = keys
+			mu.Unlock()
 		}
-		next := make(chan string, len(tables))
-		for _, t := range tables {
-			next <- t
-		}
-		close(next)
-		compareOn := func(tx pgx.Tx) error {
-			// A merge join along both primary keys reads each table once, in
-			// key order; hashing or sorting whole rows (EXCEPT ALL both ways
-			// did) spilled to disk and took longer than the replay.
-			if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL enable_hashjoin = off`); err != nil {
+		return nil
+	}
+	g.Go(func() error {
+		return pgx.BeginTxFunc(gctx, r.conn, readOnly, func(tx pgx.Tx) error {
+			var err error
+			if at, err = subscribersAt(gctx, tx); err != nil {
 				return err
 			}
-			for t := range next {
-				var keys []byte
-				if err := tx.QueryRow(ctx, diffKeys(t, r.plan.keys[t], filter(t))).Scan(&keys); err != nil {
-					return fmt.Errorf("compare %s: %w", t, err)
-				}
-				mu.Lock()
-				found[t] = keys
-				mu.Unlock()
+			if skipped = caughtUp && slowest(at).Less(r.pos); skipped {
+				return nil
 			}
-			return nil
-		}
-		if r.side == nil {
-			return compareOn(tx)
-		}
-		var snapshot string
-		if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
-			return err
-		}
-		side := make(chan error, 1)
-		go func() {
-			side <- pgx.BeginTxFunc(ctx, r.side, readOnly, func(stx pgx.Tx) error {
-				if _, err := stx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`); err != nil {
-					return err
-				}
-				return compareOn(stx)
+			tables, err := biggestFirst(gctx, tx)
+			if err != nil {
+				return err
+			}
+			next := make(chan string, len(tables))
+			for _, t := range tables {
+				next <- t
+			}
+			close(next)
+			if r.side == nil {
+				return compareOn(tx, next)
+			}
+			var snapshot string
+			if err := tx.QueryRow(gctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
+				return err
+			}
+			// This transaction must outlive the side's import of its
+			// snapshot, and no more: waiting idle for the side's last
+			// table, the pool's idle_in_transaction_session_timeout could
+			// end the session.
+			imported := make(chan struct{})
+			g.Go(func() error {
+				defer func() {
+					select {
+					case <-imported:
+					default:
+						close(imported) // the side failed before its import
+					}
+				}()
+				return pgx.BeginTxFunc(gctx, r.side, readOnly, func(stx pgx.Tx) error {
+					_, err := stx.Exec(gctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`)
+					close(imported)
+					if err != nil {
+						return err
+					}
+					return compareOn(stx, next)
+				})
 			})
-		}()
-		err = compareOn(tx)
-		if serr := <-side; err == nil {
-			err = serr
-		}
-		return err
+			err = compareOn(tx, next)
+			<-imported
+			return err
+		})
 	})
-	if err == nil && !(caughtUp && slowest(at).Less(r.pos)) && len(found) != len(projections.AllTables()) {
+	err := g.Wait()
+	if err == nil && !skipped && len(found) != len(projections.AllTables()) {
 		err = fmt.Errorf("compared %d tables of %d", len(found), len(projections.AllTables()))
 	}
 	return found, at, err
