@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
@@ -132,5 +133,60 @@ func TestProgressFollowsTheSlowestSubscription(t *testing.T) {
 	}
 	if err := waitFor(10 * time.Second); err != nil {
 		t.Fatalf("the wait did not end once both passed the position: %v", err)
+	}
+}
+
+// Given a Progress nobody waits on, when the subscription commits and
+// kicks it many times, then it reads nothing; when a reader then waits
+// for a position the subscription has passed since, the Progress reads at
+// once (not at its next poll, which it skips while idle) and the wait
+// returns.
+func TestProgressReadsOnlyForWaiters(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &eventstore.RoundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	traced, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer traced.Close()
+
+	const name = "followed_lazily"
+	p := eventstore.NewProgress(traced, name)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go p.Run(eventstore.WithOrigin(runCtx, eventstore.OriginProgress))
+
+	appendSome(t, ctx, pool, "lazy", 30)
+	log, _ := readN(t, ctx, pool, eventstore.Position{}, 100, 30)
+	sub := &eventstore.Subscription{Name: name, Pool: pool, BatchSize: 10, Log: discard, OnCommit: p.Kick,
+		Handle: func(context.Context, pgx.Tx, []eventstore.RecordedEvent) error { return nil }}
+	for range 3 {
+		if _, err := sub.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // time for a kicked read, were it made (and two polls)
+	}
+	if n := rt.Count(eventstore.OriginProgress); n != 0 {
+		t.Fatalf("the Progress made %d round trips with nobody waiting; want 0", n)
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := p.Wait(wctx, eventstore.PositionOf(log[len(log)-1])); err != nil {
+		t.Fatalf("a wait for a passed position: %v", err)
+	}
+	if n := rt.Count(eventstore.OriginProgress); n == 0 {
+		t.Fatal("the wait returned with no read of the checkpoint")
 	}
 }
