@@ -65,20 +65,28 @@ const grownTablesSQL = `SELECT s.schemaname, s.relname FROM pg_stat_user_tables 
         AND pg_has_role(c.relowner, 'USAGE')
     ORDER BY s.relname`
 
-// Run analyzes grown tables every Every until ctx ends.
+// Run analyzes grown tables every Every until ctx ends. After a failure
+// (the database down, say) it waits twice as long as before, up to a
+// minute, so that an outage is not a warning a second.
 func (k *StatisticsKeeper) Run(ctx context.Context) {
 	every := k.Every
 	if every <= 0 {
 		every = time.Second
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
+	wait := every
 	for {
-		if _, err := k.Step(ctx); err != nil && ctx.Err() == nil && k.Log != nil {
-			k.Log.Warn("keeping the planner's statistics", "error", err)
+		if _, err := k.Step(ctx); err != nil && ctx.Err() == nil {
+			wait = min(2*wait, max(time.Minute, every))
+			if k.Log != nil {
+				k.Log.Warn("keeping the planner's statistics", "error", err, "next_try_in", wait)
+			}
+		} else {
+			wait = every
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}

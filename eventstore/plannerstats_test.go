@@ -2,6 +2,7 @@ package eventstore_test
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -194,4 +195,40 @@ func awaitLiveRows(t *testing.T, db eventstore.DB, table string, n int64) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Given a keeper whose database is gone, then it does not warn at every
+// tick: it waits twice as long after each failure (10, 20, 40, … ms here:
+// a handful of warnings in 400 ms, not forty).
+func TestStatisticsKeeperBacksOffWhileFailing(t *testing.T) {
+	pool := pgtest.Pool(t)
+	pool.Close() // every query now fails
+	var warnings countingWriter
+	keeper := &eventstore.StatisticsKeeper{DB: pool, Every: 10 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(&warnings, nil))}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	keeper.Run(ctx) // returns when ctx ends
+	if n := warnings.lines(); n < 2 || n > 8 {
+		t.Fatalf("%d warnings in 400 ms at a 10 ms tick; want 2-8 (backing off)", n)
+	}
+}
+
+// countingWriter counts the lines written to it, from any goroutine.
+type countingWriter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n += strings.Count(string(p), "\n")
+	return len(p), nil
+}
+
+func (w *countingWriter) lines() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
 }
