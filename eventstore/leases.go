@@ -148,8 +148,8 @@ func (l *Leases) Run(ctx context.Context) {
 }
 
 // Beat is one heartbeat: the replica's row, the leases held renewed, those
-// beyond the fair share given back, free ones taken up to it. Two round
-// trips; the second only when the share changes hands.
+// beyond the fair share given back, free ones taken up to it. One round
+// trip; a few more only when the share changes hands.
 func (l *Leases) Beat(ctx context.Context) error {
 	began := time.Now()
 	ttl := l.ttl()
@@ -189,16 +189,37 @@ func (l *Leases) Beat(ctx context.Context) error {
             WHERE owner = $1 AND name = ANY($2)`, l.ID, extra)
 	case len(renewed) < share:
 		var taken []string
-		rows, qerr := l.Pool.Query(ctx, takeSQL, l.ID, l.Names, share-len(renewed), ttl.String())
-		if qerr == nil {
-			taken, qerr = pgx.CollectRows(rows, pgx.RowTo[string])
-		}
-		err = qerr
+		taken, err = l.take(ctx, share-len(renewed), ttl)
 		held = append(slices.Clone(renewed), taken...)
 	}
 	l.set(held, began, live)
 	return err
 }
+
+// take takes up to n free (or expired) leases, one replica at a time
+// (takeLock): two replicas taking side by side, each skipping the rows the
+// other had locked, could end with both parts of a reader on one of them
+// and no reason ever to move one, their shares being fair. One after the
+// other, the second takes what the first left: the other parts.
+func (l *Leases) take(ctx context.Context, n int, ttl time.Duration) ([]string, error) {
+	var taken []string
+	err := pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, takeLock); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, takeSQL, l.ID, l.Names, n, ttl.String())
+		if err != nil {
+			return err
+		}
+		taken, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return taken, err
+}
+
+// takeLock serialises the replicas' takes (a transaction-level advisory
+// lock, held for one statement).
+const takeLock = 0x7472_6c65_6173_6573 // "trleases"
 
 // takeSQL takes up to $3 free (or expired) leases of $2 for replica $1.
 // The parts of one reader go to different replicas where they can, so
