@@ -221,13 +221,29 @@ func loadPaymentInputs(ctx context.Context, tx *commandTx, c Caller, accountID, 
 // ledger.Balance.Available's, in SQL.
 func queueStillStands(tx *commandTx, s payment.StandsIf) {
 	tx.beforeAppend(`SELECT 1 FROM account_balances WHERE virtual_account_id = $1 FOR UPDATE`, s.AccountID)
-	tx.beforeAppend(`SELECT CASE WHEN b.posted - b.pending_outbound >= $4 AND v.status = $5 AND coalesce(k.status, $6) = $7
-            AND ($8::bigint IS NULL OR (`+spentTodaySQL+`) <= $8)
-        THEN 1 ELSE decision_inputs_changed($1) END
-        `+accountWithKYB+`
-        WHERE b.virtual_account_id = $1`,
-		s.AccountID, s.DayStart, s.DayEnd, s.MinAvailable, s.AccountStatus, kyb.StatusNotStarted, s.KYBStatus, s.MaxSpentToday)
+	if s.MaxSpentToday == nil {
+		tx.beforeAppend(stillStandsSQL, s.AccountID, s.MinAvailable, s.AccountStatus, kyb.StatusNotStarted, s.KYBStatus)
+		return
+	}
+	tx.beforeAppend(stillStandsWithinLimitSQL,
+		s.AccountID, s.DayStart, s.DayEnd, s.MinAvailable, s.AccountStatus, kyb.StatusNotStarted, s.KYBStatus, *s.MaxSpentToday)
 }
+
+// The check at commit, without and with a daily limit. Two statements, not
+// one with "$n IS NULL OR (the day's sum)": PostgreSQL's generic plan of
+// that one kept the sum's subplan, so it planned the statement afresh at
+// every payment.
+const (
+	stillStandsSQL = `SELECT CASE WHEN b.posted - b.pending_outbound >= $2 AND v.status = $3 AND coalesce(k.status, $4) = $5
+        THEN 1 ELSE decision_inputs_changed($1) END
+        ` + accountWithKYB + `
+        WHERE b.virtual_account_id = $1`
+	stillStandsWithinLimitSQL = `SELECT CASE WHEN b.posted - b.pending_outbound >= $4 AND v.status = $5 AND coalesce(k.status, $6) = $7
+            AND (` + spentTodaySQL + `) <= $8
+        THEN 1 ELSE decision_inputs_changed($1) END
+        ` + accountWithKYB + `
+        WHERE b.virtual_account_id = $1`
+)
 
 // decisionInputs are the rules' inputs as loaded, for DecideCreate; the
 // daily sum and a new chart are filled in later, when needed.
