@@ -13,6 +13,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/domain"
+	"github.com/opentreasury/treasury/domain/platform"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 )
 
@@ -150,48 +151,60 @@ func TestSandboxBatchRoundTrips(t *testing.T) {
 // after the five custom plans PostgreSQL always tries, runs its generic
 // plan. Two did not (the check at commit with the daily sum's "IS NULL OR",
 // and the balance update over arrays): planning them at every payment was
-// a tenth of the server's CPU at 64 clients. On one connection, so that
-// pg_prepared_statements, which is per session, sees them all.
+// a tenth of the server's CPU at 64 clients. Twenty payments without a
+// daily limit, then twenty within one (the check's other statement), each
+// set on one connection, so that pg_prepared_statements, which is per
+// session, sees them all.
 func TestPaymentStatementsKeepTheirPlans(t *testing.T) {
 	setup := pgtest.TracedPool(t, &roundTripTracer{}, 4)
 	e := &env{t: t, ctx: testCtx(t), pool: setup, a: app.New(setup, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	c, va := payReady(e, 1_000_000)
-	cfg := setup.Config()
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	a := app.New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	const payments = 20
-	for i := range payments {
-		key := fmt.Sprintf("plans-%d", i)
-		if _, err := a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, key, key), c, payRequest(va, 100, "rtp")); err != nil {
-			t.Fatalf("payment %d: %v", i, err)
+	for _, limit := range []domain.Optional[int64]{{}, domain.Some(int64(1_000_000))} {
+		if limit.Set {
+			if err := e.a.UpdateSettings(e.ctx, app.Meta{}, c.PlatformID, c.Environment,
+				platform.SettingsPatch{DailyPaymentLimit: limit}); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	rows, err := pool.Query(e.ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
-        WHERE generic_plans + custom_plans >= $1`, payments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type plans struct {
-		statement       string
-		generic, custom int64
-	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (p plans, err error) {
-		return p, r.Scan(&p.statement, &p.generic, &p.custom)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) < 10 {
-		t.Fatalf("%d statements ran at every payment, want the payment's ten or more: %+v", len(got), got)
-	}
-	for _, p := range got {
-		if p.custom > 5 {
-			t.Errorf("planned %d times in %d payments (generic plan used %d times): %s", p.custom, payments, p.generic, p.statement)
+		cfg := setup.Config()
+		cfg.MaxConns = 1
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "auto" // PostgreSQL's default, whatever the server's
+		pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		a := app.New(pool, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		for i := range payments {
+			key := fmt.Sprintf("plans-%v-%d", limit.Set, i)
+			if _, err := a.CreatePayment(e.ctx, app.Meta{}, payIdem(c, key, key), c, payRequest(va, 100, "rtp")); err != nil {
+				t.Fatalf("payment %d: %v", i, err)
+			}
+		}
+		rows, err := pool.Query(e.ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+            WHERE generic_plans + custom_plans >= $1`, payments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type plans struct {
+			statement       string
+			generic, custom int64
+		}
+		got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (p plans, err error) {
+			return p, r.Scan(&p.statement, &p.generic, &p.custom)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 10 {
+			t.Fatalf("daily limit %v: %d statements ran at every payment, want the payment's ten or more: %+v", limit.Set, len(got), got)
+		}
+		for _, p := range got {
+			if p.custom > 5 {
+				t.Errorf("daily limit %v: planned %d times in %d payments (generic plan used %d times): %s",
+					limit.Set, p.custom, payments, p.generic, p.statement)
+			}
 		}
 	}
 }
