@@ -31,6 +31,11 @@ type config struct {
 	RateLimit        *apihttp.RateLimit
 	LogLevel         slog.Level
 	MigrateOnStart   bool
+	// schemaCurrent says the caller has just brought the schema up to
+	// date (`treasury dev`), so /v1 answers from the first request: the
+	// curl commands dev prints before serving must work as soon as they
+	// are read, not answer 503 until a background check has run.
+	schemaCurrent bool
 	// PprofAddr, when set (TREASURY_PPROF_ADDR, e.g. 127.0.0.1:6060),
 	// serves net/http/pprof on a listener of its own; unset, there is none.
 	PprofAddr string

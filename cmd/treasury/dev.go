@@ -66,7 +66,7 @@ func devCmd() *cobra.Command {
 				return err
 			}
 			cfg.OperatorKey = creds.OperatorKey
-			cfg.MigrateOnStart = false
+			cfg.MigrateOnStart, cfg.schemaCurrent = false, true
 			if os.Getenv("TREASURY_WEBHOOK_ALLOW_PRIVATE") == "" {
 				cfg.WebhookAllowPriv = true // a local sandbox delivers to local receivers
 			}

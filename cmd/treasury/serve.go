@@ -75,9 +75,12 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, ln net.Listener,
 		defer stopPprof()
 	}
 	var ready atomic.Bool
-	if cfg.MigrateOnStart {
+	switch {
+	case cfg.schemaCurrent:
+		ready.Store(true)
+	case cfg.MigrateOnStart:
 		go migrateUntilDone(ctx, pool, log, &ready)
-	} else {
+	default:
 		go waitUntilMigrated(ctx, pool, log, &ready)
 	}
 	bgPool, err := backgroundPool(ctx, pool, cfg.ReaderPartitions)
