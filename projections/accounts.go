@@ -106,8 +106,9 @@ func setAccountStatus(b *Batch, r *eventstore.RecordedEvent, s account.Status, a
 	b.Queue(`UPDATE virtual_accounts SET status = $2, updated_at = $3 WHERE id = $1`, id, s.String(), at)
 }
 
-// addBalances adds each account's summed effect to its balance row, in
-// one statement, the rows in id order (as commands lock them).
+// addBalances adds each account's summed effect to its balance row: one
+// row with one UPDATE; several locked in id order first (as commands lock
+// them), then updated with one statement.
 func addBalances(b *Batch, deltas map[string]ledger.Balance) {
 	if len(deltas) == 0 {
 		return
