@@ -94,7 +94,10 @@ func (k *StatisticsKeeper) Run(ctx context.Context) {
 }
 
 // Step analyzes the tables that have grown past Growth times their rows at
-// their last ANALYZE and returns their names.
+// their last ANALYZE and returns their names. One that another session
+// holds locked (another replica's keeper analyzing it) is skipped, not
+// waited for, though named: it is still grown at the next step if that
+// session did not analyze it.
 func (k *StatisticsKeeper) Step(ctx context.Context) ([]string, error) {
 	rows, err := k.DB.Query(ctx, grownTablesSQL, MinRows, Growth)
 	if err != nil {

@@ -125,6 +125,52 @@ func TestStatisticsKeepersOfSeveralReplicas(t *testing.T) {
 	}
 }
 
+// Given a grown table another session holds the lock ANALYZE takes on
+// (as a keeper of another replica analyzing it would), when the keeper
+// steps, then it skips that table at once, without waiting for the lock,
+// and analyzes the others; the skipped one is analyzed at a later step.
+func TestStatisticsKeeperSkipsATableBeingAnalyzed(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	w := writer(t, pool)
+	for _, name := range []string{"busy", "free"} {
+		exec(t, w, `CREATE TABLE `+name+` (id int PRIMARY KEY)`+noAutovacuum)
+		exec(t, w, `INSERT INTO `+name+` SELECT generate_series(1, 5000)`)
+		awaitLiveRows(t, pool, name, 5000)
+	}
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `LOCK TABLE busy IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	analyzed, err := (&eventstore.StatisticsKeeper{DB: pool}).Step(sctx)
+	if err != nil {
+		t.Fatalf("a step beside a held lock: %v (waiting for it, without SKIP_LOCKED?)", err)
+	}
+	reltuples := func(table string) (n float64) {
+		if err := pool.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if !slices.Contains(analyzed, "free") || reltuples("free") != 5000 || reltuples("busy") == 5000 {
+		t.Fatalf("step analyzed %v: free has %v rows estimated, busy %v; want free analyzed, busy skipped",
+			analyzed, reltuples("free"), reltuples("busy"))
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	step(t, &eventstore.StatisticsKeeper{DB: pool})
+	if n := reltuples("busy"); n != 5000 {
+		t.Fatalf("busy has %v rows estimated after the lock was released and the keeper stepped; want 5000", n)
+	}
+}
+
 // noAutovacuum keeps autovacuum (on by default, off on some CI servers)
 // from analyzing a test's tables behind the keeper's back.
 const noAutovacuum = ` WITH (autovacuum_enabled = off)`
