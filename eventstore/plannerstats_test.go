@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/opentreasury/treasury/domain"
 	"github.com/opentreasury/treasury/eventstore"
 	"github.com/opentreasury/treasury/eventstore/pgtest"
 )
@@ -168,6 +169,44 @@ func TestStatisticsKeeperSkipsATableBeingAnalyzed(t *testing.T) {
 	step(t, &eventstore.StatisticsKeeper{DB: pool})
 	if n := reltuples("busy"); n != 5000 {
 		t.Fatalf("busy has %v rows estimated after the lock was released and the keeper stepped; want 5000", n)
+	}
+}
+
+// Given a keeper connected as a role that owns one grown table and has no
+// privileges of the owner of another, when it steps, then it analyzes its
+// own and leaves the other out (ANALYZE would only skip it with a
+// warning, at every step).
+func TestStatisticsKeeperAnalyzesOnlyWhatItMay(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	w := writer(t, pool)
+	role := "keeper_" + strings.ToLower(domain.NewID(""))
+	exec(t, w, `CREATE ROLE `+role+` LOGIN`)
+	// Roles are the server's, not the test database's: this one goes when
+	// the test ends, after its connections (closed by a later defer).
+	defer func() {
+		if _, err := w.Exec(ctx, `DROP OWNED BY `+role+`; DROP ROLE `+role); err != nil {
+			t.Errorf("dropping role %s: %v", role, err)
+		}
+	}()
+	for _, name := range []string{"mine", "theirs"} {
+		exec(t, w, `CREATE TABLE `+name+` (id int PRIMARY KEY)`+noAutovacuum)
+		exec(t, w, `INSERT INTO `+name+` SELECT generate_series(1, 5000)`)
+		awaitLiveRows(t, pool, name, 5000)
+	}
+	exec(t, w, `ALTER TABLE mine OWNER TO `+role)
+
+	cfg := pool.Config()
+	cfg.ConnConfig.User = role
+	cfg.ConnConfig.Password = ""
+	as, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close()
+	analyzed := step(t, &eventstore.StatisticsKeeper{DB: as})
+	if !slices.Equal(analyzed, []string{"mine"}) {
+		t.Fatalf("the keeper as %s analyzed %v; want only its own table, mine", role, analyzed)
 	}
 }
 
